@@ -1,0 +1,1 @@
+"""gpu-quota-bot: ChatOps for GPU quota on shared Kubernetes clusters."""

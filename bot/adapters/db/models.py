@@ -1,0 +1,152 @@
+"""Tables. Requests and namespaces carry a version column: two replicas (or two managers clicking at
+once) that change the same row cannot both win; the loser's transaction is retried from a fresh read.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Store UTC without a zone (SQLite has none) and always hand back aware UTC datetimes."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetimes are not stored: pass an aware UTC datetime")
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
+        return value.replace(tzinfo=timezone.utc) if value is not None else None
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class NamespaceRow(Base):
+    """The bot's view of one managed namespace: its base quota and the last value it saw/wrote."""
+
+    __tablename__ = "namespaces"
+
+    name: Mapped[str] = mapped_column(String(63), primary_key=True)
+    team: Mapped[str] = mapped_column(String(100))
+    base_gpus: Mapped[int] = mapped_column(Integer)
+    last_seen_gpus: Mapped[int | None] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+    __mapper_args__ = {"version_id_col": version}
+
+
+class RequestRow(Base):
+    __tablename__ = "requests"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    kind: Mapped[RequestKind] = mapped_column(String(20))
+    state: Mapped[RequestState] = mapped_column(String(20), index=True)
+    namespace: Mapped[str] = mapped_column(String(63), index=True)
+    team: Mapped[str] = mapped_column(String(100))
+    requester_id: Mapped[str] = mapped_column(String(32), index=True)
+    amount_text: Mapped[str] = mapped_column(String(16))  # as typed: "+4", "-2", "8"
+    delta: Mapped[int] = mapped_column(Integer)
+    duration_seconds: Mapped[int | None] = mapped_column(Integer)  # None: permanent
+    reason: Mapped[str] = mapped_column(Text)
+    approvals_required: Mapped[int] = mapped_column(Integer)
+    auto_approved: Mapped[bool] = mapped_column(Boolean, default=False)
+    # What the requester and the approvers saw when it was asked:
+    hard_before: Mapped[int] = mapped_column(Integer)
+    used_before: Mapped[int | None] = mapped_column(Integer)
+    allocatable: Mapped[int | None] = mapped_column(Integer)
+    committed_after: Mapped[int | None] = mapped_column(Integer)
+    cost: Mapped[float | None] = mapped_column(Float)
+    cost_basis: Mapped[str | None] = mapped_column(String(32))
+    # Where it lives in Slack:
+    channel_id: Mapped[str] = mapped_column(String(32))
+    message_ts: Mapped[str | None] = mapped_column(String(32))
+    # Extensions point at the request whose grant they extend:
+    extends_request_id: Mapped[int | None] = mapped_column(ForeignKey("requests.id"))
+    failure_reason: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)  # set on every change: bumps the version
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+    decisions: Mapped[list[DecisionRow]] = relationship(
+        back_populates="request", order_by="DecisionRow.id", cascade="all, delete-orphan"
+    )
+    grant: Mapped[GrantRow | None] = relationship(back_populates="request", uselist=False)
+
+    __mapper_args__ = {"version_id_col": version}
+
+    @property
+    def permanent(self) -> bool:
+        return self.duration_seconds is None
+
+    @property
+    def approvals(self) -> list[DecisionRow]:
+        return [d for d in self.decisions if d.verdict == Verdict.APPROVE]
+
+
+class DecisionRow(Base):
+    __tablename__ = "decisions"
+    __table_args__ = (UniqueConstraint("request_id", "user_id", name="uq_decision_per_user"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[int] = mapped_column(ForeignKey("requests.id"), index=True)
+    user_id: Mapped[str] = mapped_column(String(32))
+    verdict: Mapped[Verdict] = mapped_column(String(10))
+    decided_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+    request: Mapped[RequestRow] = relationship(back_populates="decisions")
+
+
+class GrantRow(Base):
+    """The temporary part of an applied request: ``gpus`` on top of the base until ``ends_at``."""
+
+    __tablename__ = "grants"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    request_id: Mapped[int] = mapped_column(ForeignKey("requests.id"), unique=True)
+    namespace: Mapped[str] = mapped_column(String(63), index=True)
+    gpus: Mapped[int] = mapped_column(Integer)
+    state: Mapped[GrantState] = mapped_column(String(10), index=True)
+    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ends_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    reminded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    end_reason: Mapped[str | None] = mapped_column(String(20))  # expired | released
+    ended_by: Mapped[str | None] = mapped_column(String(32))
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+
+    request: Mapped[RequestRow] = relationship(back_populates="grant")
+
+    __mapper_args__ = {"version_id_col": version}
+
+
+class AuditRow(Base):
+    """Append-only: rows are inserted, never updated or deleted (the repository offers no way to)."""
+
+    __tablename__ = "audit_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    actor: Mapped[str] = mapped_column(String(64))  # a Slack user id, or "gpu-quota-bot"
+    action: Mapped[str] = mapped_column(String(40))
+    namespace: Mapped[str | None] = mapped_column(String(63), index=True)
+    request_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    detail: Mapped[str] = mapped_column(Text, default="")

@@ -1,0 +1,216 @@
+"""The Kubernetes side: read and write one namespace's GPU quota with the official client.
+
+Writes are a dry run first, then a JSON merge patch carrying the read's ``resourceVersion`` (the API
+server answers 409 if anyone wrote in between) and the bot's annotations; ``limits.nvidia.com/gpu``
+is kept equal where the quota has it. The client's exceptions never leave this module: they become
+the bot's error kinds with a sentence a person can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.utils import parse_quantity
+
+from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
+from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+GPU_RESOURCE = "nvidia.com/gpu"
+FIELD_MANAGER = "gpu-quota-bot"
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class KubernetesCluster:
+    """Implements ``QuotaCluster`` over the Kubernetes API."""
+
+    def __init__(self, api_client: client.ApiClient, *, timeout: tuple[float, float] = (5.0, 20.0)) -> None:
+        self._core = client.CoreV1Api(api_client)
+        self._timeout = timeout
+
+    @classmethod
+    def from_environment(cls, kubeconfig: Path | None = None, *, context: str | None = None) -> KubernetesCluster:
+        """A kubeconfig when one is given or found (``KUBECONFIG``, ``~/.kube/config``), else in-cluster."""
+        configuration = client.Configuration()
+        path = kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
+        default = Path.home() / ".kube" / "config"
+        try:
+            if path is not None or default.exists():
+                config.load_kube_config(
+                    config_file=str(path or default), context=context, client_configuration=configuration, persist_config=False
+                )
+            else:
+                config.load_incluster_config(client_configuration=configuration)
+        except (ConfigException, OSError) as error:
+            raise PermanentError(f"cannot load the Kubernetes configuration: {error}") from error
+        return cls(client.ApiClient(configuration))
+
+    # --- QuotaCluster ------------------------------------------------------------------------
+
+    def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
+        try:
+            quota = self._call(
+                f"read the ResourceQuota {name} in {namespace}",
+                lambda: self._core.read_namespaced_resource_quota(name, namespace, _request_timeout=self._timeout),
+                allow_missing=True,
+            )
+        except _NotFound:
+            self._require_namespace(namespace)
+            return None
+        return _snapshot(quota)
+
+    def write_quota(
+        self, namespace: str, name: str, *, gpus: int, previous: QuotaSnapshot | None, dry_run: bool, applied_by: str
+    ) -> QuotaSnapshot:
+        annotations = {APPLIED_ANNOTATION: str(gpus), APPLIED_BY_ANNOTATION: applied_by}
+        dry = "All" if dry_run else None
+        if previous is None:
+            body = {
+                "apiVersion": "v1",
+                "kind": "ResourceQuota",
+                "metadata": {"name": name, "namespace": namespace, "annotations": annotations,
+                             "labels": {"app.kubernetes.io/managed-by": FIELD_MANAGER}},
+                "spec": {"hard": {GPU_REQUESTS: str(gpus)}},
+            }
+            action = f"create the ResourceQuota {name} in {namespace}"
+            call = lambda: self._core.create_namespaced_resource_quota(  # noqa: E731
+                namespace, body, dry_run=dry, field_manager=FIELD_MANAGER, _request_timeout=self._timeout
+            )
+        else:
+            hard = {GPU_REQUESTS: str(gpus)}
+            if previous.limits is not None:
+                hard[GPU_LIMITS] = str(gpus)
+            patch = {
+                "metadata": {"resourceVersion": previous.resource_version, "annotations": annotations},
+                "spec": {"hard": hard},
+            }
+            action = f"patch the ResourceQuota {name} in {namespace}"
+            call = lambda: self._core.patch_namespaced_resource_quota(  # noqa: E731
+                name, namespace, patch, dry_run=dry, field_manager=FIELD_MANAGER,
+                _content_type=MERGE_PATCH, _request_timeout=self._timeout,
+            )
+        try:
+            written = self._call(action + (" (dry run)" if dry_run else ""), call, allow_missing=True)
+        except _NotFound:
+            self._require_namespace(namespace)
+            raise QuotaConflict(f"the ResourceQuota {name} in {namespace} disappeared while the bot wrote it") from None
+        return _snapshot(written)
+
+    def allocatable_gpus(self) -> int:
+        nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
+        return sum(_gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) for node in nodes.items if node.status)
+
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
+        quotas = self._call(
+            "list ResourceQuotas", lambda: self._core.list_resource_quota_for_all_namespaces(_request_timeout=self._timeout)
+        )
+        totals = {}
+        for quota in quotas.items:
+            namespace = quota.metadata.namespace
+            if quota_names.get(namespace) == quota.metadata.name:
+                totals[namespace] = _gpus((quota.spec.hard or {}).get(GPU_REQUESTS) if quota.spec else None)
+        return totals
+
+    def namespace_exists(self, namespace: str) -> bool:
+        try:
+            self._call(
+                f"read the namespace {namespace}",
+                lambda: self._core.read_namespace(namespace, _request_timeout=self._timeout),
+                allow_missing=True,
+            )
+        except _NotFound:
+            return False
+        return True
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _require_namespace(self, namespace: str) -> None:
+        if not self.namespace_exists(namespace):
+            raise NamespaceNotFound(f"the namespace {namespace} does not exist in the cluster")
+
+    def _call(self, action: str, call: Callable[[], T], *, allow_missing: bool = False) -> T:
+        """Run a client call; a 404 raises ``_NotFound`` when ``allow_missing``, else a PermanentError."""
+        try:
+            return call()
+        except ApiException as error:
+            if error.status == 404 and allow_missing:
+                raise _NotFound(_status_message(error)) from None
+            raise _translate(error, action) from None
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            log.warning("Kubernetes API unreachable while trying to %s: %s", action, type(error).__name__)
+            raise TemporaryError(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
+
+
+class _NotFound(Exception):
+    """Internal: a 404, which callers interpret (missing quota vs missing namespace)."""
+
+
+def _translate(error: ApiException, action: str) -> Exception:
+    status = error.status or 0
+    message = _status_message(error)
+    log.warning("Kubernetes API answered %s to %s: %s", status, action, message)
+    if status == 409:
+        return QuotaConflict(f"could not {action}: {message}")
+    if status in (401, 403):
+        return PermanentError(
+            f"the cluster refused to let the bot {action} (HTTP {status}: {message}). "
+            "Check the bot's ServiceAccount and RBAC (see deploy/)"
+        )
+    if status == 422:
+        return PermanentError(f"the cluster rejected the change when the bot tried to {action} (HTTP 422: {message})")
+    if status == 429 or status >= 500:
+        retry_after = _retry_after(error)
+        return TemporaryError(f"the Kubernetes API failed to {action} (HTTP {status}: {message})", delay=retry_after)
+    return PermanentError(f"the Kubernetes API refused to {action} (HTTP {status}: {message})")
+
+
+def _status_message(error: ApiException) -> str:
+    """The ``message`` of a Kubernetes Status body, else the HTTP reason."""
+    try:
+        body = json.loads(error.body or "")
+        if isinstance(body, dict) and body.get("message"):
+            return str(body["message"])
+    except (TypeError, ValueError):
+        pass
+    return str(error.reason or "no reason given")
+
+
+def _retry_after(error: ApiException) -> float:
+    try:
+        return float((error.headers or {}).get("Retry-After", 1))
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def _gpus(quantity: Any) -> int:
+    if quantity in (None, ""):
+        return 0
+    value: Decimal = parse_quantity(str(quantity))
+    return int(value)
+
+
+def _snapshot(quota: Any) -> QuotaSnapshot:
+    hard = (quota.spec.hard if quota.spec else None) or {}
+    used = (quota.status.used if quota.status else None) or {}
+    annotations = quota.metadata.annotations or {}
+    applied = annotations.get(APPLIED_ANNOTATION)
+    return QuotaSnapshot(
+        namespace=quota.metadata.namespace,
+        name=quota.metadata.name,
+        hard=_gpus(hard.get(GPU_REQUESTS)),
+        used=_gpus(used.get(GPU_REQUESTS)),
+        limits=_gpus(hard[GPU_LIMITS]) if GPU_LIMITS in hard else None,
+        resource_version=quota.metadata.resource_version,
+        bot_applied=int(applied) if applied is not None and applied.lstrip("-").isdigit() else None,
+    )

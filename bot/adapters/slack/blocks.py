@@ -1,0 +1,355 @@
+"""Block Kit, built by small pure functions with ``slack_sdk.models`` (which enforce Slack's limits).
+
+Nothing here calls Slack: each function turns the bot's values into blocks or a view, and the unit
+tests check them on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ConfirmObject,
+    ContextBlock,
+    HeaderBlock,
+    InputBlock,
+    MarkdownTextObject,
+    Option,
+    PlainTextInputElement,
+    SectionBlock,
+    StaticSelectElement,
+)
+from slack_sdk.models.views import View
+
+from bot.adapters.slack import ids
+from bot.domain.commands import RequestDraft, format_request_id
+from bot.domain.durations import format_duration
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.services.cards import RequestCard
+from bot.services.ports import Action, ActionKind
+from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
+from bot.services.text import gpus, mention, money, when
+
+MAX_BLOCKS = 50
+SECTION_LIMIT = 3000
+FIELD_LIMIT = 2000
+MAX_OPTIONS = 100
+
+
+def truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the request message -------------------------------------------------------------------------
+
+
+def request_message(card: RequestCard) -> list[Block]:
+    """The message in the approvals channel: the whole story of one request, buttons while pending."""
+    blocks: list[Block] = [
+        HeaderBlock(text=truncate(_title(card), 150)),
+        SectionBlock(text=MarkdownTextObject(text=truncate(_summary(card), SECTION_LIMIT))),
+        SectionBlock(fields=[MarkdownTextObject(text=truncate(f, FIELD_LIMIT)) for f in _fields(card)]),
+        SectionBlock(text=MarkdownTextObject(text=truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
+        ContextBlock(elements=[MarkdownTextObject(text=truncate(_status_line(card), SECTION_LIMIT))]),
+    ]
+    if card.state == RequestState.PENDING:
+        blocks.append(
+            ActionsBlock(
+                block_id=f"decide:{card.request_id}",
+                elements=[
+                    ButtonElement(
+                        text="Approve", action_id=ids.ACTION_IDS[ActionKind.APPROVE], value=str(card.request_id), style="primary"
+                    ),
+                    ButtonElement(
+                        text="Deny",
+                        action_id=ids.ACTION_IDS[ActionKind.DENY],
+                        value=str(card.request_id),
+                        style="danger",
+                        confirm=ConfirmObject(
+                            title="Deny this request?",
+                            text=f"{card.display_id} will be closed and the requester told.",
+                            confirm="Deny",
+                            deny="Keep it",
+                        ),
+                    ),
+                ],
+            )
+        )
+    return blocks
+
+
+def request_fallback_text(card: RequestCard) -> str:
+    """The notification text (and what screen readers announce)."""
+    return f"{_title(card)}: {card.amount_text} GPUs for {card.namespace} ({card.state})"
+
+
+def _title(card: RequestCard) -> str:
+    if card.kind == RequestKind.EXTENSION:
+        return f"Extension {card.display_id} of {format_request_id(card.extends_id or 0)}"
+    return f"GPU quota request {card.display_id}"
+
+
+def _summary(card: RequestCard) -> str:
+    if card.kind == RequestKind.EXTENSION:
+        return (
+            f"{mention(card.requester_id)} asks to keep *{gpus(card.delta)}* in *{card.namespace}* "
+            f"({card.team_label}) for *{format_duration(card.duration or timedelta())}* more."
+        )
+    span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
+    verb = "more" if card.delta > 0 else "fewer"
+    return (
+        f"{mention(card.requester_id)} asks for *{gpus(abs(card.delta))} {verb}* in *{card.namespace}* "
+        f"({card.team_label}) {span}."
+    )
+
+
+def _fields(card: RequestCard) -> list[str]:
+    used = "?" if card.used_before is None else str(card.used_before)
+    fields = [f"*Quota when asked*\n{card.hard_before} hard / {used} used"]
+    if card.kind == RequestKind.CHANGE:
+        fields.append(f"*Change*\n{card.hard_before} → *{card.hard_after}* ({card.delta:+d})")
+    fields.append(f"*Duration*\n{_duration_text(card)}")
+    if card.cost is not None:
+        sign = "saves " if card.delta < 0 else ""
+        fields.append(f"*Cost*\n{sign}{money(card.cost, card.currency)} {card.cost_basis or ''}".rstrip())
+    fields.append(f"*Cluster capacity*\n{_capacity_text(card)}")
+    approvers = ", ".join(mention(u) if u != "gpu-quota-bot" else "auto-approval" for u in card.approvals) or "none yet"
+    fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
+    return fields
+
+
+def _duration_text(card: RequestCard) -> str:
+    if card.permanent:
+        return "permanent"
+    length = format_duration(card.duration or timedelta())
+    if card.grant_ends_at is None:
+        return f"{length} from approval"
+    if card.grant_state == GrantState.ENDED:
+        return f"{length} (ended)"
+    return f"{length}, until {when(card.grant_ends_at)}"
+
+
+def _capacity_text(card: RequestCard) -> str:
+    if card.capacity is None:
+        return "unknown (the cluster could not be read)"
+    text = f"{card.capacity.allocatable} allocatable · {card.capacity.committed_after} in managed quotas after"
+    if card.capacity.oversubscribed:
+        text += f"\n:warning: oversubscribed by {-card.capacity.headroom}"
+    return text
+
+
+def _status_line(card: RequestCard) -> str:
+    state = card.state
+    if state == RequestState.PENDING:
+        missing = card.approvals_required - len(card.approvals)
+        return f":hourglass_flowing_sand: Pending: needs {missing} more approval{'s' if missing != 1 else ''} · expires {when(card.decide_by)}"
+    if state == RequestState.APPROVED:
+        return ":gear: Approved: applying to the cluster…"
+    if state == RequestState.APPLIED:
+        auto = " (auto-approved)" if card.auto_approved else ""
+        if card.grant_state == GrantState.ENDED:
+            return f":white_check_mark: Applied{auto} · the grant has ended and the quota is back"
+        if card.grant_state == GrantState.ENDING:
+            return f":white_check_mark: Applied{auto} · the grant is over; putting the quota back"
+        return f":white_check_mark: Applied{auto}"
+    if state == RequestState.FAILED:
+        return f":x: Failed: {card.failure_reason or 'unknown reason'}"
+    if state == RequestState.DENIED:
+        return f":no_entry: Denied by {mention(card.denied_by or '?')}"
+    if state == RequestState.CANCELLED:
+        return ":wastebasket: Cancelled"
+    return ":zzz: Expired: nobody decided in time"
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line for line in (text or "(none)").splitlines() or ["(none)"])
+
+
+# --- plain messages with buttons ---------------------------------------------------------------
+
+
+def message_blocks(text: str, actions: Sequence[Action] = ()) -> list[Block]:
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=truncate(text, SECTION_LIMIT)))]
+    if actions:
+        blocks.append(
+            ActionsBlock(
+                elements=[
+                    ButtonElement(
+                        text=truncate(a.label, 75), action_id=ids.ACTION_IDS[a.kind], value=a.value, style=a.style
+                    )
+                    for a in actions
+                ]
+            )
+        )
+    return blocks
+
+
+def lines_to_blocks(lines: Iterable[str], *, header: str | None = None, max_blocks: int = MAX_BLOCKS) -> list[Block]:
+    """Pack lines into sections of at most 3,000 characters and 50 blocks, ending with "and N more"."""
+    blocks: list[Block] = [HeaderBlock(text=truncate(header, 150))] if header else []
+    pending = list(lines)
+    current: list[str] = []
+    while pending:
+        line = truncate(pending[0], SECTION_LIMIT)
+        if current and len("\n".join([*current, line])) > SECTION_LIMIT:
+            blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(current))))
+            current = []
+            if len(blocks) == max_blocks - 1:
+                break
+        current.append(line)
+        pending.pop(0)
+    if current:
+        blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(current))))
+    if pending:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"… and {len(pending)} more")]))
+    return blocks
+
+
+# --- ephemeral answers -------------------------------------------------------------------------
+
+
+def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
+    lines = []
+    for status in statuses:
+        if status.error:
+            quota = f"quota unreadable: {status.error}"
+        elif status.hard is None:
+            quota = "no GPU quota in the cluster (unlimited)"
+        else:
+            quota = f"*{status.hard}* hard / {status.used} used"
+        lines.append(f"*{status.namespace}* ({status.team_label}, quota `{status.quota_name}`): {quota}")
+        for grant in status.grants:
+            state = "ends" if grant.state == GrantState.ACTIVE else "ended, reverting since"
+            lines.append(f"    • {format_request_id(grant.request_id)}: {grant.gpus:+d} GPUs, {state} {when(grant.ends_at)}")
+        for pending in status.pending:
+            lines.append("    • " + pending_line(pending))
+        if not status.grants and not status.pending:
+            lines.append("    • no active grants, no pending requests")
+    return lines
+
+
+def pending_line(pending: PendingLine) -> str:
+    span = "permanent" if pending.duration is None else f"for {format_duration(pending.duration)}"
+    return (
+        f"{format_request_id(pending.request_id)} pending: {pending.amount_text} GPUs in {pending.namespace} {span}"
+        f" by {mention(pending.requester_id)} ({pending.approvals} of {pending.approvals_required} approvals,"
+        f" expires {when(pending.decide_by)})"
+    )
+
+
+def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
+    lines = []
+    for entry in entries:
+        actor = "bot" if entry.actor == "gpu-quota-bot" else mention(entry.actor)
+        subject = format_request_id(entry.request_id) if entry.request_id else (entry.namespace or "")
+        change = ""
+        if entry.before and entry.after:
+            change = f" {json.dumps(entry.before, sort_keys=True)} → {json.dumps(entry.after, sort_keys=True)}"
+        elif entry.after:
+            change = f" {json.dumps(entry.after, sort_keys=True)}"
+        detail = f" — {entry.detail}" if entry.detail else ""
+        lines.append(f"`{entry.at:%Y-%m-%d %H:%M}Z` {actor} *{entry.action}* {subject}{change}{detail}")
+    return lines
+
+
+# --- forms -------------------------------------------------------------------------------------
+
+
+def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: str | None) -> View:
+    """The request modal, prefilled with what the typed command got right."""
+    blocks: list[Block] = []
+    if draft.problems:
+        blocks.append(
+            ContextBlock(elements=[MarkdownTextObject(text=truncate(":warning: " + "\n:warning: ".join(draft.problems), 2000))])
+        )
+    blocks.append(_namespace_input(draft.namespace, namespaces))
+    blocks.append(
+        InputBlock(
+            block_id=ids.GPUS_BLOCK,
+            label="GPUs",
+            hint="+4 for 4 more, -2 for 2 fewer, 8 for a total of 8",
+            element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=str(draft.amount) if draft.amount else None),
+        )
+    )
+    blocks.append(
+        InputBlock(
+            block_id=ids.DURATION_BLOCK,
+            label="For how long",
+            hint="e.g. 90m, 12h, 3d, 2w. Leave empty for a permanent change.",
+            optional=True,
+            element=PlainTextInputElement(
+                action_id=ids.INPUT_ACTION, initial_value=format_duration(draft.duration) if draft.duration else None
+            ),
+        )
+    )
+    blocks.append(_reason_input(draft.reason))
+    return View(
+        type="modal",
+        callback_id=ids.REQUEST_FORM,
+        title="GPU quota request",
+        submit="Submit",
+        close="Cancel",
+        private_metadata=json.dumps({"channel": channel_id}),
+        blocks=blocks,
+    )
+
+
+def extend_form(request_id: int, *, duration: timedelta | None, reason: str = "", problems: Sequence[str] = ()) -> View:
+    blocks: list[Block] = []
+    if problems:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=":warning: " + "\n:warning: ".join(problems))]))
+    blocks.append(
+        InputBlock(
+            block_id=ids.DURATION_BLOCK,
+            label="Extend by",
+            hint="e.g. 12h, 2d",
+            element=PlainTextInputElement(
+                action_id=ids.INPUT_ACTION, initial_value=format_duration(duration) if duration else None
+            ),
+        )
+    )
+    blocks.append(_reason_input(reason, optional=True))
+    return View(
+        type="modal",
+        callback_id=ids.EXTEND_FORM,
+        title=truncate(f"Extend {format_request_id(request_id)}", 24),
+        submit="Ask",
+        close="Cancel",
+        private_metadata=json.dumps({"request_id": request_id}),
+        blocks=blocks,
+    )
+
+
+def _namespace_input(selected: str | None, namespaces: Sequence[str]) -> InputBlock:
+    if 0 < len(namespaces) <= MAX_OPTIONS:
+        options = [Option(text=ns, value=ns) for ns in namespaces]
+        initial = next((o for o in options if o.value == selected), None)
+        element = StaticSelectElement(
+            action_id=ids.INPUT_ACTION, placeholder="Choose a namespace", options=options, initial_option=initial
+        )
+        return InputBlock(block_id=ids.NAMESPACE_BLOCK, label="Namespace", element=element)
+    return InputBlock(
+        block_id=ids.NAMESPACE_BLOCK,
+        label="Namespace",
+        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=selected),
+    )
+
+
+def _reason_input(reason: str, *, optional: bool = False) -> InputBlock:
+    return InputBlock(
+        block_id=ids.REASON_BLOCK,
+        label="Reason",
+        optional=optional,
+        hint="Approvers read this; the audit trail keeps it.",
+        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, multiline=True, max_length=2000, initial_value=reason or None),
+    )
+
+
+def to_dicts(blocks: Sequence[Block]) -> list[dict]:  # type: ignore[type-arg]
+    """Serialise (and so validate) blocks for the Web API."""
+    return [block.to_dict() for block in blocks]

@@ -1,0 +1,101 @@
+"""Slack payloads, translated once into typed values. Nothing else digs into ``body[...]``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.adapters.slack import ids
+from bot.domain.commands import GpuAmount, RequestDraft, is_namespace_name
+from bot.domain.durations import parse_duration
+from bot.services.ports import ActionKind
+
+
+@dataclass(frozen=True)
+class SlashCommand:
+    user_id: str
+    channel_id: str
+    text: str
+    trigger_id: str | None
+
+    @classmethod
+    def from_payload(cls, command: dict[str, Any]) -> SlashCommand:
+        return cls(
+            user_id=str(command.get("user_id", "")),
+            channel_id=str(command.get("channel_id", "")),
+            text=str(command.get("text", "")),
+            trigger_id=command.get("trigger_id"),
+        )
+
+
+@dataclass(frozen=True)
+class ButtonClick:
+    user_id: str
+    kind: ActionKind
+    request_id: int | None
+    trigger_id: str | None
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> ButtonClick:
+        action = (body.get("actions") or [{}])[0]
+        value = str(action.get("value", ""))
+        return cls(
+            user_id=str((body.get("user") or {}).get("id", "")),
+            kind=ids.ACTION_KINDS[action.get("action_id", "")],
+            request_id=int(value) if value.isdigit() else None,
+            trigger_id=body.get("trigger_id"),
+        )
+
+
+@dataclass(frozen=True)
+class FormSubmission:
+    user_id: str
+    callback_id: str
+    values: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> FormSubmission:
+        view = body.get("view") or {}
+        values: dict[str, str] = {}
+        for block_id, elements in ((view.get("state") or {}).get("values") or {}).items():
+            element = elements.get(ids.INPUT_ACTION) or {}
+            value = element.get("value")
+            if value is None:
+                value = (element.get("selected_option") or {}).get("value")
+            values[block_id] = (value or "").strip()
+        try:
+            metadata = json.loads(view.get("private_metadata") or "{}")
+        except ValueError:
+            metadata = {}
+        return cls(
+            user_id=str((body.get("user") or {}).get("id", "")),
+            callback_id=str(view.get("callback_id", "")),
+            values=values,
+            metadata=metadata if isinstance(metadata, dict) else {},
+        )
+
+
+def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str]]:
+    """The request form's fields as a draft, plus an error per invalid field (Slack shows them inline)."""
+    errors: dict[str, str] = {}
+    namespace = values.get(ids.NAMESPACE_BLOCK, "")
+    if not is_namespace_name(namespace):
+        errors[ids.NAMESPACE_BLOCK] = "Choose a namespace." if not namespace else f"'{namespace}' is not a namespace name."
+    amount = None
+    try:
+        amount = GpuAmount.parse(values.get(ids.GPUS_BLOCK, ""))
+    except ValueError as error:
+        errors[ids.GPUS_BLOCK] = str(error)
+    duration = None
+    if values.get(ids.DURATION_BLOCK):
+        try:
+            duration = parse_duration(values[ids.DURATION_BLOCK])
+        except ValueError as error:
+            errors[ids.DURATION_BLOCK] = str(error)
+    reason = values.get(ids.REASON_BLOCK, "")
+    if not reason:
+        errors[ids.REASON_BLOCK] = "Say why: approvers read it and the audit trail keeps it."
+    draft = RequestDraft(namespace=namespace or None, amount=amount, duration=duration, reason=reason)
+    return draft, errors

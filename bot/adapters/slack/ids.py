@@ -1,0 +1,26 @@
+"""Action and callback ids, shared by the Block Kit builders and the listener registrations."""
+
+from __future__ import annotations
+
+from bot.services.ports import ActionKind
+
+SLASH_COMMAND = "/gpu-quota"
+
+ACTION_IDS: dict[ActionKind, str] = {
+    ActionKind.APPROVE: "gq_approve",
+    ActionKind.DENY: "gq_deny",
+    ActionKind.RETRY: "gq_retry",
+    ActionKind.EXTEND: "gq_extend",
+    ActionKind.RELEASE: "gq_release",
+}
+ACTION_KINDS: dict[str, ActionKind] = {action_id: kind for kind, action_id in ACTION_IDS.items()}
+
+REQUEST_FORM = "gq_request_form"
+EXTEND_FORM = "gq_extend_form"
+
+# Input blocks of the forms; each holds one element whose action_id is INPUT_ACTION.
+NAMESPACE_BLOCK = "namespace"
+GPUS_BLOCK = "gpus"
+DURATION_BLOCK = "duration"
+REASON_BLOCK = "reason"
+INPUT_ACTION = "value"

@@ -1,0 +1,153 @@
+"""The Slack Web API behind ``Notifier`` and ``Directory``.
+
+``SlackApiError`` and connection failures become the bot's error kinds here; nothing above this
+module imports ``slack_sdk``. Rate limits are retried by the SDK's ``RateLimitErrorRetryHandler``
+(installed by ``make_web_client``) before they ever surface as a TemporaryError.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
+
+from bot.adapters.slack.blocks import message_blocks, request_fallback_text, request_message, to_dicts
+from bot.errors import PermanentError, TemporaryError
+from bot.services.cards import RequestCard
+from bot.services.ports import Action, MessageRef
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_HINTS = {
+    "channel_not_found": "the channel does not exist or the bot cannot see it (invite the bot, check the policy)",
+    "not_in_channel": "the bot is not in the channel: invite it with /invite",
+    "is_archived": "the channel is archived",
+    "invalid_auth": "SLACK_BOT_TOKEN was rejected",
+    "not_authed": "no SLACK_BOT_TOKEN was sent",
+    "account_inactive": "the bot's token belongs to a deactivated app or workspace",
+    "missing_scope": "the Slack app lacks a scope: compare it with deploy/slack-app-manifest.yaml",
+    "no_such_subteam": "the user group does not exist",
+    "msg_too_long": "the message is too long",
+    "invalid_blocks": "Slack rejected the message layout",
+}
+_TEMPORARY = {"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
+
+
+def make_web_client(token: str | None, *, base_url: str, timeout: int = 15) -> WebClient:
+    """A WebClient that retries rate limits and dropped connections (Slack's SDK does not by default)."""
+    client = WebClient(token=token, base_url=base_url, timeout=timeout)
+    client.retry_handlers = [ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=3)]
+    return client
+
+
+def slack_call(action: str, call: Callable[[], T]) -> T:
+    """Run a Web API call; Slack's errors come out as PermanentError or TemporaryError."""
+    try:
+        return call()
+    except SlackApiError as error:
+        code = str(error.response.get("error", "unknown_error")) if error.response is not None else "unknown_error"
+        hint = _HINTS.get(code, "")
+        message = f"Slack refused to {action}: {code}" + (f" ({hint})" if hint else "")
+        log.warning(message)
+        if code in _TEMPORARY or (error.response is not None and error.response.status_code >= 500):
+            retry_after = float((error.response.headers or {}).get("Retry-After", 1)) if error.response is not None else 1.0
+            raise TemporaryError(message, delay=retry_after) from None
+        raise PermanentError(message) from None
+    except (SlackClientError, OSError) as error:
+        log.warning("Slack unreachable while trying to %s: %s", action, type(error).__name__)
+        raise TemporaryError(f"Slack did not answer when the bot tried to {action}") from None
+
+
+class SlackNotifier:
+    def __init__(self, client: WebClient) -> None:
+        self._client = client
+        self._dm_channels: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def post_request(self, card: RequestCard) -> MessageRef:
+        response = slack_call(
+            f"post {card.display_id} in <#{card.channel_id}>",
+            lambda: self._client.chat_postMessage(
+                channel=card.channel_id, text=request_fallback_text(card), blocks=to_dicts(request_message(card))
+            ),
+        )
+        return MessageRef(str(response["channel"]), str(response["ts"]))
+
+    def update_request(self, card: RequestCard) -> None:
+        assert card.message_ts is not None
+        slack_call(
+            f"update the message of {card.display_id}",
+            lambda: self._client.chat_update(
+                channel=card.channel_id,
+                ts=card.message_ts,
+                text=request_fallback_text(card),
+                blocks=to_dicts(request_message(card)),
+            ),
+        )
+
+    def reply(self, ref: MessageRef, text: str, *, actions: Sequence[Action] = ()) -> None:
+        slack_call(
+            "reply in a request's thread",
+            lambda: self._client.chat_postMessage(
+                channel=ref.channel_id, thread_ts=ref.ts, text=text, blocks=to_dicts(message_blocks(text, actions))
+            ),
+        )
+
+    def tell_user(self, user_id: str, text: str, *, actions: Sequence[Action] = ()) -> None:
+        channel = self._dm_channel(user_id)
+        slack_call(
+            f"send a direct message to <@{user_id}>",
+            lambda: self._client.chat_postMessage(channel=channel, text=text, blocks=to_dicts(message_blocks(text, actions))),
+        )
+
+    def post(self, channel_id: str, text: str, *, actions: Sequence[Action] = ()) -> MessageRef:
+        response = slack_call(
+            f"post in <#{channel_id}>",
+            lambda: self._client.chat_postMessage(channel=channel_id, text=text, blocks=to_dicts(message_blocks(text, actions))),
+        )
+        return MessageRef(str(response["channel"]), str(response["ts"]))
+
+    def _dm_channel(self, user_id: str) -> str:
+        with self._lock:
+            if user_id in self._dm_channels:
+                return self._dm_channels[user_id]
+        response = slack_call(
+            f"open a direct conversation with <@{user_id}>", lambda: self._client.conversations_open(users=user_id)
+        )
+        channel = str(response["channel"]["id"])
+        with self._lock:
+            self._dm_channels[user_id] = channel
+        return channel
+
+
+class SlackDirectory:
+    """User group members from ``usergroups.users.list``, cached for ``ttl`` seconds."""
+
+    def __init__(self, client: WebClient, *, ttl: float = 300.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._client = client
+        self._ttl = ttl
+        self._monotonic = monotonic
+        self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def usergroup_members(self, usergroup_id: str) -> frozenset[str]:
+        now = self._monotonic()
+        with self._lock:
+            cached = self._cache.get(usergroup_id)
+            if cached and now - cached[0] < self._ttl:
+                return cached[1]
+        response: Any = slack_call(
+            f"list the members of the user group {usergroup_id}",
+            lambda: self._client.usergroups_users_list(usergroup=usergroup_id),
+        )
+        members = frozenset(str(u) for u in response.get("users", []))
+        with self._lock:
+            self._cache[usergroup_id] = (now, members)
+        return members

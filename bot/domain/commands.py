@@ -1,0 +1,271 @@
+"""Parse the text of ``/gpu-quota ...`` into typed commands.
+
+Parsing never raises: bad input becomes a ``Malformed`` command with a message for the person, and a
+``request`` with missing or invalid parts becomes a draft that lists its problems (the handler then
+opens the request form prefilled with what was valid).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from bot.domain.durations import parse_duration
+
+NAMESPACE_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_AMOUNT_PATTERN = re.compile(r"([+-]?)(\d{1,6})")
+_REQUEST_ID_PATTERN = re.compile(r"(?:gq-|#)?(\d{1,12})", re.IGNORECASE)
+REQUEST_ID_PREFIX = "GQ-"
+
+
+def format_request_id(request_id: int) -> str:
+    return f"{REQUEST_ID_PREFIX}{request_id}"
+
+
+def parse_request_id(text: str) -> int | None:
+    """``GQ-17``, ``gq-17``, ``#17`` or ``17`` -> 17; anything else -> None."""
+    match = _REQUEST_ID_PATTERN.fullmatch(text.strip())
+    return int(match.group(1)) if match else None
+
+
+def is_namespace_name(text: str) -> bool:
+    """True when ``text`` is a valid Kubernetes namespace name (an RFC 1123 label)."""
+    return NAMESPACE_PATTERN.fullmatch(text) is not None
+
+
+@dataclass(frozen=True)
+class GpuAmount:
+    """What the person asked for: ``+4`` / ``-2`` (relative) or ``8`` (a new total)."""
+
+    value: int
+    relative: bool
+
+    @classmethod
+    def parse(cls, text: str) -> GpuAmount:
+        match = _AMOUNT_PATTERN.fullmatch(text.strip())
+        if not match:
+            raise ValueError(f"'{text}' is not a GPU count: use +4 for 4 more, -2 for 2 fewer, or 8 for a total of 8")
+        sign, digits = match.groups()
+        value = int(digits) * (-1 if sign == "-" else 1)
+        if sign and value == 0:
+            raise ValueError(f"'{text}' changes nothing")
+        return cls(value=value, relative=bool(sign))
+
+    def delta_from(self, current: int) -> int:
+        """The change this amount makes to a quota that is ``current`` now."""
+        return self.value if self.relative else self.value - current
+
+    def __str__(self) -> str:
+        return f"{self.value:+d}" if self.relative else str(self.value)
+
+
+@dataclass(frozen=True)
+class RequestDraft:
+    """A quota request as typed; complete when it names a namespace, an amount and a reason."""
+
+    namespace: str | None = None
+    amount: GpuAmount | None = None
+    duration: timedelta | None = None  # None: a permanent change
+    reason: str = ""
+    problems: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        return bool(self.namespace and self.amount and self.reason.strip() and not self.problems)
+
+
+@dataclass(frozen=True)
+class RequestCommand:
+    draft: RequestDraft
+
+
+@dataclass(frozen=True)
+class StatusCommand:
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class ListCommand:
+    pass
+
+
+@dataclass(frozen=True)
+class CancelCommand:
+    request_id: int
+
+
+@dataclass(frozen=True)
+class ReleaseCommand:
+    request_id: int
+
+
+@dataclass(frozen=True)
+class ExtendCommand:
+    request_id: int
+    duration: timedelta | None
+    reason: str = ""
+    problems: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetryCommand:
+    request_id: int
+
+
+@dataclass(frozen=True)
+class AuditCommand:
+    namespace: str | None = None
+    request_id: int | None = None
+
+
+@dataclass(frozen=True)
+class HelpCommand:
+    topic: str | None = None
+
+
+@dataclass(frozen=True)
+class Malformed:
+    """The text could not be understood; ``message`` says why and how to write it."""
+
+    message: str
+    usage: tuple[str, ...] = field(default_factory=tuple)
+
+
+Command = (
+    RequestCommand
+    | StatusCommand
+    | ListCommand
+    | CancelCommand
+    | ReleaseCommand
+    | ExtendCommand
+    | RetryCommand
+    | AuditCommand
+    | HelpCommand
+    | Malformed
+)
+
+USAGE = {
+    "request": "request <namespace> <+N|-N|N> [for <duration>] <reason>",
+    "status": "status [namespace]",
+    "list": "list",
+    "cancel": "cancel <request id>",
+    "release": "release <request id>",
+    "extend": "extend <request id> <duration> [reason]",
+    "retry": "retry <request id>",
+    "audit": "audit <namespace|request id>",
+    "help": "help [command]",
+}
+
+
+def parse_command(text: str) -> Command:
+    """Turn the text after ``/gpu-quota`` into a command."""
+    words = text.split()
+    if not words:
+        return HelpCommand()
+    verb, args = words[0].lower(), words[1:]
+    parser = _PARSERS.get(verb)
+    if parser is None:
+        return Malformed(f"I don't know `{words[0]}`.", usage=tuple(USAGE.values()))
+    return parser(args)
+
+
+def parse_request_words(words: list[str]) -> RequestDraft:
+    """Parse ``<namespace> <gpus> [for <duration>] <reason>``, keeping what is valid."""
+    problems: list[str] = []
+    namespace: str | None = None
+    amount: GpuAmount | None = None
+    duration: timedelta | None = None
+    rest = list(words)
+
+    if rest and not _AMOUNT_PATTERN.fullmatch(rest[0]):
+        candidate = rest.pop(0)
+        if is_namespace_name(candidate):
+            namespace = candidate
+        else:
+            problems.append(f"'{candidate}' is not a namespace name")
+    if rest:
+        try:
+            amount = GpuAmount.parse(rest[0])
+            rest.pop(0)
+        except ValueError as error:
+            problems.append(str(error))
+            rest.pop(0)
+    if rest and rest[0].lower() == "for":
+        rest.pop(0)
+        if not rest:
+            problems.append("'for' needs a duration, e.g. for 3d")
+        else:
+            try:
+                duration = parse_duration(rest.pop(0))
+            except ValueError as error:
+                problems.append(str(error))
+    return RequestDraft(
+        namespace=namespace, amount=amount, duration=duration, reason=" ".join(rest), problems=tuple(problems)
+    )
+
+
+def _parse_request(args: list[str]) -> Command:
+    return RequestCommand(parse_request_words(args))
+
+
+def _parse_status(args: list[str]) -> Command:
+    if not args:
+        return StatusCommand()
+    if len(args) == 1 and is_namespace_name(args[0]):
+        return StatusCommand(namespace=args[0])
+    return Malformed(f"'{' '.join(args)}' is not a namespace name.", usage=(USAGE["status"],))
+
+
+def _parse_list(args: list[str]) -> Command:
+    return ListCommand() if not args else Malformed("`list` takes no arguments.", usage=(USAGE["list"],))
+
+
+def _request_id_command(verb: str, build: type[CancelCommand] | type[ReleaseCommand] | type[RetryCommand]):
+    def parse(args: list[str]) -> Command:
+        request_id = parse_request_id(args[0]) if len(args) == 1 else None
+        if request_id is None:
+            return Malformed(f"`{verb}` needs one request id, like GQ-17.", usage=(USAGE[verb],))
+        return build(request_id)
+
+    return parse
+
+
+def _parse_extend(args: list[str]) -> Command:
+    request_id = parse_request_id(args[0]) if args else None
+    if request_id is None:
+        return Malformed("`extend` needs a request id, like GQ-17.", usage=(USAGE["extend"],))
+    if len(args) < 2:
+        return ExtendCommand(request_id, None, problems=("how long to extend, e.g. 2d",))
+    try:
+        duration = parse_duration(args[1])
+    except ValueError as error:
+        return ExtendCommand(request_id, None, " ".join(args[2:]), problems=(str(error),))
+    return ExtendCommand(request_id, duration, " ".join(args[2:]))
+
+
+def _parse_audit(args: list[str]) -> Command:
+    if len(args) == 1:
+        request_id = parse_request_id(args[0])
+        if request_id is not None:
+            return AuditCommand(request_id=request_id)
+        if is_namespace_name(args[0]):
+            return AuditCommand(namespace=args[0])
+    return Malformed("`audit` needs a namespace or a request id.", usage=(USAGE["audit"],))
+
+
+def _parse_help(args: list[str]) -> Command:
+    return HelpCommand(topic=args[0].lower() if args else None)
+
+
+_PARSERS = {
+    "request": _parse_request,
+    "status": _parse_status,
+    "list": _parse_list,
+    "cancel": _request_id_command("cancel", CancelCommand),
+    "release": _request_id_command("release", ReleaseCommand),
+    "retry": _request_id_command("retry", RetryCommand),
+    "extend": _parse_extend,
+    "audit": _parse_audit,
+    "help": _parse_help,
+}

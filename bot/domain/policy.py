@@ -1,0 +1,277 @@
+"""The policy file: teams, the namespaces they own, who approves, and the limits.
+
+Loaded once from YAML (``GPU_QUOTA_CONFIG``) into frozen pydantic models; the decision functions at
+the bottom are pure. Only namespaces named here are ever touched by the bot.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bot.domain.commands import is_namespace_name
+from bot.domain.durations import format_duration, parse_duration
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(_duration)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class People(_Frozen):
+    """Slack user ids (``U...``/``W...``) and user group ids (``S...``)."""
+
+    users: frozenset[str] = frozenset()
+    usergroups: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not self.users and not self.usergroups
+
+    @field_validator("users")
+    @classmethod
+    def _user_ids(cls, users: frozenset[str]) -> frozenset[str]:
+        bad = sorted(u for u in users if not u[:1] in ("U", "W"))
+        if bad:
+            raise ValueError(f"not Slack user ids (they start with U or W): {', '.join(bad)}")
+        return users
+
+    @field_validator("usergroups")
+    @classmethod
+    def _group_ids(cls, groups: frozenset[str]) -> frozenset[str]:
+        bad = sorted(g for g in groups if not g.startswith("S"))
+        if bad:
+            raise ValueError(f"not Slack user group ids (they start with S): {', '.join(bad)}")
+        return groups
+
+
+class ManagedNamespace(_Frozen):
+    name: str
+    quota_name: str | None = None  # defaults.quota_name when unset
+    max_gpus: int | None = Field(default=None, ge=0)  # overrides the team's max_gpus_per_namespace
+    default_quota: int | None = Field(default=None, ge=0)  # GPUs when the cluster has no quota yet
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        if not is_namespace_name(name):
+            raise ValueError(f"'{name}' is not a valid Kubernetes namespace name")
+        return name
+
+
+def _namespace(value: Any) -> Any:
+    return {"name": value} if isinstance(value, str) else value
+
+
+class Limits(_Frozen):
+    max_gpus_per_namespace: int = Field(default=64, ge=0)
+    max_duration: Duration = timedelta(days=14)
+
+
+class LargeChange(_Frozen):
+    above_gpus: int = Field(ge=1)
+    required: int = Field(ge=1)
+
+
+class Approvals(_Frozen):
+    temporary: int = Field(default=1, ge=1)
+    permanent: int = Field(default=1, ge=1)
+    large_change: LargeChange | None = None
+    over_budget_extra: int = Field(default=1, ge=0)
+
+
+class AutoApprove(_Frozen):
+    """Temporary increases this small and short are approved by the bot when capacity allows."""
+
+    max_gpus: int = Field(ge=1)
+    max_duration: Duration
+
+
+class Budget(_Frozen):
+    monthly: float = Field(gt=0)
+    thresholds: tuple[int, ...] = (50, 80, 100)
+
+
+class Team(_Frozen):
+    name: str = ""  # filled from the mapping key
+    display_name: str = ""
+    channel: str
+    namespaces: tuple[Annotated[ManagedNamespace, BeforeValidator(_namespace)], ...]
+    approvers: People
+    members: People = People()  # who may request; empty means anyone in the workspace
+    owners: People = People()  # mentioned in budget warnings; approvers when empty
+    limits: Limits = Limits()
+    approvals: Approvals = Approvals()
+    auto_approve: AutoApprove | None = None
+    budget: Budget | None = None
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+    @model_validator(mode="after")
+    def _needs_deciders(self) -> Team:
+        if self.approvers.empty:
+            raise ValueError("approvers must name at least one user or user group")
+        if not self.namespaces:
+            raise ValueError("namespaces must name at least one namespace")
+        return self
+
+
+class Pricing(_Frozen):
+    currency: str = "USD"
+    default_per_gpu_hour: float = Field(default=0.95, ge=0)  # OpenCost's default GPU price
+    models: dict[str, float] = {}
+
+    def price_for(self, model: str | None) -> float:
+        return self.models.get(model or "", self.default_per_gpu_hour)
+
+
+class Defaults(_Frozen):
+    quota_name: str = "compute-quota"
+    pending_timeout: Duration = timedelta(hours=24)
+    reminder_before: Duration = timedelta(hours=1)
+    default_quota: int = Field(default=0, ge=0)
+
+
+class Policy(_Frozen):
+    defaults: Defaults = Defaults()
+    pricing: Pricing = Pricing()
+    admins: People = People()
+    admin_channel: str | None = None
+    teams: dict[str, Team]
+
+    @field_validator("teams", mode="before")
+    @classmethod
+    def _name_teams(cls, teams: Any) -> Any:
+        if isinstance(teams, dict):
+            return {key: {**value, "name": key} if isinstance(value, dict) else value for key, value in teams.items()}
+        return teams
+
+    @model_validator(mode="after")
+    def _namespaces_unique(self) -> Policy:
+        seen: dict[str, str] = {}
+        for team in self.teams.values():
+            for namespace in team.namespaces:
+                if namespace.name in seen:
+                    raise ValueError(f"namespace {namespace.name} belongs to both {seen[namespace.name]} and {team.name}")
+                seen[namespace.name] = team.name
+        return self
+
+    # --- lookups -----------------------------------------------------------------------------
+
+    def team_of(self, namespace: str) -> Team | None:
+        for team in self.teams.values():
+            if any(ns.name == namespace for ns in team.namespaces):
+                return team
+        return None
+
+    def namespace(self, name: str) -> ManagedNamespace | None:
+        team = self.team_of(name)
+        return next(ns for ns in team.namespaces if ns.name == name) if team else None
+
+    def managed_namespaces(self) -> list[str]:
+        return sorted(ns.name for team in self.teams.values() for ns in team.namespaces)
+
+    def quota_name(self, namespace: str) -> str:
+        managed = self.namespace(namespace)
+        return (managed.quota_name if managed else None) or self.defaults.quota_name
+
+    def default_quota(self, namespace: str) -> int:
+        managed = self.namespace(namespace)
+        if managed and managed.default_quota is not None:
+            return managed.default_quota
+        return self.defaults.default_quota
+
+    def max_gpus(self, namespace: str) -> int:
+        team = self.team_of(namespace)
+        managed = self.namespace(namespace)
+        if managed and managed.max_gpus is not None:
+            return managed.max_gpus
+        return team.limits.max_gpus_per_namespace if team else 0
+
+
+class PolicyError(Exception):
+    """The policy file is missing, not YAML, or does not validate; the message names each problem."""
+
+
+def load_policy(path: Path) -> Policy:
+    """Read and validate the policy file; raises PolicyError with one line per problem."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise PolicyError(f"{path}: cannot read the policy file ({error.strerror})") from error
+    except yaml.YAMLError as error:
+        raise PolicyError(f"{path}: not valid YAML ({error})") from error
+    return parse_policy(raw, source=str(path))
+
+
+def parse_policy(raw: Any, *, source: str = "policy") -> Policy:
+    if not isinstance(raw, dict):
+        raise PolicyError(f"{source}: the policy must be a YAML mapping with a 'teams' key")
+    try:
+        return Policy.model_validate(raw)
+    except ValidationError as error:
+        lines = [f"{source}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()]
+        raise PolicyError("\n".join(lines)) from error
+
+
+# --- pure decisions --------------------------------------------------------------------------
+
+
+def approvals_required(team: Team, *, delta: int, permanent: bool, over_budget: bool = False) -> int:
+    """How many distinct approvers a request needs."""
+    rules = team.approvals
+    required = rules.permanent if permanent else rules.temporary
+    if rules.large_change and abs(delta) > rules.large_change.above_gpus:
+        required = max(required, rules.large_change.required)
+    if over_budget and delta > 0:
+        required += rules.over_budget_extra
+    return required
+
+
+def limit_problems(
+    policy: Policy, namespace: str, *, current: int, delta: int, duration: timedelta | None
+) -> list[str]:
+    """Why a change of ``delta`` GPUs to a quota of ``current`` breaks the team's limits (empty: it doesn't)."""
+    team = policy.team_of(namespace)
+    assert team is not None, "limit_problems needs a managed namespace"
+    problems = []
+    target = current + delta
+    if delta == 0:
+        problems.append(f"{namespace} already has {current} GPUs: nothing to change")
+    if target < 0:
+        problems.append(f"{namespace} has {current} GPUs: it cannot go down by {-delta}")
+    max_gpus = policy.max_gpus(namespace)
+    if delta > 0 and target > max_gpus:
+        problems.append(f"{namespace} may hold at most {max_gpus} GPUs; {current} {delta:+d} = {target}")
+    if duration is not None and duration > team.limits.max_duration:
+        problems.append(
+            f"{team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
+            f" (asked for {format_duration(duration)})"
+        )
+    return problems
+
+
+def auto_approvable(team: Team, *, delta: int, duration: timedelta | None, within_capacity: bool) -> bool:
+    """Small, short, temporary increases within cluster capacity need no human."""
+    rule = team.auto_approve
+    return (
+        rule is not None
+        and duration is not None
+        and 0 < delta <= rule.max_gpus
+        and duration <= rule.max_duration
+        and within_capacity
+    )

@@ -1,0 +1,127 @@
+"""Quota arithmetic: base + active grants = desired, and how to read what a human changed.
+
+The bot owns one number per namespace: ``requests.nvidia.com/gpu`` in the namespace's
+ResourceQuota (only the ``requests.`` form is enforced for extended resources). Where the quota also
+carries ``limits.nvidia.com/gpu`` the bot keeps it equal so ``kubectl describe quota`` does not
+mislead. Each write also stamps an annotation with the value written: a ``hard`` that differs from
+the stamp was changed by someone else (``kubectl edit``), and that difference is adopted into the
+base instead of being overwritten.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+GPU_REQUESTS = "requests.nvidia.com/gpu"
+GPU_LIMITS = "limits.nvidia.com/gpu"
+APPLIED_ANNOTATION = "gpu-quota-bot.io/applied-gpus"
+APPLIED_BY_ANNOTATION = "gpu-quota-bot.io/applied-by"
+
+
+@dataclass(frozen=True)
+class QuotaSnapshot:
+    """What the cluster says about a namespace's GPU quota at one ``resourceVersion``."""
+
+    namespace: str
+    name: str
+    hard: int
+    used: int
+    limits: int | None  # spec.hard limits.nvidia.com/gpu, when the quota carries it
+    resource_version: str
+    bot_applied: int | None  # the value of APPLIED_ANNOTATION, when present
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The base after comparing the cluster with what the bot last knew."""
+
+    base: int
+    last_seen: int | None
+    drift: int  # GPUs someone else added (+) or removed (-) since the bot's last write
+    first_sight: bool  # the bot had never recorded this namespace before
+
+
+def observe(
+    snapshot: QuotaSnapshot | None,
+    *,
+    base: int | None,
+    last_seen: int | None,
+    active_grants: int,
+    default_quota: int,
+) -> Observation:
+    """Fold the cluster's current quota into the bot's base.
+
+    ``base``/``last_seen`` are what the database holds (None: never recorded); ``active_grants`` is
+    the sum of the namespace's active temporary grants.
+    """
+    if base is None:
+        if snapshot is None:
+            return Observation(base=default_quota, last_seen=None, drift=0, first_sight=True)
+        return Observation(
+            base=snapshot.hard - active_grants, last_seen=snapshot.hard, drift=0, first_sight=True
+        )
+    if snapshot is None or snapshot.bot_applied == snapshot.hard:
+        # Missing quota (recreated on the next write) or the bot's own last write: nothing to adopt.
+        seen = snapshot.hard if snapshot else last_seen
+        return Observation(base=base, last_seen=seen, drift=0, first_sight=False)
+    expected = last_seen if last_seen is not None else desired_gpus(base, active_grants)
+    drift = snapshot.hard - expected
+    return Observation(base=base + drift, last_seen=snapshot.hard, drift=drift, first_sight=False)
+
+
+def desired_gpus(base: int, active_grants: int) -> int:
+    """The quota the bot wants: base plus active grants, never below zero.
+
+    The base may be negative after a person lowered the quota under a running grant: keeping it
+    lets the person's number stand while the grant runs and after it ends.
+    """
+    return max(0, base + active_grants)
+
+
+def in_sync(snapshot: QuotaSnapshot | None, desired: int) -> bool:
+    """True when the cluster already holds exactly what the bot would write."""
+    return (
+        snapshot is not None
+        and snapshot.hard == desired
+        and snapshot.bot_applied == desired
+        and snapshot.limits in (None, desired)
+    )
+
+
+@dataclass(frozen=True)
+class CapacityImpact:
+    """Allocatable GPUs of the nodes against the sum of all managed quotas after a change."""
+
+    allocatable: int
+    committed_after: int
+
+    @property
+    def headroom(self) -> int:
+        return self.allocatable - self.committed_after
+
+    @property
+    def oversubscribed(self) -> bool:
+        return self.committed_after > self.allocatable
+
+
+def below_usage_note(*, new_hard: int, used: int) -> str | None:
+    """What happens when a quota drops under what is already in use (the source document's reclaim)."""
+    if new_hard >= used:
+        return None
+    return (
+        f"{used} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
+        " new pods asking for GPUs are refused with `exceeded quota` until usage falls below"
+        f" {new_hard}: a gradual reclaim as jobs finish, not a hard cut."
+    )
+
+
+HOURS_PER_MONTH = 730  # 365 * 24 / 12: the usual cloud billing month
+
+
+def change_cost(*, gpus: int, duration: timedelta | None, price_per_gpu_hour: float) -> tuple[float, str]:
+    """Cost of a change: GPUs x hours x price for a grant, per month for a permanent change."""
+    if duration is None:
+        return abs(gpus) * HOURS_PER_MONTH * price_per_gpu_hour, "per month"
+    hours = duration.total_seconds() / 3600
+    return abs(gpus) * hours * price_per_gpu_hour, "for the grant"

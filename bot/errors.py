@@ -1,0 +1,40 @@
+"""The error taxonomy every layer speaks.
+
+- ``UserError``: the person asked for something we will not do; the message is shown to them as is.
+- ``PermanentError``: infrastructure said no in a way retrying will not fix (403, 422, a missing
+  channel); reported where the request lives, never retried automatically.
+- ``TemporaryError``: infrastructure may say yes later (timeouts, 5xx, 409, rate limits); retried
+  with backoff, then reported.
+
+Messages of all three are safe to show to people: they never contain secrets.
+"""
+
+from __future__ import annotations
+
+
+class GpuQuotaError(Exception):
+    """Base class of the bot's own errors; ``str(error)`` is a sentence fit for a person."""
+
+
+class UserError(GpuQuotaError):
+    """Bad input or a request the policy refuses."""
+
+
+class PermanentError(GpuQuotaError):
+    """An infrastructure failure that retrying will not fix."""
+
+
+class TemporaryError(GpuQuotaError):
+    """An infrastructure failure that may pass; ``delay`` hints how long to wait (seconds)."""
+
+    def __init__(self, message: str, *, delay: float = 1.0) -> None:
+        super().__init__(message)
+        self.delay = delay
+
+
+class NamespaceNotFound(UserError):
+    """The namespace does not exist in the cluster."""
+
+
+class QuotaConflict(TemporaryError):
+    """Someone changed the ResourceQuota between our read and our write (HTTP 409)."""

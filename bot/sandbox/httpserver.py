@@ -1,0 +1,93 @@
+"""A tiny threaded HTTP server on loopback, shared by the stand-ins."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+
+@dataclass
+class Incoming:
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body.decode("utf-8") or "null")
+
+    def form(self) -> dict[str, str]:
+        return dict(parse_qsl(self.body.decode("utf-8"), keep_blank_values=True))
+
+
+@dataclass
+class Outgoing:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def json(cls, status: int, payload: Any, headers: dict[str, str] | None = None) -> Outgoing:
+        return cls(status, json.dumps(payload).encode("utf-8"), {"Content-Type": "application/json", **(headers or {})})
+
+
+class LoopbackServer:
+    """Serves ``handle(Incoming) -> Outgoing`` on 127.0.0.1 on a free port, in a daemon thread."""
+
+    def __init__(self, handle: Callable[[Incoming], Outgoing]) -> None:
+        self._handle = handle
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "start() first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> LoopbackServer:
+        handle = self._handle
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _serve(self) -> None:
+                parts = urlsplit(self.path)
+                length = int(self.headers.get("Content-Length") or 0)
+                incoming = Incoming(
+                    method=self.command,
+                    path=parts.path,
+                    query=dict(parse_qsl(parts.query, keep_blank_values=True)),
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    body=self.rfile.read(length) if length else b"",
+                )
+                outgoing = handle(incoming)
+                self.send_response(outgoing.status)
+                for name, value in outgoing.headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(outgoing.body)))
+                self.end_headers()
+                self.wfile.write(outgoing.body)
+
+            do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _serve
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by design
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="loopback-server", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

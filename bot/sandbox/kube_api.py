@@ -1,0 +1,318 @@
+"""A Kubernetes API stand-in on loopback, faithful where the bot depends on it.
+
+It serves namespaces, nodes, ResourceQuotas and events under ``/api/v1`` with the real wire format,
+checks a bearer token, honours ``dryRun=All``, applies JSON merge patches, enforces
+``metadata.resourceVersion`` preconditions (409 with the API server's message), validates
+quantities (422), copies ``spec.hard`` into ``status.hard`` like the quota controller, and can be
+told to fail or stall a route (403, 404, 500, timeouts). ``edit_quota`` plays a person running
+``kubectl edit``.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
+
+_QUANTITY = re.compile(r"^[+-]?(\d+(\.\d+)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i?|[mkMGTPE])?$")
+_ROUTES = [
+    ("namespaces", re.compile(r"^/api/v1/namespaces$")),
+    ("namespace", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)$")),
+    ("nodes", re.compile(r"^/api/v1/nodes$")),
+    ("all_quotas", re.compile(r"^/api/v1/resourcequotas$")),
+    ("quotas", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas$")),
+    ("quota", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas/(?P<name>[^/]+)$")),
+    ("all_events", re.compile(r"^/api/v1/events$")),
+    ("events", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")),
+]
+
+
+@dataclass
+class _Fault:
+    method: str
+    path: re.Pattern[str]
+    status: int
+    times: int
+    delay: float
+    message: str
+
+
+class KubeApiStandIn:
+    def __init__(self, *, token: str = "sandbox-token") -> None:
+        self.token = token
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self.quotas: dict[tuple[str, str], dict[str, Any]] = {}
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.events: list[dict[str, Any]] = []
+        self.used: dict[str, int] = {}
+        self.log: list[tuple[str, str, dict[str, str], Any]] = []  # method, path, query, body
+        self._faults: list[_Fault] = []
+        self._rv = itertools.count(100)
+        self._lock = threading.RLock()
+        self._server = LoopbackServer(self._handle)
+
+    # --- lifecycle and seeding -------------------------------------------------------------
+
+    def start(self) -> KubeApiStandIn:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def write_kubeconfig(self, path: Path) -> Path:
+        path.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "sandbox", "cluster": {"server": self.url}}],
+                    "users": [{"name": "gpu-quota-bot", "user": {"token": self.token}}],
+                    "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "gpu-quota-bot"}}],
+                    "current-context": "sandbox",
+                }
+            )
+        )
+        return path
+
+    def add_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
+        with self._lock:
+            self.namespaces[name] = {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **(labels or {})},
+                             "resourceVersion": self._next_rv(), "uid": f"ns-{name}"},
+                "status": {"phase": "Active"},
+            }
+
+    def add_node(self, name: str, gpus: int) -> None:
+        with self._lock:
+            self.nodes[name] = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"node-{name}"},
+                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
+                           "capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)}},
+            }
+
+    def add_quota(self, namespace: str, name: str, hard: dict[str, str], *, used_gpus: int = 0) -> None:
+        with self._lock:
+            self.used[namespace] = used_gpus
+            self.quotas[(namespace, name)] = self._with_status(
+                {
+                    "apiVersion": "v1",
+                    "kind": "ResourceQuota",
+                    "metadata": {"name": name, "namespace": namespace, "resourceVersion": self._next_rv(),
+                                 "uid": f"rq-{namespace}-{name}", "creationTimestamp": _now()},
+                    "spec": {"hard": dict(hard)},
+                }
+            )
+
+    def set_used(self, namespace: str, gpus: int) -> None:
+        with self._lock:
+            self.used[namespace] = gpus
+            for (ns, name), quota in self.quotas.items():
+                if ns == namespace:
+                    self.quotas[(ns, name)] = self._with_status(quota)
+
+    def edit_quota(self, namespace: str, name: str, resource: str, value: str) -> None:
+        """What ``kubectl edit`` does: change one hard value, keep annotations, bump the version."""
+        with self._lock:
+            quota = copy.deepcopy(self.quotas[(namespace, name)])
+            quota["spec"]["hard"][resource] = value
+            quota["metadata"]["resourceVersion"] = self._next_rv()
+            self.quotas[(namespace, name)] = self._with_status(quota)
+
+    def hard(self, namespace: str, name: str, resource: str = "requests.nvidia.com/gpu") -> str | None:
+        with self._lock:
+            quota = self.quotas.get((namespace, name))
+            return quota["spec"]["hard"].get(resource) if quota else None
+
+    def add_event(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            event.setdefault("metadata", {})["resourceVersion"] = self._next_rv()
+            self.events.append(event)
+
+    def fail(self, method: str, path_pattern: str, status: int, *, times: int = 1, delay: float = 0.0, message: str = "") -> None:
+        """Make matching requests fail with ``status`` (0: stall for ``delay`` seconds then answer normally)."""
+        with self._lock:
+            self._faults.append(_Fault(method.upper(), re.compile(path_pattern), status, times, delay, message))
+
+    def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
+        with self._lock:
+            return [entry for entry in self.log if entry[0] in ("PATCH", "POST", "PUT")]
+
+    # --- HTTP ------------------------------------------------------------------------------
+
+    def _handle(self, incoming: Incoming) -> Outgoing:
+        body = incoming.json() if incoming.body else None
+        with self._lock:
+            self.log.append((incoming.method, incoming.path, incoming.query, body))
+            fault = self._take_fault(incoming)
+        if fault is not None:
+            if fault.delay:
+                time.sleep(fault.delay)
+            if fault.status:
+                return _status(fault.status, fault.message or _REASONS.get(fault.status, "error"), _REASONS.get(fault.status, "InternalError"))
+        if incoming.headers.get("authorization") != f"Bearer {self.token}":
+            return _status(401, "Unauthorized", "Unauthorized")
+        for name, pattern in _ROUTES:
+            match = pattern.match(incoming.path)
+            if match:
+                handler = getattr(self, f"_{incoming.method.lower()}_{name}", None)
+                if handler is None:
+                    return _status(405, f"the server does not allow this method on the requested resource", "MethodNotAllowed")
+                with self._lock:
+                    return handler(incoming, body, **match.groupdict())
+        return _status(404, "the server could not find the requested resource", "NotFound")
+
+    def _take_fault(self, incoming: Incoming) -> _Fault | None:
+        for fault in self._faults:
+            if fault.times > 0 and fault.method == incoming.method and fault.path.search(incoming.path):
+                fault.times -= 1
+                return fault
+        return None
+
+    def _get_namespaces(self, incoming: Incoming, body: Any) -> Outgoing:
+        return _list("NamespaceList", list(self.namespaces.values()), self._next_rv())
+
+    def _get_namespace(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
+        if ns not in self.namespaces:
+            return _not_found("namespaces", ns)
+        return Outgoing.json(200, self.namespaces[ns])
+
+    def _get_nodes(self, incoming: Incoming, body: Any) -> Outgoing:
+        return _list("NodeList", list(self.nodes.values()), self._next_rv())
+
+    def _get_all_quotas(self, incoming: Incoming, body: Any) -> Outgoing:
+        return _list("ResourceQuotaList", list(self.quotas.values()), self._next_rv())
+
+    def _get_quotas(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
+        items = [q for (namespace, _), q in self.quotas.items() if namespace == ns]
+        return _list("ResourceQuotaList", items, self._next_rv())
+
+    def _get_quota(self, incoming: Incoming, body: Any, ns: str, name: str) -> Outgoing:
+        quota = self.quotas.get((ns, name))
+        return Outgoing.json(200, quota) if quota else _not_found("resourcequotas", name)
+
+    def _post_quotas(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
+        if ns not in self.namespaces:
+            return _not_found("namespaces", ns)
+        name = ((body or {}).get("metadata") or {}).get("name", "")
+        if (ns, name) in self.quotas:
+            return _status(409, f'resourcequotas "{name}" already exists', "AlreadyExists")
+        invalid = _invalid(name, (body.get("spec") or {}).get("hard") or {})
+        if invalid:
+            return invalid
+        quota = copy.deepcopy(body)
+        quota["metadata"].update({"namespace": ns, "resourceVersion": self._next_rv(), "uid": f"rq-{ns}-{name}", "creationTimestamp": _now()})
+        quota = self._with_status(quota)
+        if incoming.query.get("dryRun") != "All":
+            self.quotas[(ns, name)] = quota
+        return Outgoing.json(201, quota)
+
+    def _patch_quota(self, incoming: Incoming, body: Any, ns: str, name: str) -> Outgoing:
+        content_type = incoming.headers.get("content-type", "")
+        if content_type.split(";")[0] not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            return _status(415, f"the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {content_type})", "UnsupportedMediaType")
+        current = self.quotas.get((ns, name))
+        if current is None:
+            return _not_found("resourcequotas", name)
+        wanted_rv = ((body or {}).get("metadata") or {}).get("resourceVersion")
+        if wanted_rv is not None and wanted_rv != current["metadata"]["resourceVersion"]:
+            return _status(
+                409,
+                f'Operation cannot be fulfilled on resourcequotas "{name}": the object has been modified; '
+                "please apply your changes to the latest version and try again",
+                "Conflict",
+            )
+        patched = _merge(copy.deepcopy(current), copy.deepcopy(body))
+        invalid = _invalid(name, (patched.get("spec") or {}).get("hard") or {})
+        if invalid:
+            return invalid
+        if incoming.query.get("dryRun") == "All":
+            return Outgoing.json(200, self._with_status(patched))
+        patched["metadata"]["resourceVersion"] = self._next_rv()
+        patched = self._with_status(patched)
+        self.quotas[(ns, name)] = patched
+        return Outgoing.json(200, patched)
+
+    def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:
+        return _list("EventList", list(self.events), self._next_rv())
+
+    def _get_events(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
+        return _list("EventList", [e for e in self.events if e["metadata"].get("namespace") == ns], self._next_rv())
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def _with_status(self, quota: dict[str, Any]) -> dict[str, Any]:
+        """What the quota controller does: status.hard mirrors spec.hard; status.used is the usage."""
+        hard = dict((quota.get("spec") or {}).get("hard") or {})
+        used = {key: ("0" if key != "requests.nvidia.com/gpu" else str(self.used.get(quota["metadata"]["namespace"], 0)))
+                for key in hard if not key.startswith("limits.nvidia.com")}
+        quota["status"] = {"hard": hard, "used": used}
+        return quota
+
+    def _next_rv(self) -> str:
+        return str(next(self._rv))
+
+
+_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
+            422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+def _merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    if not isinstance(target, dict):
+        target = {}
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        else:
+            target[key] = _merge(target.get(key), value)
+    return target
+
+
+def _invalid(name: str, hard: dict[str, Any]) -> Outgoing | None:
+    for resource, value in hard.items():
+        text = str(value)
+        if not _QUANTITY.match(text):
+            return _status(422, f'ResourceQuota "{name}" is invalid: spec.hard[{resource}]: Invalid value: "{text}": '
+                                "must match the regex for a quantity", "Invalid")
+        if text.startswith("-"):
+            return _status(422, f'ResourceQuota "{name}" is invalid: spec.hard[{resource}]: Invalid value: "{text}": '
+                                "must be greater than or equal to 0", "Invalid")
+    return None
+
+
+def _status(code: int, message: str, reason: str) -> Outgoing:
+    return Outgoing.json(code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                "message": message, "reason": reason, "code": code})
+
+
+def _not_found(kind: str, name: str) -> Outgoing:
+    return _status(404, f'{kind} "{name}" not found', "NotFound")
+
+
+def _list(kind: str, items: list[dict[str, Any]], rv: str) -> Outgoing:
+    return Outgoing.json(200, {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": rv}, "items": items})
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,101 @@
+"""A complete sandbox: Slack and Kubernetes stand-ins, a database, and the real app wired to them.
+
+``Sandbox.send(body)`` signs a Slack request, hands it to the real Bolt app, waits until the work
+after ``ack()`` is done, and returns the acknowledgement; the stand-ins then hold what the bot did.
+The shell and the integration tests both drive the bot through this.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from slack_bolt import App, BoltResponse
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.migrate import upgrade
+from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack.http import bolt_request
+from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
+from bot.bootstrap import Services, build_bolt_app, build_services
+from bot.clock import Clock, ShiftedClock
+from bot.domain.policy import Policy
+from bot.executor import TrackingExecutor
+from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.slack_api import SlackApiStandIn
+from bot.sandbox.slack_client import SlackSide
+from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_cluster
+
+BOT_TOKEN = "xoxb-sandbox-token"
+SIGNING_SECRET = "sandbox-signing-secret"
+
+
+class Sandbox:
+    def __init__(
+        self,
+        *,
+        policy: Policy | None = None,
+        database_url: str | None = None,
+        kubeconfig: Path | None = None,
+        clock: Clock | None = None,
+        seed: bool = True,
+        retry_delays: tuple[float, ...] = (0.05, 0.1),
+    ) -> None:
+        self.policy = policy or sandbox_policy()
+        self.clock = clock or ShiftedClock()
+        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN)
+        self.kube: KubeApiStandIn | None = None if kubeconfig else KubeApiStandIn()
+        self._kubeconfig = kubeconfig
+        self._seed = seed
+        self._tmp = tempfile.TemporaryDirectory(prefix="gpu-quota-sandbox-")
+        self._database_url = database_url or f"sqlite:///{self._tmp.name}/sandbox.db"
+        self._retry_delays = retry_delays
+        self.executor = TrackingExecutor()
+        self.database: Database | None = None
+        self.services: Services | None = None
+        self.app: App | None = None
+        self.side: SlackSide | None = None
+
+    def start(self) -> Sandbox:
+        self.slack.start()
+        kubeconfig = self._kubeconfig
+        if self.kube is not None:
+            self.kube.start()
+            if self._seed:
+                seed_cluster(self.kube)
+            kubeconfig = self.kube.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
+        upgrade(self._database_url)
+        self.database = Database.from_url(self._database_url)
+        client = make_web_client(BOT_TOKEN, base_url=self.slack.api_url)
+        self.services = build_services(
+            policy=self.policy,
+            database=self.database,
+            cluster=KubernetesCluster.from_environment(kubeconfig),
+            notifier=SlackNotifier(client),
+            directory=SlackDirectory(client),
+            clock=self.clock,
+            retry_delays=self._retry_delays,
+        )
+        self.app = build_bolt_app(services=self.services, client=client, signing_secret=SIGNING_SECRET, executor=self.executor)
+        self.side = SlackSide(
+            signing_secret=SIGNING_SECRET,
+            response_url_base=self.slack.response_url("r"),
+            names={p.user_id: p.name for p in PEOPLE} | dict(self.slack.users),
+        )
+        return self
+
+    def send(self, body: str, *, timestamp: int | None = None, wait: float = 30.0) -> BoltResponse:
+        """Sign ``body`` as Slack would, dispatch it to the app, and wait for the work after ack."""
+        assert self.app is not None and self.side is not None, "start() first"
+        response = self.app.dispatch(bolt_request(body, self.side.sign(body, timestamp=timestamp)))
+        self.executor.wait_idle(timeout=wait)
+        return response
+
+    def stop(self) -> None:
+        self.executor.shutdown(wait=True)
+        if self.database is not None:
+            self.database.dispose()
+        self.slack.stop()
+        if self.kube is not None:
+            self.kube.stop()
+        self._tmp.cleanup()

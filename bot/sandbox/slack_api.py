@@ -1,0 +1,286 @@
+"""A Slack Web API stand-in that records what the bot sends, for the shell and the tests.
+
+It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``conversations.open``,
+``views.open``/``update``, ``usergroups.users.list``, ``auth.test``, the three-step file upload)
+and ``response_url`` posts, keeps the resulting messages (threads included), and can be told to
+fail a method the way Slack does (``{"ok": false, "error": ...}`` or HTTP 429 with Retry-After).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
+
+
+@dataclass
+class Recorded:
+    """One thing the bot made appear in Slack, in order."""
+
+    seq: int
+    kind: str  # message | update | response | view_open | view_update | file
+    channel: str | None = None
+    ts: str | None = None
+    thread_ts: str | None = None
+    text: str = ""
+    blocks: list[dict[str, Any]] = field(default_factory=list)
+    view: dict[str, Any] | None = None
+    response_url: str | None = None
+    filename: str | None = None
+    content: bytes = b""
+
+
+@dataclass
+class _Failure:
+    error: str
+    status: int
+    times: int
+    retry_after: int | None
+
+
+class SlackApiStandIn:
+    def __init__(
+        self,
+        *,
+        token: str = "xoxb-sandbox-token",
+        users: dict[str, str] | None = None,
+        channels: dict[str, str] | None = None,
+        usergroups: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.token = token
+        self.users = dict(users or {})
+        self.channels = dict(channels or {})
+        self.usergroups = {k: list(v) for k, v in (usergroups or {}).items()}
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.records: list[Recorded] = []
+        self.messages: dict[tuple[str, str], Recorded] = {}
+        self.views: dict[str, dict[str, Any]] = {}
+        self._uploads: dict[str, dict[str, Any]] = {}
+        self._failures: dict[str, _Failure] = {}
+        self._seq = itertools.count(1)
+        self._ts = itertools.count(1)
+        self._lock = threading.Lock()
+        self._server = LoopbackServer(self._handle)
+
+    # --- lifecycle and test controls -------------------------------------------------------
+
+    def start(self) -> SlackApiStandIn:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def api_url(self) -> str:
+        return self._server.url + "/api/"
+
+    def response_url(self, key: str) -> str:
+        return f"{self._server.url}/respond/{key}"
+
+    def fail(self, method: str, error: str, *, status: int = 200, times: int = 1, retry_after: int | None = None) -> None:
+        """Make the next ``times`` calls of ``method`` fail like Slack would."""
+        with self._lock:
+            self._failures[method] = _Failure(error, status, times, retry_after)
+
+    def since(self, seq: int) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.records if r.seq > seq]
+
+    def last_seq(self) -> int:
+        with self._lock:
+            return self.records[-1].seq if self.records else 0
+
+    def calls_of(self, method: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return [params for name, params in self.calls if name == method]
+
+    def thread(self, channel: str, ts: str) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.records if r.kind == "message" and r.channel == channel and r.thread_ts == ts]
+
+    # --- HTTP ------------------------------------------------------------------------------
+
+    def _handle(self, incoming: Incoming) -> Outgoing:
+        if incoming.path.startswith("/respond/"):
+            return self._respond(incoming)
+        if incoming.path.startswith("/upload/"):
+            return self._receive_upload(incoming)
+        if not incoming.path.startswith("/api/"):
+            return Outgoing(404, b"not found")
+        method = incoming.path[len("/api/") :]
+        params = _params(incoming)
+        with self._lock:
+            self.calls.append((method, params))
+            failure = self._failures.get(method)
+            if failure and failure.times > 0:
+                failure.times -= 1
+                headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
+                return Outgoing.json(failure.status, {"ok": False, "error": failure.error}, headers)
+        if incoming.headers.get("authorization") != f"Bearer {self.token}" and params.get("token") != self.token:
+            return Outgoing.json(200, {"ok": False, "error": "invalid_auth"})
+        handler = getattr(self, "_api_" + method.replace(".", "_"), None)
+        if handler is None:
+            return Outgoing.json(200, {"ok": False, "error": "unknown_method"})
+        with self._lock:
+            return Outgoing.json(200, handler(params))
+
+    def _respond(self, incoming: Incoming) -> Outgoing:
+        payload = incoming.json() or {}
+        with self._lock:
+            self.records.append(
+                Recorded(
+                    seq=next(self._seq),
+                    kind="response",
+                    text=payload.get("text", ""),
+                    blocks=_blocks(payload.get("blocks")),
+                    response_url=incoming.path,
+                )
+            )
+        return Outgoing(200, b"ok")
+
+    def _receive_upload(self, incoming: Incoming) -> Outgoing:
+        file_id = incoming.path.rsplit("/", 1)[-1]
+        with self._lock:
+            if file_id not in self._uploads:
+                return Outgoing(404, b"unknown upload")
+            self._uploads[file_id]["content"] = incoming.body
+        return Outgoing(200, b"OK")
+
+    # --- methods ---------------------------------------------------------------------------
+
+    def _api_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "user_id": "UBOT", "bot_id": "BBOT", "team": "Sandbox", "team_id": "TSANDBOX"}
+
+    def _api_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        if not (channel in self.channels or channel.startswith("D")):
+            return {"ok": False, "error": "channel_not_found"}
+        thread_ts = params.get("thread_ts")
+        if thread_ts and (channel, thread_ts) not in self.messages:
+            return {"ok": False, "error": "thread_not_found"}
+        ts = f"{int(time.time())}.{next(self._ts):06d}"
+        record = Recorded(
+            seq=next(self._seq),
+            kind="message",
+            channel=channel,
+            ts=ts,
+            thread_ts=thread_ts,
+            text=str(params.get("text", "")),
+            blocks=_blocks(params.get("blocks")),
+        )
+        self.records.append(record)
+        self.messages[(channel, ts)] = record
+        return {"ok": True, "channel": channel, "ts": ts, "message": {"text": record.text}}
+
+    def _api_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("ts")))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        original = self.messages[key]
+        original.text = str(params.get("text", original.text))
+        original.blocks = _blocks(params.get("blocks")) or original.blocks
+        self.records.append(
+            Recorded(seq=next(self._seq), kind="update", channel=key[0], ts=key[1], text=original.text, blocks=original.blocks)
+        )
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def _api_conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = str(params.get("users", ""))
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "channel": {"id": "D" + user}}
+
+    def _api_usergroups_users_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        group = str(params.get("usergroup", ""))
+        if group not in self.usergroups:
+            return {"ok": False, "error": "no_such_subteam"}
+        return {"ok": True, "users": self.usergroups[group]}
+
+    def _api_users_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = str(params.get("user", ""))
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        return {"ok": True, "user": {"id": user, "name": self.users[user], "deleted": False}}
+
+    def _api_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = str(params.get("channel", ""))
+        if channel not in self.channels:
+            return {"ok": False, "error": "channel_not_found"}
+        return {"ok": True, "channel": {"id": channel, "name": self.channels[channel], "is_member": True}}
+
+    def _api_views_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        if not params.get("trigger_id"):
+            return {"ok": False, "error": "invalid_trigger_id"}
+        view = _view(params.get("view"))
+        view_id = f"V{next(self._seq)}"
+        view["id"] = view_id
+        self.views[view_id] = view
+        self.records.append(Recorded(seq=next(self._seq), kind="view_open", view=view))
+        return {"ok": True, "view": view}
+
+    def _api_views_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        view_id = str(params.get("view_id", ""))
+        if view_id not in self.views:
+            return {"ok": False, "error": "not_found"}
+        view = _view(params.get("view"))
+        view["id"] = view_id
+        self.views[view_id] = view
+        self.records.append(Recorded(seq=next(self._seq), kind="view_update", view=view))
+        return {"ok": True, "view": view}
+
+    def _api_files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        file_id = f"F{next(self._seq)}"
+        self._uploads[file_id] = {"filename": params.get("filename"), "length": int(params.get("length", 0))}
+        return {"ok": True, "upload_url": f"{self._server.url}/upload/{file_id}", "file_id": file_id}
+
+    def _api_files_completeUploadExternal(self, params: dict[str, Any]) -> dict[str, Any]:
+        files = params.get("files")
+        files = json.loads(files) if isinstance(files, str) else files or []
+        channel = params.get("channel_id")
+        done = []
+        for entry in files:
+            upload = self._uploads.get(entry["id"])
+            if upload is None or "content" not in upload:
+                return {"ok": False, "error": "file_not_found"}
+            self.records.append(
+                Recorded(
+                    seq=next(self._seq),
+                    kind="file",
+                    channel=channel,
+                    thread_ts=params.get("thread_ts"),
+                    text=str(params.get("initial_comment", "")),
+                    filename=upload["filename"],
+                    content=upload["content"],
+                )
+            )
+            done.append({"id": entry["id"], "title": entry.get("title")})
+        return {"ok": True, "files": done}
+
+
+def _params(incoming: Incoming) -> dict[str, Any]:
+    params: dict[str, Any] = dict(incoming.query)
+    content_type = incoming.headers.get("content-type", "")
+    if incoming.body:
+        if "json" in content_type:
+            params.update(incoming.json() or {})
+        elif "form" in content_type:
+            params.update(incoming.form())
+    return params
+
+
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return list(value or [])
+
+
+def _view(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        value = json.loads(value)
+    return dict(value or {})

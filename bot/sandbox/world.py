@@ -1,0 +1,63 @@
+"""The sandbox's people, channels and cluster, seeded from the source document's scenario."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from bot.domain.policy import Policy, parse_policy
+import yaml
+
+from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.slack_api import SlackApiStandIn
+
+
+@dataclass(frozen=True)
+class Person:
+    user_id: str
+    name: str
+    role: str
+
+
+PEOPLE = (
+    Person("U0ALICE", "alice", "researcher in ai-frontier-research"),
+    Person("U0LEE", "lee", "approver for Frontier research"),
+    Person("U0BOB", "bob", "engineer in biz-model-serving"),
+    Person("U0MAYA", "maya", "approver for Model serving"),
+    Person("U0PAT", "pat", "platform admin (user group @platform)"),
+    Person("U0DANA", "dana", "head of platform, admin (user group @platform)"),
+)
+CHANNELS = {
+    "C0GENERAL": "general",
+    "C0FRONTIER": "frontier-approvals",
+    "C0BIZ": "biz-approvals",
+    "C0PLATFORM": "gpu-platform",
+}
+USERGROUPS = {"S0PLATFORM": ["U0PAT", "U0DANA"]}
+QUOTA = "compute-quota"
+
+
+def sandbox_policy() -> Policy:
+    text = resources.files("bot.sandbox").joinpath("policy.yaml").read_text(encoding="utf-8")
+    return parse_policy(yaml.safe_load(text), source="sandbox policy")
+
+
+def sandbox_slack(token: str) -> SlackApiStandIn:
+    return SlackApiStandIn(
+        token=token, users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS), usergroups=USERGROUPS
+    )
+
+
+def seed_cluster(kube: KubeApiStandIn) -> None:
+    """Frontier 4 GPUs (3 in use), business 16 (12 in use), on three 8-GPU nodes."""
+    for node in ("gpu-node-a", "gpu-node-b", "gpu-node-c"):
+        kube.add_node(node, 8)
+    kube.add_namespace("ai-frontier-research", {"team": "frontier", "cost-center": "frontier-ai"})
+    kube.add_namespace("biz-model-serving", {"team": "business", "cost-center": "core-business"})
+    for namespace, gpus, used in (("ai-frontier-research", 4, 3), ("biz-model-serving", 16, 12)):
+        kube.add_quota(
+            namespace,
+            QUOTA,
+            {"requests.nvidia.com/gpu": str(gpus), "limits.nvidia.com/gpu": str(gpus), "requests.cpu": "20", "pods": "20"},
+            used_gpus=used,
+        )

@@ -1,0 +1,113 @@
+"""``gpu-quota-bot run``: check the settings, wire the bot, serve Slack, run the jobs, stop cleanly.
+
+Socket Mode when ``SLACK_APP_TOKEN`` is set (no public URL needed), else HTTP served by waitress on
+``PORT`` (``/slack/events``, ``/healthz``, ``/readyz``). SIGTERM stops taking work, lets in-flight
+listeners and jobs finish, then exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import text
+
+import jobs
+from bot.adapters.db.database import Database
+from bot.adapters.db.migrate import upgrade
+from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack.http import WebApp
+from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
+from bot.bootstrap import build_bolt_app, build_services
+from bot.clock import SystemClock
+from bot.domain.policy import load_policy
+from bot.errors import GpuQuotaError
+from bot.executor import TrackingExecutor
+from bot.logs import configure_logging
+from bot.settings import Settings, SettingsError, load_settings
+
+log = logging.getLogger("bot.server")
+
+
+def fail(message: str) -> int:
+    print(f"gpu-quota-bot: {message}", file=sys.stderr)
+    return 2
+
+
+def serve() -> int:
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        return fail(str(error))
+    problems = settings.runtime_problems()
+    if problems:
+        return fail("cannot start:\n  " + "\n  ".join(problems))
+    configure_logging(level=settings.log_level, fmt=settings.log_format)
+    assert settings.gpu_quota_config is not None and settings.slack_bot_token is not None
+    policy = load_policy(settings.gpu_quota_config)
+    upgrade(settings.database_url)
+    database = Database.from_url(settings.database_url)
+    try:
+        cluster = KubernetesCluster.from_environment(settings.kubeconfig)
+    except GpuQuotaError as error:
+        return fail(f"KUBECONFIG / in-cluster config: {error}")
+    client = make_web_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    try:
+        identity = slack_call("check SLACK_BOT_TOKEN", client.auth_test)
+    except GpuQuotaError as error:
+        return fail(f"SLACK_BOT_TOKEN / SLACK_API_URL: {error}")
+    log.info("connected to Slack as %s in %s", identity.get("user_id"), identity.get("team"))
+
+    services = build_services(
+        policy=policy, database=database, cluster=cluster, notifier=SlackNotifier(client),
+        directory=SlackDirectory(client), clock=SystemClock(),
+    )
+    executor = TrackingExecutor()
+    signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else "unused-in-socket-mode"
+    app = build_bolt_app(services=services, client=client, signing_secret=signing_secret, executor=executor)
+    scheduler = BackgroundScheduler(timezone="UTC")
+    jobs.register(
+        scheduler, services, reconcile_seconds=settings.reconcile_interval_seconds, sweep_seconds=settings.sweep_interval_seconds
+    )
+
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    scheduler.start()
+    stop_serving = _serve_slack(settings, app, database)
+    log.info("gpu-quota-bot is running")
+    stopping.wait()
+    log.info("stopping: finishing in-flight work")
+    stop_serving()
+    scheduler.shutdown(wait=True)
+    executor.shutdown(wait=True)
+    database.dispose()
+    log.info("stopped")
+    return 0
+
+
+def _serve_slack(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]
+    """Start taking Slack traffic in the background; returns the function that stops it."""
+    if settings.slack_app_token is not None:
+        from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+        handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+        handler.connect()
+        log.info("Socket Mode connected")
+        return handler.close
+
+    import waitress
+
+    def ready() -> bool:
+        with database.engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return True
+
+    server = waitress.create_server(WebApp(app, ready=ready), host="0.0.0.0", port=settings.port, threads=8)
+    threading.Thread(target=server.run, name="http", daemon=True).start()
+    log.info("HTTP mode: listening on port %s (POST /slack/events)", settings.port)
+    return server.close

@@ -1,0 +1,1 @@
+"""Use cases: submit, decide, apply, expire, report. They orchestrate the ports and own no I/O details."""

@@ -1,0 +1,100 @@
+"""``RequestCard``: everything the request message shows, independent of Slack.
+
+Built from the stored request so a message can be re-rendered at any time (after each decision,
+after the apply, when a grant ends) and always tells the whole current story.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from bot.adapters.db.models import RequestRow
+from bot.domain.commands import format_request_id
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.policy import Policy
+from bot.domain.quota import CapacityImpact
+
+
+@dataclass(frozen=True)
+class RequestCard:
+    request_id: int
+    kind: RequestKind
+    state: RequestState
+    namespace: str
+    team_label: str
+    requester_id: str
+    amount_text: str
+    delta: int
+    hard_before: int
+    used_before: int | None
+    duration: timedelta | None
+    reason: str
+    approvals: tuple[str, ...]
+    approvals_required: int
+    denied_by: str | None
+    auto_approved: bool
+    capacity: CapacityImpact | None
+    cost: float | None
+    cost_basis: str | None
+    currency: str
+    decide_by: datetime
+    grant_ends_at: datetime | None
+    grant_state: GrantState | None
+    extends_id: int | None
+    failure_reason: str | None
+    channel_id: str
+    message_ts: str | None
+
+    @property
+    def display_id(self) -> str:
+        return format_request_id(self.request_id)
+
+    @property
+    def hard_after(self) -> int:
+        return self.hard_before + self.delta
+
+    @property
+    def permanent(self) -> bool:
+        return self.duration is None
+
+
+def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: datetime | None = None) -> RequestCard:
+    """The card of a stored request (its decisions and grant loaded)."""
+    team = policy.teams.get(request.team)
+    denied = [d.user_id for d in request.decisions if d.verdict == Verdict.DENY]
+    capacity = (
+        CapacityImpact(allocatable=request.allocatable, committed_after=request.committed_after)
+        if request.allocatable is not None and request.committed_after is not None
+        else None
+    )
+    grant = request.grant
+    return RequestCard(
+        request_id=request.id,
+        kind=RequestKind(request.kind),
+        state=RequestState(request.state),
+        namespace=request.namespace,
+        team_label=team.label if team else request.team,
+        requester_id=request.requester_id,
+        amount_text=request.amount_text,
+        delta=request.delta,
+        hard_before=request.hard_before,
+        used_before=request.used_before,
+        duration=timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None,
+        reason=request.reason,
+        approvals=tuple(d.user_id for d in request.approvals),
+        approvals_required=request.approvals_required,
+        denied_by=denied[0] if denied else None,
+        auto_approved=request.auto_approved,
+        capacity=capacity,
+        cost=request.cost,
+        cost_basis=request.cost_basis,
+        currency=policy.pricing.currency,
+        decide_by=request.decide_by,
+        grant_ends_at=grant.ends_at if grant else extended_grant_ends_at,
+        grant_state=GrantState(grant.state) if grant else None,
+        extends_id=request.extends_request_id,
+        failure_reason=request.failure_reason,
+        channel_id=request.channel_id,
+        message_ts=request.message_ts,
+    )

@@ -1,0 +1,151 @@
+"""Read-only answers: status of namespaces, the pending list, the audit trail."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.adapters.db.database import Database
+from bot.clock import Clock
+from bot.domain.lifecycle import GrantState, RequestState
+from bot.domain.policy import Policy
+from bot.errors import GpuQuotaError, UserError
+from bot.services.access import Access
+from bot.services.ports import QuotaCluster
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GrantLine:
+    request_id: int
+    gpus: int
+    ends_at: datetime
+    state: GrantState
+
+
+@dataclass(frozen=True)
+class PendingLine:
+    request_id: int
+    namespace: str
+    amount_text: str
+    delta: int
+    duration: timedelta | None
+    requester_id: str
+    approvals: int
+    approvals_required: int
+    decide_by: datetime
+
+
+@dataclass(frozen=True)
+class NamespaceStatus:
+    namespace: str
+    team_label: str
+    quota_name: str
+    hard: int | None  # None: no GPU quota in the cluster (or unreadable: see error)
+    used: int | None
+    base: int | None
+    grants: tuple[GrantLine, ...]
+    pending: tuple[PendingLine, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class AuditLine:
+    at: datetime
+    actor: str
+    action: str
+    namespace: str | None
+    request_id: int | None
+    before: dict[str, Any] | None
+    after: dict[str, Any] | None
+    detail: str
+
+
+class Queries:
+    def __init__(self, *, policy: Policy, database: Database, cluster: QuotaCluster, access: Access, clock: Clock) -> None:
+        self._policy = policy
+        self._db = database
+        self._cluster = cluster
+        self._access = access
+        self._clock = clock
+
+    def status(self, *, user: str, namespace: str | None = None) -> list[NamespaceStatus]:
+        if namespace is not None:
+            if self._policy.team_of(namespace) is None:
+                raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
+            names = [namespace]
+        else:
+            names = sorted(ns.name for team in self._access.teams_of(user) for ns in team.namespaces)
+            if not names:
+                raise UserError("You are not in any team of the policy; name a namespace: `/gpu-quota status <namespace>`.")
+        return [self._status_of(name) for name in names]
+
+    def _status_of(self, namespace: str) -> NamespaceStatus:
+        team = self._policy.team_of(namespace)
+        assert team is not None
+        quota_name = self._policy.quota_name(namespace)
+        hard = used = None
+        error = None
+        try:
+            snapshot = self._cluster.read_quota(namespace, quota_name)
+            if snapshot is not None:
+                hard, used = snapshot.hard, snapshot.used
+        except GpuQuotaError as failure:
+            log.warning("status of %s: %s", namespace, failure)
+            error = str(failure)
+
+        def load(repo):  # type: ignore[no-untyped-def]
+            row = repo.namespace(namespace)
+            grants = repo.grants(states=[GrantState.ACTIVE, GrantState.ENDING], namespaces=[namespace])
+            pending = repo.requests_in([RequestState.PENDING], namespaces=[namespace])
+            return (
+                row.base_gpus if row else None,
+                tuple(GrantLine(g.request_id, g.gpus, g.ends_at, GrantState(g.state)) for g in grants),
+                tuple(_pending_line(r) for r in pending),
+            )
+
+        base, grants, pending = self._db.run(load)
+        return NamespaceStatus(namespace, team.label, quota_name, hard, used, base, grants, pending, error)
+
+    def pending_for(self, *, user: str) -> list[PendingLine]:
+        """Pending requests the user made or may decide."""
+        pending = self._db.run(lambda repo: list(repo.requests_in([RequestState.PENDING])))
+        lines = []
+        for request in pending:
+            team = self._policy.teams.get(request.team)
+            mine = request.requester_id == user
+            if mine or (team is not None and self._access.may_decide(user, team)):
+                lines.append(_pending_line(request))
+        return lines
+
+    def audit(self, *, user: str, namespace: str | None = None, request_id: int | None = None, limit: int = 20) -> list[AuditLine]:
+        if namespace is None and request_id is not None:
+            request = self._db.run(lambda repo: repo.request(request_id))
+            if request is None:
+                raise UserError(f"GQ-{request_id} does not exist.")
+            team = self._policy.teams.get(request.team)
+        else:
+            team = self._policy.team_of(namespace or "")
+            if team is None:
+                raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
+        if team is None or not (self._access.may_request(user, team) or self._access.is_admin(user)):
+            raise UserError("Only the team, its approvers and admins can read this audit trail.")
+        rows = self._db.run(lambda repo: list(repo.audit_trail(namespace=namespace, request_id=request_id, limit=limit)))
+        return [AuditLine(r.at, r.actor, r.action, r.namespace, r.request_id, r.before, r.after, r.detail) for r in rows]
+
+
+def _pending_line(request) -> PendingLine:  # type: ignore[no-untyped-def]
+    return PendingLine(
+        request_id=request.id,
+        namespace=request.namespace,
+        amount_text=request.amount_text,
+        delta=request.delta,
+        duration=timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None,
+        requester_id=request.requester_id,
+        approvals=len(request.approvals),
+        approvals_required=request.approvals_required,
+        decide_by=request.decide_by,
+    )

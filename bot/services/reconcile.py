@@ -1,0 +1,164 @@
+"""The periodic reconcile: everything time-driven, read from the database so it survives restarts.
+
+One tick expires undecided requests, reminds requesters before a grant ends, ends grants that are
+due, retries quota reverts that failed, resumes applies a crash interrupted, and re-posts request
+messages Slack refused. Each step stands alone: one failing never stops the others.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.repository import Repository
+from bot.clock import Clock
+from bot.domain.commands import format_request_id
+from bot.domain.lifecycle import GrantState, RequestState
+from bot.domain.policy import Policy
+from bot.errors import GpuQuotaError
+from bot.services.announce import Announcer
+from bot.services.changes import ChangeApplier, move_request
+from bot.services.ports import Action, ActionKind
+from bot.services.quota_sync import QuotaSync
+from bot.services.text import gpus, when
+
+log = logging.getLogger(__name__)
+# An approved request still not applied after this long lost its replica mid-apply.
+STUCK_AFTER = timedelta(minutes=2)
+
+
+@dataclass
+class TickReport:
+    expired: list[int] = field(default_factory=list)
+    reminded: list[int] = field(default_factory=list)
+    grants_ended: list[int] = field(default_factory=list)
+    resumed: list[int] = field(default_factory=list)
+    reposted: list[int] = field(default_factory=list)
+    drifted: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class Reconciler:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        database: Database,
+        applier: ChangeApplier,
+        sync: QuotaSync,
+        announcer: Announcer,
+        clock: Clock,
+    ) -> None:
+        self._policy = policy
+        self._db = database
+        self._applier = applier
+        self._sync = sync
+        self._announce = announcer
+        self._clock = clock
+
+    def tick(self) -> TickReport:
+        report = TickReport()
+        for step in (self._expire_pending, self._remind, self._end_grants, self._resume_stuck, self._repost):
+            self._guarded(step, report)
+        return report
+
+    def sweep(self) -> TickReport:
+        """Converge every managed namespace: adopts hand edits promptly and repairs lost writes."""
+        report = TickReport()
+        for namespace in self._policy.managed_namespaces():
+            try:
+                outcome = self._sync.converge(namespace)
+            except GpuQuotaError as error:
+                report.errors.append(f"{namespace}: {error}")
+                log.error("sweep could not converge %s: %s", namespace, error)
+                continue
+            if outcome.drift:
+                report.drifted.append(namespace)
+                self._tell_admins(
+                    f":warning: The GPU quota of *{namespace}* was changed outside the bot by {outcome.drift:+d} GPUs"
+                    f" (now {gpus(outcome.after)}). The bot adopted the change; see `/gpu-quota audit {namespace}`."
+                )
+        return report
+
+    def _guarded(self, step: Callable[[TickReport], None], report: TickReport) -> None:
+        try:
+            step(report)
+        except Exception as error:  # one broken step must not stop the rest of the tick
+            log.exception("reconcile step %s failed", step.__name__)
+            report.errors.append(f"{step.__name__}: {error}")
+
+    def _expire_pending(self, report: TickReport) -> None:
+        def expire(repo: Repository) -> list[tuple[int, str]]:
+            now = self._clock.now()
+            expired = []
+            for request in repo.pending_past_deadline(now):
+                move_request(request, RequestState.EXPIRED, now=now)
+                request.decided_at = now
+                repo.record(at=now, action="request_expired", namespace=request.namespace, request_id=request.id)
+                expired.append((request.id, request.requester_id))
+            return expired
+
+        timeout = self._policy.defaults.pending_timeout
+        for request_id, requester in self._db.run(expire):
+            report.expired.append(request_id)
+            text = f"{format_request_id(request_id)} expired: nobody decided within {_hours(timeout)}."
+            self._announce.thread(request_id, f":zzz: {text}")
+            self._announce.direct(requester, f"{text} Ask again if you still need the GPUs.")
+            self._announce.refresh(request_id)
+
+    def _remind(self, report: TickReport) -> None:
+        def due(repo: Repository) -> list[tuple[int, int, str, datetime]]:
+            now = self._clock.now()
+            rows = []
+            for grant in repo.grants_to_remind(now + self._policy.defaults.reminder_before):
+                grant.reminded_at = now
+                rows.append((grant.request_id, grant.gpus, grant.namespace, grant.ends_at))
+            return rows
+
+        for request_id, grant_gpus, namespace, ends_at in self._db.run(due):
+            card = self._announce.card(request_id)
+            self._announce.direct(
+                card.requester_id,
+                f":alarm_clock: {card.display_id}: your {gpus(grant_gpus)} in *{namespace}* go back {when(ends_at)}.",
+                actions=[
+                    Action(ActionKind.EXTEND, "Extend", str(request_id), "primary"),
+                    Action(ActionKind.RELEASE, "Release now", str(request_id)),
+                ],
+            )
+            report.reminded.append(request_id)
+
+    def _end_grants(self, report: TickReport) -> None:
+        """End grants that are due, and retry (once a tick) the reverts that failed before."""
+        due = self._db.run(lambda repo: [(g.id, g.request_id) for g in repo.grants_due(self._clock.now())])
+        for grant_id, request_id in due:
+            if self._applier.end_grant(grant_id, reason="expired", actor="gpu-quota-bot") == GrantState.ENDED:
+                report.grants_ended.append(request_id)
+        tried = {grant_id for grant_id, _ in due}
+        ending = self._db.run(lambda repo: [(g.id, g.request_id) for g in repo.grants(states=[GrantState.ENDING])])
+        for grant_id, request_id in ending:
+            if grant_id not in tried and self._applier.finish_grant(grant_id):
+                report.grants_ended.append(request_id)
+
+    def _resume_stuck(self, report: TickReport) -> None:
+        stuck = self._db.run(lambda repo: [r.id for r in repo.approved_before(self._clock.now() - STUCK_AFTER)])
+        for request_id in stuck:
+            log.warning("resuming %s: approved but never applied", format_request_id(request_id))
+            self._applier.apply(request_id)
+            report.resumed.append(request_id)
+
+    def _repost(self, report: TickReport) -> None:
+        for request_id in self._db.run(lambda repo: [r.id for r in repo.unposted_requests()]):
+            if self._announce.post_card(request_id) is None:
+                report.reposted.append(request_id)
+
+    def _tell_admins(self, text: str) -> None:
+        if self._policy.admin_channel:
+            self._announce.post(self._policy.admin_channel, text)
+
+
+def _hours(duration: timedelta) -> str:
+    hours = duration.total_seconds() / 3600
+    return f"{hours:g}h"

@@ -1,0 +1,374 @@
+"""What people do with requests: submit, decide, cancel, extend, release, retry.
+
+Each public method is one use case, called by a Slack handler (or the shell) after ``ack()``. Refusals
+are ``UserError``s whose text goes back to the person; everything that happens is in the audit trail.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import DecisionRow, RequestRow
+from bot.adapters.db.repository import Repository
+from bot.clock import Clock
+from bot.domain.commands import RequestDraft, format_request_id
+from bot.domain.durations import format_duration
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.policy import Policy, Team, approvals_required, auto_approvable, limit_problems
+from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
+from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.services.access import Access
+from bot.services.announce import Announcer
+from bot.services.changes import ChangeApplier, move_request, record_effect
+from bot.services.ports import QuotaCluster
+from bot.services.quota_sync import QuotaSync
+from bot.services.text import channel, gpus, mention
+
+log = logging.getLogger(__name__)
+AUTO_APPROVER = "gpu-quota-bot"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    request_id: int
+    channel_id: str
+    state: RequestState
+    approvals_required: int
+    post_error: str | None  # Slack refused the message; the reconcile job posts it later
+
+    @property
+    def display_id(self) -> str:
+        return format_request_id(self.request_id)
+
+
+@dataclass(frozen=True)
+class _NewRequest:
+    """What submit and extend have in common before the row is written."""
+
+    kind: RequestKind
+    team: Team
+    namespace: str
+    amount_text: str
+    delta: int
+    duration: timedelta | None
+    reason: str
+    snapshot: QuotaSnapshot | None
+    hard_before: int
+    extends_request_id: int | None = None
+
+
+class RequestService:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        database: Database,
+        cluster: QuotaCluster,
+        access: Access,
+        sync: QuotaSync,
+        applier: ChangeApplier,
+        announcer: Announcer,
+        clock: Clock,
+        over_budget: Callable[[str], bool] = lambda team: False,
+    ) -> None:
+        self._policy = policy
+        self._db = database
+        self._cluster = cluster
+        self._access = access
+        self._sync = sync
+        self._applier = applier
+        self._announce = announcer
+        self._clock = clock
+        self._over_budget = over_budget
+
+    # --- submit ------------------------------------------------------------------------------
+
+    def submit(self, *, requester: str, draft: RequestDraft) -> Submitted:
+        """Record a new request, post it for approval, and apply it at once if policy auto-approves."""
+        if not draft.complete:
+            raise UserError("The request is incomplete: " + "; ".join(draft.problems or ("namespace, GPUs and a reason are needed",)))
+        assert draft.namespace is not None and draft.amount is not None
+        team = self._team_for_request(requester, draft.namespace)
+        snapshot = self._read_quota(draft.namespace)
+        current = snapshot.hard if snapshot else self._policy.default_quota(draft.namespace)
+        delta = draft.amount.delta_from(current)
+        problems = limit_problems(self._policy, draft.namespace, current=current, delta=delta, duration=draft.duration)
+        if problems:
+            raise UserError("Not submitted: " + "; ".join(problems) + ".")
+        return self._create(
+            requester,
+            _NewRequest(
+                kind=RequestKind.CHANGE,
+                team=team,
+                namespace=draft.namespace,
+                amount_text=str(draft.amount),
+                delta=delta,
+                duration=draft.duration,
+                reason=draft.reason.strip(),
+                snapshot=snapshot,
+                hard_before=current,
+            ),
+        )
+
+    def extend(self, *, requester: str, request_id: int, duration: timedelta, reason: str) -> Submitted:
+        """Ask for more time on an active grant: a new request that needs approval like any other."""
+        original = self._load(request_id)
+        grant = self._db.run(lambda repo: repo.grant_of(request_id))
+        if grant is None or grant.state != GrantState.ACTIVE:
+            raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
+        team = self._team_for_request(requester, original.namespace)
+        now = self._clock.now()
+        new_end = max(grant.ends_at, now) + duration
+        if new_end - now > team.limits.max_duration:
+            raise UserError(
+                f"Not submitted: {team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
+                f" ahead; this extension would reach {format_duration(new_end - now)}."
+            )
+        snapshot = self._read_quota(original.namespace)
+        return self._create(
+            requester,
+            _NewRequest(
+                kind=RequestKind.EXTENSION,
+                team=team,
+                namespace=original.namespace,
+                amount_text=f"{grant.gpus:+d}",
+                delta=grant.gpus,
+                duration=duration,
+                reason=reason.strip() or f"extend {format_request_id(request_id)}",
+                snapshot=snapshot,
+                hard_before=snapshot.hard if snapshot else 0,
+                extends_request_id=request_id,
+            ),
+        )
+
+    def _create(self, requester: str, new: _NewRequest) -> Submitted:
+        capacity = self._capacity(new.namespace, 0 if new.kind == RequestKind.EXTENSION else new.delta)
+        cost, basis = change_cost(
+            gpus=new.delta, duration=new.duration, price_per_gpu_hour=self._policy.pricing.default_per_gpu_hour
+        )
+        permanent = new.duration is None
+        required = approvals_required(
+            new.team, delta=new.delta, permanent=permanent, over_budget=self._over_budget(new.team.name)
+        )
+        auto = auto_approvable(
+            new.team,
+            delta=new.delta,
+            duration=new.duration,
+            within_capacity=capacity is not None and not capacity.oversubscribed,
+        )
+
+        def create(repo: Repository) -> RequestRow:
+            now = self._clock.now()
+            self._sync.observe(repo, new.snapshot, new.namespace)
+            request = repo.add_request(
+                RequestRow(
+                    kind=new.kind,
+                    state=RequestState.PENDING,
+                    namespace=new.namespace,
+                    team=new.team.name,
+                    requester_id=requester,
+                    amount_text=new.amount_text,
+                    delta=new.delta,
+                    duration_seconds=int(new.duration.total_seconds()) if new.duration else None,
+                    reason=new.reason,
+                    approvals_required=required,
+                    auto_approved=auto,
+                    hard_before=new.hard_before,
+                    used_before=new.snapshot.used if new.snapshot else None,
+                    allocatable=capacity.allocatable if capacity else None,
+                    committed_after=capacity.committed_after if capacity else None,
+                    cost=round(cost, 2),
+                    cost_basis=basis,
+                    channel_id=new.team.channel,
+                    extends_request_id=new.extends_request_id,
+                    created_at=now,
+                    updated_at=now,
+                    decide_by=now + self._policy.defaults.pending_timeout,
+                )
+            )
+            repo.record(
+                at=now,
+                actor=requester,
+                action="request_submitted",
+                namespace=new.namespace,
+                request_id=request.id,
+                after={"amount": new.amount_text, "delta": new.delta, "duration": format_duration(new.duration) if new.duration else "permanent"},
+                detail=new.reason,
+            )
+            if auto:
+                request.decisions.append(DecisionRow(user_id=AUTO_APPROVER, verdict=Verdict.APPROVE, decided_at=now))
+                move_request(request, RequestState.APPROVED, now=now)
+                request.decided_at = now
+                record_effect(repo, request, now=now)
+                repo.record(at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id)
+            return request
+
+        request = self._db.run(create)
+        log.info("%s submitted by %s for %s (%s)", format_request_id(request.id), requester, new.namespace, new.amount_text)
+        post_error = self._announce.post_card(request.id)
+        state = RequestState(request.state)
+        if auto:
+            state = self._applier.apply(request.id)
+        return Submitted(request.id, request.channel_id, state, required, post_error)
+
+    def _team_for_request(self, requester: str, namespace: str) -> Team:
+        team = self._policy.team_of(namespace)
+        if team is None:
+            managed = ", ".join(self._policy.managed_namespaces())
+            raise UserError(f"`{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.")
+        if not self._access.may_request(requester, team):
+            raise UserError(f"Only members of {team.label} may request GPUs for `{namespace}`.")
+        return team
+
+    def _read_quota(self, namespace: str) -> QuotaSnapshot | None:
+        try:
+            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
+        except NamespaceNotFound:
+            raise UserError(f"The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.") from None
+        except GpuQuotaError as error:
+            raise UserError(f"Could not read the quota of `{namespace}` from the cluster ({error}). Nothing was submitted; try again.") from error
+
+    def _capacity(self, namespace: str, delta: int) -> CapacityImpact | None:
+        """Allocatable GPUs vs all managed quotas after the change; None (and a log line) if unknown."""
+        names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
+        try:
+            allocatable = self._cluster.allocatable_gpus()
+            committed = sum(self._cluster.gpu_quota_totals(names).values())
+        except GpuQuotaError as error:
+            log.warning("capacity unknown for a request on %s: %s", namespace, error)
+            return None
+        return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)
+
+    # --- decide ------------------------------------------------------------------------------
+
+    def decide(self, *, user: str, request_id: int, verdict: Verdict) -> str:
+        """Record an approval or a denial; returns the line shown to the person who clicked."""
+        request = self._load(request_id)
+        team = self._policy.teams.get(request.team)
+        if request.state == RequestState.PENDING and request.requester_id != user:
+            if team is None or not self._access.may_decide(user, team):
+                raise UserError(f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}.")
+
+        def record(repo: Repository) -> RequestRow:
+            now = self._clock.now()
+            row = repo.request(request_id)
+            assert row is not None
+            if row.state != RequestState.PENDING:
+                raise UserError(already_decided(row))
+            if row.requester_id == user:
+                raise UserError(f"You cannot {verdict} your own request {format_request_id(request_id)}; `cancel` it instead if you no longer need it.")
+            earlier = next((d for d in row.decisions if d.user_id == user), None)
+            if earlier is not None:
+                raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+            row.decisions.append(DecisionRow(user_id=user, verdict=verdict, decided_at=now))
+            row.updated_at = now  # bumps the version: a concurrent decision must re-read
+            repo.record(at=now, actor=user, action=f"request_{verdict}d", namespace=row.namespace, request_id=request_id)
+            if verdict == Verdict.DENY:
+                move_request(row, RequestState.DENIED, now=now)
+                row.decided_at = now
+            elif len(row.approvals) >= row.approvals_required:
+                move_request(row, RequestState.APPROVED, now=now)
+                row.decided_at = now
+                record_effect(repo, row, now=now)
+            return row
+
+        row = self._db.run(record)
+        count = f"{len(row.approvals)} of {row.approvals_required}"
+        display = format_request_id(request_id)
+        if verdict == Verdict.DENY:
+            self._announce.thread(request_id, f":no_entry: Denied by {mention(user)}.")
+            self._announce.direct(row.requester_id, f"{display} was denied by {mention(user)}. The thread has the discussion.")
+            self._announce.refresh(request_id)
+            return f"You denied {display}."
+        self._announce.thread(request_id, f":+1: Approved by {mention(user)} — {count}.")
+        self._announce.refresh(request_id)
+        if row.state == RequestState.APPROVED:
+            state = self._applier.apply(request_id)
+            return f"You approved {display}; it is {state}."
+        return f"You approved {display} ({count}); it needs {row.approvals_required - len(row.approvals)} more."
+
+    # --- cancel, release, retry -----------------------------------------------------------------
+
+    def cancel(self, *, user: str, request_id: int) -> str:
+        request = self._load(request_id)
+        if request.requester_id != user and not self._access.is_admin(user):
+            raise UserError(f"Only the requester or an admin can cancel {format_request_id(request_id)}.")
+
+        def cancel(repo: Repository) -> None:
+            now = self._clock.now()
+            row = repo.request(request_id)
+            assert row is not None
+            if row.state != RequestState.PENDING:
+                raise UserError(already_decided(row))
+            move_request(row, RequestState.CANCELLED, now=now)
+            row.decided_at = now
+            repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
+
+        self._db.run(cancel)
+        self._announce.thread(request_id, f":wastebasket: Cancelled by {mention(user)}.")
+        if user != request.requester_id:
+            self._announce.direct(request.requester_id, f"{format_request_id(request_id)} was cancelled by {mention(user)}.")
+        self._announce.refresh(request_id)
+        return f"{format_request_id(request_id)} is cancelled."
+
+    def release(self, *, user: str, request_id: int) -> str:
+        """End a grant early and give the GPUs back."""
+        request = self._load(request_id)
+        team = self._policy.teams.get(request.team)
+        allowed = request.requester_id == user or (team is not None and self._access.may_decide(user, team))
+        if not allowed:
+            raise UserError(f"Only the requester, an approver of the team or an admin can release {format_request_id(request_id)}.")
+        grant = self._db.run(lambda repo: repo.grant_of(request_id))
+        if grant is None or grant.state != GrantState.ACTIVE:
+            raise UserError(f"{format_request_id(request_id)} has no active grant to release.")
+        ended = self._applier.end_grant(grant.id, reason="released", actor=user)
+        if ended is None:
+            raise UserError(f"The grant of {format_request_id(request_id)} has already ended.")
+        if ended == GrantState.ENDING:
+            return f"Released {format_request_id(request_id)}; the quota could not be put back yet and the bot keeps retrying."
+        return f"Released {format_request_id(request_id)}: {gpus(abs(grant.gpus))} given back to {request.namespace}."
+
+    def retry(self, *, user: str, request_id: int) -> str:
+        """An admin re-applies a failed request (after fixing what made it fail)."""
+        if not self._access.is_admin(user):
+            raise UserError("Only admins can retry a failed request.")
+
+        def reapprove(repo: Repository) -> None:
+            now = self._clock.now()
+            row = repo.request(request_id)
+            if row is None:
+                raise UserError(f"{format_request_id(request_id)} does not exist.")
+            if row.state != RequestState.FAILED:
+                raise UserError(f"{format_request_id(request_id)} is {row.state}, not failed: nothing to retry.")
+            move_request(row, RequestState.APPROVED, now=now)
+            row.failure_reason = None
+            row.decided_at = now
+            record_effect(repo, row, now=now)
+            repo.record(at=now, actor=user, action="request_retried", namespace=row.namespace, request_id=request_id)
+
+        self._db.run(reapprove)
+        self._announce.thread(request_id, f":repeat: Retry by {mention(user)}.")
+        state = self._applier.apply(request_id)
+        return f"{format_request_id(request_id)} is {state}."
+
+    def _load(self, request_id: int) -> RequestRow:
+        request = self._db.run(lambda repo: repo.request(request_id))
+        if request is None:
+            raise UserError(f"{format_request_id(request_id)} does not exist.")
+        return request
+
+
+def already_decided(request: RequestRow) -> str:
+    display = format_request_id(request.id)
+    state = RequestState(request.state)
+    if state == RequestState.DENIED:
+        deniers = [mention(d.user_id) for d in request.decisions if d.verdict == Verdict.DENY]
+        return f"{display} was already denied by {', '.join(deniers)}."
+    if state in (RequestState.APPROVED, RequestState.APPLIED, RequestState.FAILED):
+        approvers = ", ".join(mention(d.user_id) for d in request.approvals) or "auto-approval"
+        return f"{display} was already approved by {approvers} (now {state})."
+    return f"{display} is already {state}."

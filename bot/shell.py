@@ -1,0 +1,322 @@
+"""``gpu-quota-bot shell``: the real bot, driven from a terminal instead of Slack.
+
+Typed ``/gpu-quota ...`` lines and button presses become signed Slack requests into the real Bolt
+app; what the bot sends to Slack is caught by the Slack stand-in and printed as text. The cluster
+is the sandbox's Kubernetes API stand-in (or a real cluster with ``--kubeconfig``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from bot.domain.durations import parse_duration
+from bot.sandbox.render import TextRenderer
+from bot.sandbox.session import Sandbox
+from bot.sandbox.world import CHANNELS, PEOPLE, QUOTA
+
+BANNER = """\
+╭──────────────────────────────────────────────────────────────────────────────╮
+│ gpu-quota-bot SANDBOX — no Slack workspace, no real cluster: {cluster:<16}│
+│ Slack is a local stand-in; {cluster_note:<50}│
+╰──────────────────────────────────────────────────────────────────────────────╯
+People: {people}
+Type /gpu-quota help, or `help` for the shell's own commands. You are @{user}."""
+
+SHELL_HELP = """\
+  /gpu-quota ...          run the slash command as the current user
+  as <name>               act as someone else (e.g. `as lee` to approve as a manager)
+  click <n>               press button [n]
+  time +<duration>        move the clock forward (e.g. time +3d) and run the scheduled reconcile
+  tick                    run the scheduled reconcile now
+  quota                   what the cluster's ResourceQuotas say now (kubectl get quota)
+  kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
+  users                   who is who
+  quit                    leave"""
+
+DEMO = [
+    "# A researcher asks for 4 more GPUs for three days.",
+    "/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus",
+    "# Her manager approves in the request's thread; the bot patches the quota.",
+    "as lee",
+    "click 1",
+    "quota",
+    "as alice",
+    "/gpu-quota status",
+    "# Three days pass: a reminder an hour before, then the quota goes back by itself.",
+    "time +71h",
+    "time +1h",
+    "quota",
+    "# Strategy shift: the platform slows frontier work down to 1 GPU (permanent: two approvals).",
+    "as pat",
+    "/gpu-quota request ai-frontier-research 1 slow down frontier work: GPUs move to proven business models",
+    "as lee",
+    "click 5",
+    "as dana",
+    "click 5",
+    "quota",
+    "/gpu-quota audit ai-frontier-research",
+]
+
+
+@dataclass
+class _Button:
+    action_id: str
+    value: str
+    label: str
+    channel: str | None
+    ts: str | None
+
+
+class Shell:
+    def __init__(
+        self,
+        sandbox: Sandbox,
+        *,
+        out: TextIO = sys.stdout,
+        read: Callable[[str], str] = input,
+        echo: bool = False,
+    ) -> None:
+        self._sandbox = sandbox
+        self._out = out
+        self._read = read
+        self._echo = echo
+        people = {p.name: p.user_id for p in PEOPLE}
+        self._people = people
+        self._user = people["alice"]
+        self._names = {user_id: name for name, user_id in people.items()}
+        self._render = TextRenderer(users=self._names, channels=dict(CHANNELS))
+        self._buttons: dict[int, _Button] = {}
+        self._titles: dict[str, str] = {}
+        self._seen = 0
+        self._script: Iterator[str] | None = None
+
+    # --- loop ------------------------------------------------------------------------------
+
+    def run(self, script: Iterable[str] | None = None) -> None:
+        """Read lines (from ``script`` when given, else the terminal) until quit or end of input."""
+        self._banner()
+        self._script = iter(script) if script is not None else None
+        while True:
+            try:
+                line = self._next_line(f"\n{self._names[self._user]}> ")
+            except (EOFError, KeyboardInterrupt):
+                self._say("")
+                return
+            if not self.execute(line.strip()):
+                return
+
+    def _next_line(self, prompt: str) -> str:
+        """The next line of the script or of the terminal; echoed when it does not come from a person typing."""
+        if self._script is not None:
+            line = next(self._script, None)
+            if line is None:
+                raise EOFError
+        elif self._echo:
+            line = self._read("")
+        else:
+            return self._read(prompt)
+        self._say(f"{prompt}{line}")
+        return line
+
+    def execute(self, line: str) -> bool:
+        if not line or line.startswith("#"):
+            return True
+        if line in ("quit", "exit"):
+            return False
+        words = line.split()
+        command = {
+            "as": self._switch_user,
+            "click": self._click,
+            "press": self._click,
+            "time": self._advance,
+            "tick": lambda _: self._tick(),
+            "quota": lambda _: self._quota(),
+            "kubectl": self._kubectl,
+            "users": lambda _: self._users(),
+            "help": lambda _: self._say(SHELL_HELP),
+        }.get(words[0])
+        if line.startswith("/gpu-quota"):
+            self._slash(line[len("/gpu-quota") :].strip())
+        elif command is not None:
+            command(words[1:])
+        else:
+            self._say("Not a shell command; type `help`, or start with /gpu-quota.")
+        return True
+
+    # --- commands --------------------------------------------------------------------------
+
+    def _slash(self, text: str) -> None:
+        side = self._side()
+        response = self._sandbox.send(side.slash_command(user_id=self._user, text=text))
+        self._show_ack(response.body)
+        self._show_new()
+
+    def _click(self, args: list[str]) -> None:
+        if not args or not args[0].isdigit() or int(args[0]) not in self._buttons:
+            self._say(f"No button [{args[0] if args else ''}]; the numbers are shown next to each button.")
+            return
+        button = self._buttons[int(args[0])]
+        body = self._side().block_action(
+            user_id=self._user, action_id=button.action_id, value=button.value, channel_id=button.channel,
+            message_ts=button.ts, label=button.label,
+        )
+        self._sandbox.send(body)
+        self._show_new()
+
+    def _switch_user(self, args: list[str]) -> None:
+        name = (args[0] if args else "").lstrip("@")
+        if name not in self._people:
+            self._say("Who? " + ", ".join(self._people))
+            return
+        self._user = self._people[name]
+        self._say(f"You are now @{name} ({next(p.role for p in PEOPLE if p.name == name)}).")
+
+    def _advance(self, args: list[str]) -> None:
+        try:
+            delta = parse_duration((args[0] if args else "").lstrip("+"))
+        except ValueError as error:
+            self._say(str(error))
+            return
+        moment = self._sandbox.clock.advance(delta)  # type: ignore[attr-defined]
+        self._say(f"⏩ The clock moved {args[0]}: it is now {moment:%Y-%m-%d %H:%M} UTC. Running the reconcile job…")
+        self._tick()
+
+    def _tick(self) -> None:
+        assert self._sandbox.services is not None
+        report = self._sandbox.services.reconciler.tick()
+        self._show_new()
+        done = [f"{name}: {', '.join(f'GQ-{i}' for i in ids)}" for name, ids in
+                (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended)) if ids]
+        self._say("  reconcile: " + ("; ".join(done) if done else "nothing due"))
+
+    def _quota(self) -> None:
+        kube = self._sandbox.kube
+        if kube is None:
+            self._say("`quota` reads the sandbox cluster only; use kubectl against your cluster.")
+            return
+        self._say(f"{'NAMESPACE':<24}{'NAME':<16}{'requests.nvidia.com/gpu':<26}{'limits.nvidia.com/gpu':<24}APPLIED BY")
+        for (namespace, name), quota in sorted(kube.quotas.items()):
+            hard, used = quota["spec"]["hard"], quota["status"]["used"]
+            annotations = quota["metadata"].get("annotations") or {}
+            requests = f"{used.get('requests.nvidia.com/gpu', '0')}/{hard.get('requests.nvidia.com/gpu', '-')}"
+            self._say(f"{namespace:<24}{name:<16}{requests:<26}{hard.get('limits.nvidia.com/gpu', '-'):<24}"
+                      f"{annotations.get('gpu-quota-bot.io/applied-by', '(by hand)')}")
+
+    def _kubectl(self, args: list[str]) -> None:
+        kube = self._sandbox.kube
+        if kube is None or len(args) != 3 or args[0] != "edit" or not args[2].isdigit():
+            self._say("Usage (sandbox only): kubectl edit <namespace> <gpus>")
+            return
+        if (args[1], QUOTA) not in kube.quotas:
+            self._say(f"No quota {QUOTA} in {args[1]}.")
+            return
+        for resource in ("requests.nvidia.com/gpu", "limits.nvidia.com/gpu"):
+            kube.edit_quota(args[1], QUOTA, resource, args[2])
+        self._say(f"resourcequota/{QUOTA} edited in {args[1]}: GPUs set to {args[2]} by hand.")
+
+    def _users(self) -> None:
+        for person in PEOPLE:
+            self._say(f"  @{person.name:<6} {person.role}")
+
+    # --- output ----------------------------------------------------------------------------
+
+    def _show_ack(self, body: str) -> None:
+        if not body:
+            return
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return
+        if payload.get("text"):
+            self._section("only visible to you", self._render.mrkdwn(payload["text"]).splitlines())
+        if payload.get("response_action") == "errors":
+            self._section("the form says", [f"{k}: {v}" for k, v in payload.get("errors", {}).items()])
+
+    def _show_new(self) -> None:
+        for record in self._sandbox.slack.since(self._seen):
+            self._seen = record.seq
+            number = lambda button, r=record: self._number(button, r.channel, r.ts)  # noqa: E731
+            if record.kind == "message":
+                lines = self._render.blocks(record.blocks, number) if record.blocks else [self._render.mrkdwn(record.text)]
+                if record.thread_ts:
+                    title = f"{self._render.where(record.channel)} › thread of {self._titles.get(record.thread_ts, 'a message')}"
+                else:
+                    title = self._render.where(record.channel)
+                    self._titles[record.ts or ""] = _title_of(record.blocks) or "a message"
+                self._section(title, lines)
+            elif record.kind == "update":
+                self._section(f"{self._render.where(record.channel)} › {self._titles.get(record.ts or '', 'message')} updated",
+                              self._render.blocks(record.blocks, number))
+            elif record.kind == "response":
+                lines = self._render.blocks(record.blocks, number) if record.blocks else [self._render.mrkdwn(record.text)]
+                self._section("only visible to you", lines)
+            elif record.kind in ("view_open", "view_update"):
+                assert record.view is not None
+                self._section("form", self._render.form(record.view))
+                if record.kind == "view_open" and any(b.get("type") == "input" for b in record.view.get("blocks", [])):
+                    self._fill(record.view)
+            elif record.kind == "file":
+                self._section(f"{self._render.where(record.channel)} › file", [f"{record.filename} ({len(record.content)} bytes)"])
+
+    def _fill(self, view: dict[str, Any]) -> None:
+        """Ask for each field of a form (Enter keeps the prefilled value), then submit it."""
+        values: dict[str, str] = {}
+        for block in view["blocks"]:
+            if block.get("type") != "input":
+                continue
+            element = block["element"]
+            initial = element.get("initial_value") or (element.get("initial_option") or {}).get("value", "")
+            choices = [o["value"] for o in element.get("options", [])]
+            hint = f" ({', '.join(choices)})" if choices else (f" ({block['hint']['text']})" if block.get("hint") else "")
+            try:
+                answer = self._next_line(f"    {block['label']['text']}{hint} [{initial}]: ")
+            except EOFError:
+                answer = ""
+            values[block["block_id"]] = answer.strip() or initial
+        response = self._sandbox.send(self._side().view_submission(user_id=self._user, view=view, values=values))
+        self._show_ack(response.body)
+        self._show_new()
+
+    def _number(self, button: dict[str, Any], channel: str | None, ts: str | None) -> int:
+        for number, known in self._buttons.items():
+            if (known.action_id, known.value, known.ts) == (button["action_id"], button.get("value", ""), ts):
+                return number
+        number = len(self._buttons) + 1
+        self._buttons[number] = _Button(button["action_id"], button.get("value", ""), button["text"]["text"], channel, ts)
+        return number
+
+    def _section(self, title: str, lines: list[str]) -> None:
+        self._say(f"── {title} " + "─" * max(3, 70 - len(title)))
+        for line in lines:
+            self._say("  " + line)
+
+    def _banner(self) -> None:
+        real = self._sandbox.kube is None
+        self._say(
+            BANNER.format(
+                cluster="a REAL cluster" if real else "sandbox cluster",
+                cluster_note="changes go to the cluster of --kubeconfig!" if real else "frontier 4 GPUs, business 16, 24 allocatable",
+                people=", ".join(f"@{p.name}" for p in PEOPLE),
+                user=self._names[self._user],
+            )
+        )
+
+    def _side(self):  # type: ignore[no-untyped-def]
+        assert self._sandbox.side is not None
+        return self._sandbox.side
+
+    def _say(self, text: str) -> None:
+        print(text, file=self._out, flush=True)
+
+
+def _title_of(blocks: list[dict[str, Any]]) -> str | None:
+    for block in blocks:
+        if block.get("type") == "header":
+            text = block["text"]["text"]
+            return text.rsplit(" ", 1)[-1] if text.startswith("GPU quota request") else text
+    return None
+

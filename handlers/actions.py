@@ -1,0 +1,41 @@
+"""Buttons: Approve / Deny on the request message, Retry in its thread, Extend / Release in reminders."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+
+from bot.adapters.slack import ids
+from bot.adapters.slack.events import ButtonClick
+from bot.domain.lifecycle import Verdict
+from bot.services.ports import ActionKind
+from handlers.commands import open_extend_form, say
+from handlers.outcome import attempt
+
+if TYPE_CHECKING:
+    from bot.bootstrap import Services
+
+
+def register(app: App, services: Services) -> None:
+    def on_click(ack: Ack, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
+        ack()
+        click = ButtonClick.from_body(body)
+        if click.request_id is None:
+            say(respond, ":no_entry_sign: This button carries no request id; it may come from an old message.")
+            return
+        request_id, user = click.request_id, click.user_id
+        if click.kind == ActionKind.EXTEND:
+            open_extend_form(client, respond, click.trigger_id, request_id)
+            return
+        work = {
+            ActionKind.APPROVE: lambda: services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE),
+            ActionKind.DENY: lambda: services.requests.decide(user=user, request_id=request_id, verdict=Verdict.DENY),
+            ActionKind.RETRY: lambda: services.requests.retry(user=user, request_id=request_id),
+            ActionKind.RELEASE: lambda: services.requests.release(user=user, request_id=request_id),
+        }[click.kind]
+        say(respond, attempt(work, user=user, what=f"{click.kind} on GQ-{request_id}"))
+
+    for action_id in ids.ACTION_IDS.values():
+        app.action(action_id)(on_click)

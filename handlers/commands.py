@@ -1,0 +1,164 @@
+"""``/gpu-quota``: one slash command with subcommands; ``ack()`` first, slow work after."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from slack_bolt import Ack, App, Respond
+from slack_sdk import WebClient
+
+from bot.adapters.slack import blocks, ids
+from bot.adapters.slack.events import SlashCommand
+from bot.adapters.slack.notifier import slack_call
+from bot.domain.commands import (
+    USAGE,
+    AuditCommand,
+    CancelCommand,
+    ExtendCommand,
+    HelpCommand,
+    ListCommand,
+    Malformed,
+    ReleaseCommand,
+    RequestCommand,
+    RetryCommand,
+    StatusCommand,
+    parse_command,
+)
+from bot.errors import GpuQuotaError
+from bot.services.text import channel
+from handlers.outcome import attempt
+
+if TYPE_CHECKING:
+    from bot.bootstrap import Services
+
+log = logging.getLogger(__name__)
+
+HELP = {
+    "request": "Ask for GPUs: `+4` more, `-2` fewer or `8` in total, `for 3d` (90m, 12h, 2w) or permanent without `for`. "
+    "Example: `/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus`",
+    "status": "Quota (hard/used), active grants and pending requests of a namespace, or of your teams' namespaces.",
+    "list": "Pending requests you made or may decide.",
+    "cancel": "Withdraw your pending request.",
+    "release": "End a grant early and give the GPUs back.",
+    "extend": "Ask for more time on an active grant (needs approval like a new request).",
+    "retry": "Admins: apply a failed request again.",
+    "audit": "The audit trail of a namespace or a request.",
+    "help": "This help.",
+}
+
+
+def help_text(topic: str | None = None) -> str:
+    if topic in HELP:
+        return f"`/gpu-quota {USAGE[topic]}`\n{HELP[topic]}"
+    lines = ["*gpu-quota-bot*: ask for GPU quota, approve it in the thread, and see what it costs."]
+    lines += [f"• `/gpu-quota {USAGE[name]}`: {text}" for name, text in HELP.items()]
+    return "\n".join(lines)
+
+
+def register(app: App, services: Services) -> None:
+    @app.command(ids.SLASH_COMMAND)
+    def on_gpu_quota(ack: Ack, command: dict[str, Any], respond: Respond, client: WebClient) -> None:
+        slash = SlashCommand.from_payload(command)
+        parsed = parse_command(slash.text)
+        if isinstance(parsed, Malformed):
+            log.info("malformed command from %s: %r", slash.user_id, slash.text)
+            ack(text=parsed.message + "\n" + "\n".join(f"`/gpu-quota {u}`" for u in parsed.usage))
+            return
+        if isinstance(parsed, HelpCommand):
+            ack(text=help_text(parsed.topic))
+            return
+        ack()
+        handle(services, slash, parsed, respond, client)
+
+
+def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respond, client: WebClient) -> None:
+    """Everything after the acknowledgement: may talk to Kubernetes and Slack."""
+    user = slash.user_id
+    if isinstance(parsed, RequestCommand) and not parsed.draft.complete:
+        open_form(services, slash, parsed, client, respond)
+        return
+    if isinstance(parsed, ExtendCommand) and parsed.problems:
+        open_extend_form(client, respond, slash.trigger_id, parsed.request_id, problems=parsed.problems, reason=parsed.reason)
+        return
+    if isinstance(parsed, StatusCommand):
+        answer = attempt(lambda: blocks.status_lines(services.queries.status(user=user, namespace=parsed.namespace)), user=user, what="status")
+        say(respond, answer, header="GPU quota status")
+    elif isinstance(parsed, ListCommand):
+        answer = attempt(lambda: [blocks.pending_line(p) for p in services.queries.pending_for(user=user)] or ["Nothing pending for you."], user=user, what="list")
+        say(respond, answer, header="Pending requests")
+    elif isinstance(parsed, AuditCommand):
+        answer = attempt(
+            lambda: blocks.audit_lines(services.queries.audit(user=user, namespace=parsed.namespace, request_id=parsed.request_id)) or ["No entries yet."],
+            user=user,
+            what="audit",
+        )
+        say(respond, answer, header="Audit trail")
+    elif isinstance(parsed, RequestCommand):
+        say(respond, attempt(lambda: submitted_text(services.requests.submit(requester=user, draft=parsed.draft)), user=user, what="request"))
+    elif isinstance(parsed, CancelCommand):
+        say(respond, attempt(lambda: services.requests.cancel(user=user, request_id=parsed.request_id), user=user, what="cancel"))
+    elif isinstance(parsed, ReleaseCommand):
+        say(respond, attempt(lambda: services.requests.release(user=user, request_id=parsed.request_id), user=user, what="release"))
+    elif isinstance(parsed, RetryCommand):
+        say(respond, attempt(lambda: services.requests.retry(user=user, request_id=parsed.request_id), user=user, what="retry"))
+    elif isinstance(parsed, ExtendCommand):
+        assert parsed.duration is not None
+        say(
+            respond,
+            attempt(
+                lambda: submitted_text(
+                    services.requests.extend(requester=user, request_id=parsed.request_id, duration=parsed.duration, reason=parsed.reason)
+                ),
+                user=user,
+                what="extend",
+            ),
+        )
+
+
+def submitted_text(submitted: Any) -> str:
+    """What the requester sees right after submitting."""
+    where = channel(submitted.channel_id)
+    if submitted.post_error:
+        return (
+            f":warning: {submitted.display_id} is saved, but Slack would not post it in {where}: {submitted.post_error}. "
+            "The bot will keep trying; tell a platform admin if this persists."
+        )
+    if submitted.state == "applied":
+        return f":white_check_mark: {submitted.display_id} was auto-approved and applied; details in {where}."
+    if submitted.state == "failed":
+        return f":x: {submitted.display_id} was auto-approved but could not be applied; the reason is in its thread in {where}."
+    needed = submitted.approvals_required
+    return f":inbox_tray: {submitted.display_id} submitted and posted in {where} for approval ({needed} approval{'s' if needed != 1 else ''} needed)."
+
+
+def say(respond: Respond, answer: str | list[str], *, header: str | None = None) -> None:
+    """An ephemeral answer to the person, packed to fit Block Kit limits."""
+    lines = [answer] if isinstance(answer, str) else answer
+    text = "\n".join(lines)
+    response = respond(
+        text=blocks.truncate(text, 3000), blocks=blocks.to_dicts(blocks.lines_to_blocks(lines, header=header)),
+        response_type="ephemeral", replace_original=False,
+    )
+    if response.status_code != 200:
+        log.error("Slack refused the response (HTTP %s)", response.status_code)
+
+
+def open_form(services: Services, slash: SlashCommand, parsed: RequestCommand, client: WebClient, respond: Respond) -> None:
+    namespaces = attempt(lambda: services.access.requestable_namespaces(slash.user_id), user=slash.user_id, what="request form")
+    if isinstance(namespaces, str):
+        say(respond, namespaces)
+        return
+    view = blocks.request_form(parsed.draft, namespaces, channel_id=slash.channel_id)
+    open_view(client, respond, slash.trigger_id, view)
+
+
+def open_extend_form(client: WebClient, respond: Respond, trigger_id: str | None, request_id: int, **prefill: Any) -> None:
+    open_view(client, respond, trigger_id, blocks.extend_form(request_id, duration=None, **prefill))
+
+
+def open_view(client: WebClient, respond: Respond, trigger_id: str | None, view: Any) -> None:
+    try:
+        slack_call("open the form", lambda: client.views_open(trigger_id=trigger_id, view=view))
+    except GpuQuotaError as error:
+        say(respond, f":warning: Could not open the form ({error}). Type the whole command instead: `/gpu-quota {USAGE['request']}`")

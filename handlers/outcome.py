@@ -1,0 +1,40 @@
+"""How a listener turns what a service did (or refused) into words for the person.
+
+User errors are shown as they are; infrastructure errors are shown with what to do; anything
+unexpected is logged with its traceback and reported with a reference, never swallowed.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
+
+from bot.adapters.db.database import LostRace
+from bot.errors import PermanentError, TemporaryError, UserError
+
+log = logging.getLogger("handlers")
+T = TypeVar("T")
+
+
+def attempt(work: Callable[[], T], *, user: str, what: str) -> T | str:
+    """Run ``work``; on failure return the sentence to show the person instead of its result."""
+    try:
+        return work()
+    except UserError as error:
+        log.info("refused %s for %s: %s", what, user, error)
+        return f":no_entry_sign: {error}"
+    except TemporaryError as error:
+        log.warning("%s for %s failed for now: %s", what, user, error)
+        return f":warning: {error}. Nothing was lost; please try again in a minute."
+    except PermanentError as error:
+        log.error("%s for %s failed: %s", what, user, error)
+        return f":x: {error}. A platform admin needs to look at this."
+    except LostRace:
+        log.warning("%s for %s kept losing races with other changes", what, user)
+        return ":warning: Many changes arrived at once and yours could not be recorded; please try again."
+    except Exception:
+        reference = uuid.uuid4().hex[:8]
+        log.exception("%s for %s crashed (reference %s)", what, user, reference)
+        return f":x: Something went wrong on the bot's side (reference `{reference}`); the logs have the details."

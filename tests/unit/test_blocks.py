@@ -1,0 +1,124 @@
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from bot.adapters.slack import blocks, ids
+from bot.domain.commands import GpuAmount, RequestDraft
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.quota import CapacityImpact
+from bot.services.cards import RequestCard
+from bot.services.ports import Action, ActionKind
+
+NOW = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+
+
+def card(**changes: object) -> RequestCard:
+    base = RequestCard(
+        request_id=17, kind=RequestKind.CHANGE, state=RequestState.PENDING, namespace="ai-frontier-research",
+        team_label="Frontier research", requester_id="U0ALICE", amount_text="+4", delta=4, hard_before=4, used_before=3,
+        duration=timedelta(days=3), reason="fine-tune on the new corpus", approvals=(), approvals_required=1,
+        denied_by=None, auto_approved=False, capacity=CapacityImpact(24, 24), cost=720.0, cost_basis="for the grant",
+        currency="USD", decide_by=NOW + timedelta(hours=24), grant_ends_at=None, grant_state=None, extends_id=None,
+        failure_reason=None, channel_id="C0FRONTIER", message_ts=None,
+    )
+    return replace(base, **changes)
+
+
+def rendered(block_list: list) -> str:
+    return json.dumps(blocks.to_dicts(block_list), ensure_ascii=False)
+
+
+def buttons(block_list: list) -> list[dict]:
+    return [e for b in blocks.to_dicts(block_list) if b["type"] == "actions" for e in b["elements"]]
+
+
+def test_pending_request_shows_everything_an_approver_needs() -> None:
+    text = rendered(blocks.request_message(card()))
+    for expected in ["GQ-17", "<@U0ALICE>", "ai-frontier-research", "Frontier research", "4 hard / 3 used",
+                     "4 → *8* (+4)", "3d from approval", "720.00 USD for the grant", "24 allocatable",
+                     "fine-tune on the new corpus", "0 of 1"]:
+        assert expected in text
+
+
+def test_pending_request_has_approve_and_deny_with_the_request_id() -> None:
+    found = buttons(blocks.request_message(card()))
+    assert [(b["action_id"], b["value"]) for b in found] == [(ids.ACTION_IDS[ActionKind.APPROVE], "17"), (ids.ACTION_IDS[ActionKind.DENY], "17")]
+    assert found[1]["confirm"]["confirm"]["text"] == "Deny"
+
+
+@pytest.mark.parametrize("state", [s for s in RequestState if s != RequestState.PENDING])
+def test_decided_requests_have_no_buttons(state: RequestState) -> None:
+    assert buttons(blocks.request_message(card(state=state, denied_by="U0LEE", failure_reason="HTTP 403"))) == []
+
+
+def test_final_states_are_spelled_out() -> None:
+    assert "Denied by <@U0LEE>" in rendered(blocks.request_message(card(state=RequestState.DENIED, denied_by="U0LEE")))
+    assert "Failed: HTTP 403" in rendered(blocks.request_message(card(state=RequestState.FAILED, failure_reason="HTTP 403")))
+    applied = card(state=RequestState.APPLIED, grant_ends_at=NOW + timedelta(days=3), grant_state=GrantState.ACTIVE)
+    text = rendered(blocks.request_message(applied))
+    assert "Applied" in text and "until <!date^" in text
+    ended = rendered(blocks.request_message(replace(applied, grant_state=GrantState.ENDED)))
+    assert "quota is back" in ended
+
+
+def test_oversubscription_and_unknown_capacity_are_visible() -> None:
+    assert "oversubscribed by 4" in rendered(blocks.request_message(card(capacity=CapacityImpact(24, 28))))
+    assert "unknown" in rendered(blocks.request_message(card(capacity=None)))
+
+
+def test_a_decrease_shows_savings_and_permanence() -> None:
+    text = rendered(blocks.request_message(card(delta=-3, amount_text="1", duration=None, cost=5475.0, cost_basis="per month")))
+    assert "3 GPUs fewer" in text and "permanent" in text and "saves 5,475.00 USD per month" in text
+
+
+def test_a_huge_reason_is_cut_to_slacks_limits() -> None:
+    message = blocks.request_message(card(reason="x" * 10_000))
+    for block in blocks.to_dicts(message):  # serialising validates every limit
+        if block["type"] == "section" and "text" in block:
+            assert len(block["text"]["text"]) <= 3000
+
+
+def test_messages_with_actions() -> None:
+    found = blocks.to_dicts(blocks.message_blocks("hi", [Action(ActionKind.RETRY, "Retry", "17", "primary")]))
+    assert found[1]["elements"][0]["action_id"] == ids.ACTION_IDS[ActionKind.RETRY]
+
+
+def test_long_lists_stay_within_fifty_blocks_and_say_how_many_are_left() -> None:
+    lines = [f"line {i} " + "y" * 200 for i in range(2000)]
+    packed = blocks.lines_to_blocks(lines, header="Audit trail")
+    assert len(packed) <= 50
+    shown = sum(b.to_dict()["text"]["text"].count("line ") for b in packed if b.to_dict()["type"] == "section")
+    last = packed[-1].to_dict()
+    assert last["type"] == "context" and f"and {2000 - shown} more" in last["elements"][0]["text"]
+
+
+def test_short_lists_are_packed_whole() -> None:
+    packed = blocks.lines_to_blocks(["a", "b"])
+    assert [b.to_dict()["text"]["text"] for b in packed] == ["a\nb"]
+
+
+def test_request_form_is_prefilled_and_lists_problems() -> None:
+    draft = RequestDraft(namespace="ai-frontier-research", amount=GpuAmount(4, True), duration=timedelta(days=3),
+                         problems=("a reason is needed",))
+    view = blocks.request_form(draft, ["ai-frontier-research", "biz-model-serving"], channel_id="C0GENERAL").to_dict()
+    assert view["callback_id"] == ids.REQUEST_FORM
+    inputs = {b["block_id"]: b["element"] for b in view["blocks"] if b["type"] == "input"}
+    assert inputs[ids.NAMESPACE_BLOCK]["initial_option"]["value"] == "ai-frontier-research"
+    assert [o["value"] for o in inputs[ids.NAMESPACE_BLOCK]["options"]] == ["ai-frontier-research", "biz-model-serving"]
+    assert inputs[ids.GPUS_BLOCK]["initial_value"] == "+4"
+    assert inputs[ids.DURATION_BLOCK]["initial_value"] == "3d"
+    assert "a reason is needed" in json.dumps(view["blocks"][0])
+    assert json.loads(view["private_metadata"]) == {"channel": "C0GENERAL"}
+
+
+def test_request_form_falls_back_to_typing_when_there_are_too_many_namespaces() -> None:
+    view = blocks.request_form(RequestDraft(), [f"ns-{i}" for i in range(150)], channel_id=None).to_dict()
+    namespace = next(b for b in view["blocks"] if b.get("block_id") == ids.NAMESPACE_BLOCK)
+    assert namespace["element"]["type"] == "plain_text_input"
+
+
+def test_extend_form_carries_the_request_id() -> None:
+    view = blocks.extend_form(17, duration=timedelta(days=1)).to_dict()
+    assert view["callback_id"] == ids.EXTEND_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}

@@ -1,0 +1,43 @@
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.domain.durations import MAX_DURATION, format_duration, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("90m", timedelta(minutes=90)),
+        ("12h", timedelta(hours=12)),
+        ("3d", timedelta(days=3)),
+        ("2w", timedelta(weeks=2)),
+        ("1d12h", timedelta(days=1, hours=12)),
+        (" 3D ", timedelta(days=3)),
+    ],
+)
+def test_parses_what_people_type(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "3", "d3", "3 days", "3.5d", "-1d", "0m", "3x", "400d"])
+def test_rejects_anything_else_with_a_readable_reason(text: str) -> None:
+    with pytest.raises(ValueError) as error:
+        parse_duration(text)
+    assert "duration" in str(error.value) or "zero" in str(error.value) or "year" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("duration", "text"),
+    [(timedelta(days=3), "3d"), (timedelta(minutes=90), "1h30m"), (timedelta(days=14), "2w"), (timedelta(days=10), "10d")],
+)
+def test_formats_the_shortest_exact_form(duration: timedelta, text: str) -> None:
+    assert format_duration(duration) == text
+
+
+@given(st.integers(min_value=1, max_value=int(MAX_DURATION.total_seconds()) // 60))
+def test_format_then_parse_gives_back_the_same_duration(minutes: int) -> None:
+    duration = timedelta(minutes=minutes)
+    assert parse_duration(format_duration(duration)) == duration

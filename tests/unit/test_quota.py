@@ -1,0 +1,91 @@
+from datetime import timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.domain.quota import (
+    CapacityImpact,
+    QuotaSnapshot,
+    below_usage_note,
+    change_cost,
+    desired_gpus,
+    in_sync,
+    observe,
+)
+
+
+def snap(hard: int, *, bot: int | None = None, limits: int | None = None, used: int = 0) -> QuotaSnapshot:
+    return QuotaSnapshot("ns", "compute-quota", hard, used, limits, "1", bot)
+
+
+def test_first_sight_adopts_the_cluster_value_as_base() -> None:
+    seen = observe(snap(4), base=None, last_seen=None, active_grants=0, default_quota=0)
+    assert (seen.base, seen.last_seen, seen.drift, seen.first_sight) == (4, 4, 0, True)
+
+
+def test_first_sight_without_a_quota_uses_the_default() -> None:
+    seen = observe(None, base=None, last_seen=None, active_grants=0, default_quota=2)
+    assert (seen.base, seen.last_seen, seen.first_sight) == (2, None, True)
+
+
+def test_the_bots_own_write_is_not_drift_even_if_the_database_missed_it() -> None:
+    # The patch went through but the process died before recording it: the annotation proves it was the bot.
+    seen = observe(snap(8, bot=8), base=8, last_seen=4, active_grants=0, default_quota=0)
+    assert (seen.drift, seen.base, seen.last_seen) == (0, 8, 8)
+
+
+def test_a_hand_edit_is_adopted_into_the_base() -> None:
+    # Base 4 with a +4 grant: the bot wrote 8; someone ran kubectl edit and set 6.
+    seen = observe(snap(6, bot=8), base=4, last_seen=8, active_grants=4, default_quota=0)
+    assert seen.drift == -2 and seen.base == 2
+    assert desired_gpus(seen.base, 4) == 6  # the person's number stands while the grant runs
+    assert desired_gpus(seen.base, 0) == 2  # and the grant still goes back when it ends
+
+
+def test_a_deleted_quota_is_recreated_without_adopting_anything() -> None:
+    seen = observe(None, base=4, last_seen=8, active_grants=4, default_quota=0)
+    assert (seen.drift, seen.base) == (0, 4)
+
+
+def test_desired_never_goes_below_zero() -> None:
+    assert desired_gpus(-3, 1) == 0
+
+
+@given(
+    base=st.integers(0, 64), grants=st.integers(0, 64), edited=st.integers(0, 128), later_grants=st.integers(0, 64)
+)
+def test_adopting_a_hand_edit_keeps_the_persons_number_and_later_grant_changes_apply_on_top(
+    base: int, grants: int, edited: int, later_grants: int
+) -> None:
+    applied = desired_gpus(base, grants)
+    seen = observe(snap(edited, bot=applied), base=base, last_seen=applied, active_grants=grants, default_quota=0)
+    assert desired_gpus(seen.base, grants) == edited
+    assert desired_gpus(seen.base, later_grants) == max(0, edited + later_grants - grants)
+    # Observing again finds nothing new.
+    again = observe(snap(edited, bot=applied), base=seen.base, last_seen=seen.last_seen, active_grants=grants, default_quota=0)
+    assert again.drift == 0 and again.base == seen.base
+
+
+def test_in_sync_needs_value_stamp_and_equal_limits() -> None:
+    assert in_sync(snap(8, bot=8, limits=8), 8)
+    assert in_sync(snap(8, bot=8), 8)
+    assert not in_sync(snap(8, bot=None), 8)
+    assert not in_sync(snap(8, bot=8, limits=4), 8)
+    assert not in_sync(snap(8, bot=8), 9)
+    assert not in_sync(None, 0)
+
+
+def test_below_usage_explains_the_gradual_reclaim() -> None:
+    assert below_usage_note(new_hard=4, used=4) is None
+    note = below_usage_note(new_hard=1, used=3)
+    assert note is not None and "Running pods keep running" in note and "exceeded quota" in note
+
+
+def test_capacity() -> None:
+    assert CapacityImpact(24, 28).oversubscribed and CapacityImpact(24, 28).headroom == -4
+    assert not CapacityImpact(24, 24).oversubscribed
+
+
+def test_costs() -> None:
+    assert change_cost(gpus=4, duration=timedelta(days=3), price_per_gpu_hour=2.5) == (720.0, "for the grant")
+    assert change_cost(gpus=-3, duration=None, price_per_gpu_hour=1.0) == (2190.0, "per month")
