@@ -230,7 +230,7 @@ class Shell:
         try:
             payload = json.loads(body)
         except ValueError:
-            return
+            payload = {"text": body}  # Bolt acknowledges with bare text when there is nothing else
         if payload.get("text"):
             self._section("only visible to you", self._render.mrkdwn(payload["text"]).splitlines())
         if payload.get("response_action") == "errors":

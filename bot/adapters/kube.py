@@ -40,7 +40,9 @@ class KubernetesCluster:
         self._timeout = timeout
 
     @classmethod
-    def from_environment(cls, kubeconfig: Path | None = None, *, context: str | None = None) -> KubernetesCluster:
+    def from_environment(
+        cls, kubeconfig: Path | None = None, *, context: str | None = None, timeout: tuple[float, float] = (5.0, 20.0)
+    ) -> KubernetesCluster:
         """A kubeconfig when one is given or found (``KUBECONFIG``, ``~/.kube/config``), else in-cluster."""
         configuration = client.Configuration()
         path = kubeconfig or (Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None)
@@ -54,7 +56,7 @@ class KubernetesCluster:
                 config.load_incluster_config(client_configuration=configuration)
         except (ConfigException, OSError) as error:
             raise PermanentError(f"cannot load the Kubernetes configuration: {error}") from error
-        return cls(client.ApiClient(configuration))
+        return cls(client.ApiClient(configuration), timeout=timeout)
 
     # --- QuotaCluster ------------------------------------------------------------------------
 

@@ -99,6 +99,13 @@ class KubeApiStandIn:
                 "status": {"phase": "Active"},
             }
 
+    def delete_namespace(self, name: str) -> None:
+        """Like ``kubectl delete namespace``: the namespace and everything in it go."""
+        with self._lock:
+            self.namespaces.pop(name, None)
+            for key in [key for key in self.quotas if key[0] == name]:
+                del self.quotas[key]
+
     def add_node(self, name: str, gpus: int) -> None:
         with self._lock:
             self.nodes[name] = {

@@ -40,6 +40,7 @@ class Sandbox:
         clock: Clock | None = None,
         seed: bool = True,
         retry_delays: tuple[float, ...] = (0.05, 0.1),
+        kube_timeout: tuple[float, float] = (5.0, 20.0),
     ) -> None:
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
@@ -50,6 +51,7 @@ class Sandbox:
         self._tmp = tempfile.TemporaryDirectory(prefix="gpu-quota-sandbox-")
         self._database_url = database_url or f"sqlite:///{self._tmp.name}/sandbox.db"
         self._retry_delays = retry_delays
+        self._kube_timeout = kube_timeout
         self.executor = TrackingExecutor()
         self.database: Database | None = None
         self.services: Services | None = None
@@ -70,7 +72,7 @@ class Sandbox:
         self.services = build_services(
             policy=self.policy,
             database=self.database,
-            cluster=KubernetesCluster.from_environment(kubeconfig),
+            cluster=KubernetesCluster.from_environment(kubeconfig, timeout=self._kube_timeout),
             notifier=SlackNotifier(client),
             directory=SlackDirectory(client),
             clock=self.clock,

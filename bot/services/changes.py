@@ -9,7 +9,9 @@ describes a change the cluster refused. An admin can retry a failed request.
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm.attributes import flag_modified
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import GrantRow, RequestRow
@@ -20,6 +22,7 @@ from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_gr
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note
 from bot.errors import GpuQuotaError
+from bot.logs import request_context
 from bot.services.announce import Announcer
 from bot.services.ports import Action, ActionKind
 from bot.services.quota_sync import QuotaSync, SyncOutcome
@@ -28,10 +31,17 @@ from bot.services.text import gpus, mention, when
 log = logging.getLogger(__name__)
 
 
-def move_request(request: RequestRow, target: RequestState, *, now) -> None:  # type: ignore[no-untyped-def]
+def touch(request: RequestRow, *, now: datetime) -> None:
+    """Mark the request changed so its version is bumped even when only its decisions changed:
+    a concurrent transaction that read the old version then fails and is retried from a fresh read."""
+    request.updated_at = now
+    flag_modified(request, "updated_at")
+
+
+def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
     check_request_transition(RequestState(request.state), target)
     request.state = target
-    request.updated_at = now
+    touch(request, now=now)
 
 
 def move_grant(grant: GrantRow, target: GrantState) -> None:
@@ -39,7 +49,7 @@ def move_grant(grant: GrantRow, target: GrantState) -> None:
     grant.state = target
 
 
-def record_effect(repo: Repository, request: RequestRow, *, now) -> None:  # type: ignore[no-untyped-def]
+def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
     """Put an approved change into the desired state: a grant, or a new base (extensions act at apply)."""
     if request.kind == RequestKind.EXTENSION:
         return
@@ -62,7 +72,7 @@ def record_effect(repo: Repository, request: RequestRow, *, now) -> None:  # typ
     )
 
 
-def take_back_effect(repo: Repository, request: RequestRow, *, now) -> None:  # type: ignore[no-untyped-def]
+def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
     if request.kind == RequestKind.EXTENSION:
         return
     if request.permanent:
@@ -90,6 +100,10 @@ class ChangeApplier:
 
     def apply(self, request_id: int) -> RequestState:
         """Apply an approved request; returns its final state (applied or failed)."""
+        with request_context(format_request_id(request_id)):
+            return self._apply(request_id)
+
+    def _apply(self, request_id: int) -> RequestState:
         request = self._db.run(lambda repo: repo.request(request_id))
         if request is None or request.state != RequestState.APPROVED:
             return RequestState(request.state) if request else RequestState.FAILED
@@ -244,6 +258,11 @@ class ChangeApplier:
         grant = self._db.run(lambda repo: repo.session.get(GrantRow, grant_id))
         if grant is None or grant.state != GrantState.ENDING:
             return False
+        with request_context(format_request_id(grant.request_id)):
+            return self._finish_grant(grant, first_attempt=first_attempt)
+
+    def _finish_grant(self, grant: GrantRow, *, first_attempt: bool) -> bool:
+        grant_id = grant.id
         try:
             outcome = self._sync.converge(grant.namespace, request_id=grant.request_id)
         except GpuQuotaError as error:

@@ -21,9 +21,10 @@ from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 from bot.domain.policy import Policy, Team, approvals_required, auto_approvable, limit_problems
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.logs import request_context
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.changes import ChangeApplier, move_request, record_effect
+from bot.services.changes import ChangeApplier, move_request, record_effect, touch
 from bot.services.ports import QuotaCluster
 from bot.services.quota_sync import QuotaSync
 from bot.services.text import channel, gpus, mention
@@ -208,11 +209,12 @@ class RequestService:
             return request
 
         request = self._db.run(create)
-        log.info("%s submitted by %s for %s (%s)", format_request_id(request.id), requester, new.namespace, new.amount_text)
-        post_error = self._announce.post_card(request.id)
-        state = RequestState(request.state)
-        if auto:
-            state = self._applier.apply(request.id)
+        with request_context(format_request_id(request.id)):
+            log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
+            post_error = self._announce.post_card(request.id)
+            state = RequestState(request.state)
+            if auto:
+                state = self._applier.apply(request.id)
         return Submitted(request.id, request.channel_id, state, required, post_error)
 
     def _team_for_request(self, requester: str, namespace: str) -> Team:
@@ -247,6 +249,10 @@ class RequestService:
 
     def decide(self, *, user: str, request_id: int, verdict: Verdict) -> str:
         """Record an approval or a denial; returns the line shown to the person who clicked."""
+        with request_context(format_request_id(request_id)):
+            return self._decide(user, request_id, verdict)
+
+    def _decide(self, user: str, request_id: int, verdict: Verdict) -> str:
         request = self._load(request_id)
         team = self._policy.teams.get(request.team)
         if request.state == RequestState.PENDING and request.requester_id != user:
@@ -265,7 +271,7 @@ class RequestService:
             if earlier is not None:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
             row.decisions.append(DecisionRow(user_id=user, verdict=verdict, decided_at=now))
-            row.updated_at = now  # bumps the version: a concurrent decision must re-read
+            touch(row, now=now)  # a concurrent decision on this request must now re-read
             repo.record(at=now, actor=user, action=f"request_{verdict}d", namespace=row.namespace, request_id=request_id)
             if verdict == Verdict.DENY:
                 move_request(row, RequestState.DENIED, now=now)
@@ -369,6 +375,6 @@ def already_decided(request: RequestRow) -> str:
         deniers = [mention(d.user_id) for d in request.decisions if d.verdict == Verdict.DENY]
         return f"{display} was already denied by {', '.join(deniers)}."
     if state in (RequestState.APPROVED, RequestState.APPLIED, RequestState.FAILED):
-        approvers = ", ".join(mention(d.user_id) for d in request.approvals) or "auto-approval"
+        approvers = ", ".join("auto-approval" if d.user_id == AUTO_APPROVER else mention(d.user_id) for d in request.approvals)
         return f"{display} was already approved by {approvers} (now {state})."
     return f"{display} is already {state}."

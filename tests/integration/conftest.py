@@ -1,0 +1,128 @@
+"""Integration fixtures: the real app over real HTTP, the stand-ins, PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+import requests
+import waitress
+
+from bot.adapters.slack.http import WebApp
+from bot.clock import ManualClock
+from bot.sandbox.session import Sandbox
+from bot.sandbox.slack_api import Recorded
+
+START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+class SlackOverHttp:
+    """Posts signed requests to the bot's /slack/events over HTTP, then waits for the work after ack."""
+
+    def __init__(self, sandbox: Sandbox, base_url: str) -> None:
+        self.sandbox = sandbox
+        self.base_url = base_url
+        self.http = requests.Session()
+
+    @property
+    def side(self):  # type: ignore[no-untyped-def]
+        assert self.sandbox.side is not None
+        return self.sandbox.side
+
+    def post(self, body: str, *, headers: dict[str, str] | None = None, timestamp: int | None = None) -> requests.Response:
+        response = self.http.post(
+            f"{self.base_url}/slack/events", data=body.encode(), headers=headers or self.side.sign(body, timestamp=timestamp), timeout=30
+        )
+        assert self.sandbox.executor.wait_idle(timeout=30)
+        return response
+
+    def command(self, user: str, text: str, channel: str = "C0GENERAL") -> requests.Response:
+        return self.post(self.side.slash_command(user_id=user, text=text, channel_id=channel))
+
+    def click(self, user: str, button: dict[str, Any], message: Recorded | None = None) -> requests.Response:
+        return self.post(
+            self.side.block_action(
+                user_id=user, action_id=button["action_id"], value=button.get("value", ""),
+                channel_id=message.channel if message else None, message_ts=message.ts if message else None,
+            )
+        )
+
+    def submit(self, user: str, view: dict[str, Any], values: dict[str, str]) -> requests.Response:
+        return self.post(self.side.view_submission(user_id=user, view=view, values=values))
+
+    # --- what Slack received ---
+
+    def records(self, kind: str | None = None) -> list[Recorded]:
+        return [r for r in self.sandbox.slack.records if kind is None or r.kind == kind]
+
+    def responses(self) -> list[str]:
+        return [r.text for r in self.records("response")]
+
+    def channel_messages(self, channel: str) -> list[Recorded]:
+        return [r for r in self.records("message") if r.channel == channel and not r.thread_ts]
+
+    def request_message(self, channel: str = "C0FRONTIER") -> Recorded:
+        messages = self.channel_messages(channel)
+        assert messages, f"nothing was posted in {channel}"
+        return messages[-1]
+
+    def thread(self, message: Recorded) -> list[str]:
+        return [r.text for r in self.sandbox.slack.thread(message.channel or "", message.ts or "")]
+
+    def dms(self, user: str) -> list[str]:
+        return [r.text for r in self.records("message") if r.channel == "D" + user]
+
+    def buttons(self, message: Recorded) -> dict[str, dict[str, Any]]:
+        current = self.sandbox.slack.messages[(message.channel or "", message.ts or "")]
+        return {e["text"]["text"]: e for b in current.blocks if b["type"] == "actions" for e in b["elements"]}
+
+    def current_text(self, message: Recorded) -> str:
+        current = self.sandbox.slack.messages[(message.channel or "", message.ts or "")]
+        return json.dumps(current.blocks, ensure_ascii=False)
+
+
+def serve(app: Any) -> tuple[str, Any]:
+    server = waitress.create_server(app, host="127.0.0.1", port=0, threads=4)
+    threading.Thread(target=server.run, daemon=True).start()
+    return f"http://127.0.0.1:{server.effective_port}", server
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def sandbox(clock: ManualClock) -> Iterator[Sandbox]:
+    box = Sandbox(clock=clock, kube_timeout=(2.0, 2.0)).start()
+    yield box
+    box.stop()
+
+
+@pytest.fixture
+def slack(sandbox: Sandbox) -> Iterator[SlackOverHttp]:
+    assert sandbox.app is not None
+    url, server = serve(WebApp(sandbox.app))
+    yield SlackOverHttp(sandbox, url)
+    server.close()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh database on this machine's PostgreSQL, dropped afterwards."""
+    name = f"gq_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(POSTGRES_ADMIN_URL)
+    yield parts._replace(path=f"/{name}").geturl()
+    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -1,0 +1,179 @@
+"""The console script as a person or a cluster runs it: ``shell --demo`` and ``run`` in real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
+from bot.sandbox.slack_client import SlackSide
+from bot.sandbox.world import sandbox_slack, seed_cluster
+
+ROOT = Path(__file__).parents[2]
+SANDBOX_POLICY = ROOT / "bot" / "sandbox" / "policy.yaml"
+
+
+def bot_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bot.cli", *args]
+
+
+def wait_for(condition: Callable[[], object], *, timeout: float = 20.0, what: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_shell_demo_tells_the_whole_story() -> None:
+    result = subprocess.run(bot_command("shell", "--demo"), capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "SANDBOX" in out and "no real cluster" in out
+    assert "GQ-1 submitted and posted in #frontier-approvals" in out
+    assert "Approved by @lee — 1 of 1." in out
+    assert "4 GPUs → *8 GPUs*" in out
+    assert "The grant expired: *ai-frontier-research* 8 GPUs → *4 GPUs*." in out
+    assert "Approved by @dana — 2 of 2." in out and "Running pods keep running" in out
+    assert "quota_patched" in out  # the audit trail
+    assert "Traceback" not in out + result.stderr
+
+
+def test_shell_reads_typed_lines_and_fills_forms() -> None:
+    typed = "\n".join(
+        [
+            "/gpu-quota request ai-frontier-research +2",  # incomplete: the form opens
+            "",  # namespace: keep
+            "",  # GPUs: keep +2
+            "12h",  # duration
+            "evaluation sweep",  # reason
+            "as lee",
+            "click 1",
+            "quota",
+            "quit",
+        ]
+    )
+    result = subprocess.run(bot_command("shell"), input=typed, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "GQ-1 submitted" in result.stdout
+    assert "ai-frontier-research    compute-quota   3/6" in result.stdout
+
+
+@pytest.fixture
+def stand_ins() -> Iterator[tuple]:
+    slack = sandbox_slack(BOT_TOKEN).start()
+    kube = KubeApiStandIn().start()
+    seed_cluster(kube)
+    yield slack, kube
+    slack.stop()
+    kube.stop()
+
+
+def run_env(tmp_path: Path, slack, kube, **extra: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "KUBECONFIG"))}
+    env.update(
+        SLACK_BOT_TOKEN=BOT_TOKEN,
+        SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        SLACK_API_URL=slack.api_url,
+        DATABASE_URL=f"sqlite:///{tmp_path}/bot.db",
+        GPU_QUOTA_CONFIG=str(SANDBOX_POLICY),
+        KUBECONFIG=str(kube.write_kubeconfig(tmp_path / "kubeconfig")),
+        PORT=str(free_port()),
+        LOG_FORMAT="json",
+    )
+    env.update(extra)
+    return env
+
+
+def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    env = run_env(tmp_path, slack, kube)
+    base = f"http://127.0.0.1:{env['PORT']}"
+    process = subprocess.Popen(bot_command("run"), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: _ok(f"{base}/readyz"), what="the bot to be ready")
+        side = SlackSide(signing_secret=SIGNING_SECRET, response_url_base=slack.response_url("r"), names={})
+        body = side.slash_command(user_id="U0ALICE", text="request ai-frontier-research +4 for 3d fine-tune")
+        assert requests.post(f"{base}/slack/events", data=body, headers=side.sign(body), timeout=10).status_code == 200
+        message = wait_for(lambda: next((r for r in slack.records if r.kind == "message" and r.channel == "C0FRONTIER"), None),
+                           what="the request message")
+        click = side.block_action(user_id="U0LEE", action_id="gq_approve", value="1", channel_id=message.channel, message_ts=message.ts)
+        assert requests.post(f"{base}/slack/events", data=click, headers=side.sign(click), timeout=10).status_code == 200
+        wait_for(lambda: kube.hard("ai-frontier-research", "compute-quota") == "8", what="the quota patch")
+        forged = dict(side.sign(click), **{"x-slack-signature": "v0=" + "1" * 64})
+        assert requests.post(f"{base}/slack/events", data=click, headers=forged, timeout=10).status_code == 401
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+    assert any(line["message"] == "stopped" for line in lines)
+    assert any("bad or stale signature" in line["message"] for line in lines)
+    assert BOT_TOKEN not in out + err and SIGNING_SECRET not in out + err
+
+
+def _ok(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def test_run_names_every_missing_setting(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA"))}
+    result = subprocess.run(bot_command("run"), env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 2
+    for setting in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "GPU_QUOTA_CONFIG"):
+        assert setting in result.stderr
+
+
+def test_run_refuses_a_rejected_token_without_printing_it(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    wrong = "xoxb-wrong-token-123"
+    result = subprocess.run(
+        bot_command("run"), env=run_env(tmp_path, slack, kube, SLACK_BOT_TOKEN=wrong), capture_output=True, text=True,
+        timeout=60, cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "SLACK_BOT_TOKEN" in result.stderr and "invalid_auth" in result.stderr
+    assert wrong not in result.stderr + result.stdout
+
+
+def test_run_refuses_a_broken_policy_file(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    policy = tmp_path / "policy.yaml"
+    policy.write_text("teams:\n  t:\n    channel: C1\n    namespaces: [Bad_Name]\n    approvers: {users: [U1]}\n")
+    result = subprocess.run(
+        bot_command("run"), env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)), capture_output=True,
+        text=True, timeout=60, cwd=ROOT,
+    )
+    assert result.returncode == 2
+    assert "teams.t.namespaces.0.name" in result.stderr and "not a valid Kubernetes namespace name" in result.stderr
+
+
+def test_invalid_setting_values_are_named(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    result = subprocess.run(
+        bot_command("run"), env=run_env(tmp_path, slack, kube, PORT="not-a-port"), capture_output=True, text=True,
+        timeout=60, cwd=ROOT,
+    )
+    assert result.returncode == 2 and "PORT" in result.stderr
