@@ -19,7 +19,14 @@ from bot.domain.policy import Policy
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
-from bot.services.ports import Directory, Notifier, QuotaCluster
+from bot.adapters.chart import daily_cost_chart
+from bot.services.blocked import BlockedWatch
+from bot.services.budget import BudgetWatch
+from bot.services.digest import DigestService
+from bot.services.idle import IdleWatch
+from bot.services.metrics_health import MetricsHealth
+from bot.services.ports import Directory, MetricsSource, Notifier, QuotaCluster
+from bot.services.spend import SpendReader
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
@@ -37,6 +44,11 @@ class Services:
     queries: Queries
     reconciler: Reconciler
     sync: QuotaSync
+    blocked: BlockedWatch
+    # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.
+    digest: DigestService | None = None
+    budget: BudgetWatch | None = None
+    idle: IdleWatch | None = None
 
 
 def build_services(
@@ -47,6 +59,8 @@ def build_services(
     notifier: Notifier,
     directory: Directory,
     clock: Clock,
+    metrics: MetricsSource | None = None,
+    chart: Callable[..., bytes] = daily_cost_chart,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
@@ -55,6 +69,13 @@ def build_services(
     sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, **sync_options)
     announcer = Announcer(notifier=notifier, policy=policy, database=database)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
+    digest = budget = idle = None
+    if metrics is not None:
+        health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
+        spend = SpendReader(policy=policy, metrics=metrics)
+        digest = DigestService(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock, chart=chart)
+        budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
+        idle = IdleWatch(policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock)
     requests = RequestService(
         policy=policy,
         database=database,
@@ -64,6 +85,7 @@ def build_services(
         applier=applier,
         announcer=announcer,
         clock=clock,
+        over_budget=budget.over_budget if budget is not None else lambda team: False,
     )
     return Services(
         policy=policy,
@@ -75,6 +97,10 @@ def build_services(
         queries=Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock),
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,
+        blocked=BlockedWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
+        digest=digest,
+        budget=budget,
+        idle=idle,
     )
 
 

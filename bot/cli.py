@@ -22,6 +22,11 @@ def main(argv: list[str] | None = None) -> int:
     shell.add_argument("--database", help="database URL (default: a fresh SQLite file for this session)")
     shell.add_argument("--demo", action="store_true", help="play the README's story, then stop")
 
+    digest = commands.add_parser("digest", help="the daily GPU cost digest: --print it here or --post it to Slack")
+    from bot.digest_cli import add_arguments
+
+    add_arguments(digest)
+
     database = commands.add_parser("db", help="database schema")
     database.add_argument("action", choices=["upgrade", "current"])
 
@@ -35,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
             return _shell(args)
         if args.command == "db":
             return _db(args.action)
+        if args.command == "digest":
+            from bot.digest_cli import run
+
+            return run(args)
     except (PolicyError, SettingsProblem) as error:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
         return 2

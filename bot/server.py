@@ -24,7 +24,8 @@ from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
 from bot.bootstrap import build_bolt_app, build_services
 from bot.clock import SystemClock
-from bot.domain.policy import load_policy
+from bot.adapters.prometheus import PrometheusMetrics
+from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
 from bot.logs import configure_logging
@@ -62,9 +63,12 @@ def serve() -> int:
         return fail(f"SLACK_BOT_TOKEN / SLACK_API_URL: {error}")
     log.info("connected to Slack as %s in %s", identity.get("user_id"), identity.get("team"))
 
+    metrics = metrics_source(settings, policy)
+    if metrics is None:
+        log.warning("PROMETHEUS_URL is not set: no cost digests, budget warnings or idle-GPU nudges")
     services = build_services(
         policy=policy, database=database, cluster=cluster, notifier=SlackNotifier(client),
-        directory=SlackDirectory(client), clock=SystemClock(),
+        directory=SlackDirectory(client), clock=SystemClock(), metrics=metrics,
     )
     executor = TrackingExecutor()
     signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else "unused-in-socket-mode"
@@ -88,6 +92,24 @@ def serve() -> int:
     database.dispose()
     log.info("stopped")
     return 0
+
+
+def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
+    """Prometheus when PROMETHEUS_URL is set; without it there are no digests, budgets or nudges."""
+    if not settings.prometheus_url:
+        return None
+    basic = None
+    if settings.prometheus_username and settings.prometheus_password:
+        basic = (settings.prometheus_username, settings.prometheus_password.get_secret_value())
+    return PrometheusMetrics.connect(
+        settings.prometheus_url,
+        step=policy.metrics.step,
+        idle_threshold=policy.metrics.idle_threshold_percent / 100,
+        bearer_token=settings.prometheus_bearer_token.get_secret_value() if settings.prometheus_bearer_token else None,
+        basic_auth=basic,
+        ca_bundle=settings.prometheus_ca_bundle,
+        timeout=settings.prometheus_timeout_seconds,
+    )
 
 
 def _serve_slack(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]

@@ -24,6 +24,12 @@ class Settings(BaseSettings):
     port: int = Field(default=3000, ge=1, le=65535)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["json", "text"] = "json"
+    prometheus_url: str | None = None
+    prometheus_bearer_token: SecretStr | None = None
+    prometheus_username: str | None = None
+    prometheus_password: SecretStr | None = None
+    prometheus_ca_bundle: Path | None = None
+    prometheus_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     reconcile_interval_seconds: int = Field(default=30, ge=5, le=3600)
     sweep_interval_seconds: int = Field(default=600, ge=60, le=86400)
 
@@ -33,6 +39,13 @@ class Settings(BaseSettings):
         if not url.startswith(("http://", "https://")):
             raise ValueError("must be an http(s) URL, e.g. https://slack.com/api/")
         return url if url.endswith("/") else url + "/"
+
+    @field_validator("prometheus_url")
+    @classmethod
+    def _prometheus_url(cls, url: str | None) -> str | None:
+        if url and not url.startswith(("http://", "https://")):
+            raise ValueError("must be an http(s) URL, e.g. http://prometheus-operated.monitoring:9090")
+        return url.rstrip("/") if url else None
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from datetime import date, timedelta
+from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -33,11 +36,15 @@ SHELL_HELP = """\
   time +<duration>        move the clock forward (e.g. time +3d) and run the scheduled reconcile
   tick                    run the scheduled reconcile now
   quota                   what the cluster's ResourceQuotas say now (kubectl get quota)
+  digest [YYYY-MM-DD]     post the daily cost digest (sandbox metrics), default yesterday
+  jobs                    run the budget warnings, idle-GPU nudges and blocked-workload jobs now
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
   quit                    leave"""
 
 DEMO = [
+    "# Every morning each team gets its GPU cost digest (here from a synthetic month of metrics), with a chart.",
+    "digest",
     "# A researcher asks for 4 more GPUs for three days.",
     "/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus",
     "# Her manager approves in the request's thread; the bot patches the quota.",
@@ -93,6 +100,7 @@ class Shell:
         self._titles: dict[str, str] = {}
         self._seen = 0
         self._script: Iterator[str] | None = None
+        self._charts = Path(tempfile.mkdtemp(prefix="gpu-quota-charts-"))
 
     # --- loop ------------------------------------------------------------------------------
 
@@ -135,6 +143,8 @@ class Shell:
             "time": self._advance,
             "tick": lambda _: self._tick(),
             "quota": lambda _: self._quota(),
+            "digest": self._digest,
+            "jobs": lambda _: self._metric_jobs(),
             "kubectl": self._kubectl,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
@@ -192,6 +202,31 @@ class Shell:
         done = [f"{name}: {', '.join(f'GQ-{i}' for i in ids)}" for name, ids in
                 (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended)) if ids]
         self._say("  reconcile: " + ("; ".join(done) if done else "nothing due"))
+
+    def _digest(self, args: list[str]) -> None:
+        digest = self._services().digest
+        assert digest is not None, "the sandbox always has metrics"
+        try:
+            day = date.fromisoformat(args[0]) if args else (self._sandbox.clock.now() - timedelta(days=1)).date()
+        except ValueError:
+            self._say("Usage: digest [YYYY-MM-DD]")
+            return
+        posted = digest.publish(day)
+        self._show_new()
+        self._say(f"  digest for {day}: " + (f"posted ({', '.join(posted)})" if posted else "already posted for that day"))
+
+    def _metric_jobs(self) -> None:
+        services = self._services()
+        assert services.budget is not None and services.idle is not None
+        warnings = services.budget.check()
+        nudged = services.idle.check()
+        blocked = services.blocked.check()
+        self._show_new()
+        self._say(f"  budget warnings: {len(warnings)}; idle nudges: {', '.join(nudged) or 'none'}; blocked workloads: {len(blocked)}")
+
+    def _services(self):  # type: ignore[no-untyped-def]
+        assert self._sandbox.services is not None
+        return self._sandbox.services
 
     def _quota(self) -> None:
         kube = self._sandbox.kube
@@ -260,7 +295,9 @@ class Shell:
                 if record.kind == "view_open" and any(b.get("type") == "input" for b in record.view.get("blocks", [])):
                     self._fill(record.view)
             elif record.kind == "file":
-                self._section(f"{self._render.where(record.channel)} › file", [f"{record.filename} ({len(record.content)} bytes)"])
+                path = self._charts / (record.filename or "chart.png")
+                path.write_bytes(record.content)
+                self._section(f"{self._render.where(record.channel)} › file", [f"{record.filename}: saved to {path}"])
 
     def _fill(self, view: dict[str, Any]) -> None:
         """Ask for each field of a form (Enter keeps the prefilled value), then submit it."""

@@ -21,6 +21,7 @@ from bot.domain.commands import (
     Malformed,
     ReleaseCommand,
     RequestCommand,
+    RequestDraft,
     RetryCommand,
     StatusCommand,
     parse_command,
@@ -76,7 +77,7 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
     """Everything after the acknowledgement: may talk to Kubernetes and Slack."""
     user = slash.user_id
     if isinstance(parsed, RequestCommand) and not parsed.draft.complete:
-        open_form(services, slash, parsed, client, respond)
+        open_form(services, user, parsed.draft, client, respond, trigger_id=slash.trigger_id, channel_id=slash.channel_id)
         return
     if isinstance(parsed, ExtendCommand) and parsed.problems:
         open_extend_form(client, respond, slash.trigger_id, parsed.request_id, problems=parsed.problems, reason=parsed.reason)
@@ -144,13 +145,15 @@ def say(respond: Respond, answer: str | list[str], *, header: str | None = None)
         log.error("Slack refused the response (HTTP %s)", response.status_code)
 
 
-def open_form(services: Services, slash: SlashCommand, parsed: RequestCommand, client: WebClient, respond: Respond) -> None:
-    namespaces = attempt(lambda: services.access.requestable_namespaces(slash.user_id), user=slash.user_id, what="request form")
+def open_form(
+    services: Services, user: str, draft: RequestDraft, client: WebClient, respond: Respond, *, trigger_id: str | None, channel_id: str | None
+) -> None:
+    """The request form, prefilled with ``draft``, its namespace list limited to what ``user`` may request for."""
+    namespaces = attempt(lambda: services.access.requestable_namespaces(user), user=user, what="request form")
     if isinstance(namespaces, str):
         say(respond, namespaces)
         return
-    view = blocks.request_form(parsed.draft, namespaces, channel_id=slash.channel_id)
-    open_view(client, respond, slash.trigger_id, view)
+    open_view(client, respond, trigger_id, blocks.request_form(draft, namespaces, channel_id=channel_id))
 
 
 def open_extend_form(client: WebClient, respond: Respond, trigger_id: str | None, request_id: int, **prefill: Any) -> None:

@@ -1,43 +1,61 @@
 """Scheduled jobs: thin functions that call a service. ``register(scheduler, services, ...)`` adds them all.
 
 Every job has an explicit id, ``replace_existing``, ``coalesce``, ``max_instances=1`` and a misfire
-grace time, so a restart or a slow run never stacks up duplicate runs.
+grace time, so a restart or a slow run never stacks up duplicate runs. The metric jobs run on the
+policy's cron expressions in its time zone, and only when a metrics source is configured.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.base import BaseScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
 
 log = logging.getLogger(__name__)
-JOB_DEFAULTS = {"replace_existing": True, "coalesce": True, "max_instances": 1}
 
 
-def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds: int, sweep_seconds: int) -> None:
-    scheduler.add_job(
-        reconcile, "interval", seconds=reconcile_seconds, id="reconcile", args=[services],
-        misfire_grace_time=reconcile_seconds, **JOB_DEFAULTS,
-    )
-    scheduler.add_job(
-        sweep, "interval", seconds=sweep_seconds, id="sweep", args=[services],
-        misfire_grace_time=sweep_seconds, **JOB_DEFAULTS,
-    )
+def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds: int, sweep_seconds: int) -> list[str]:
+    """Add every job; returns their ids."""
+    schedules = services.policy.schedules
+    zone = schedules.zone
+    jobs: list[tuple[str, Any, Callable[[], object], int]] = [
+        ("reconcile", IntervalTrigger(seconds=reconcile_seconds), services.reconciler.tick, reconcile_seconds),
+        ("sweep", IntervalTrigger(seconds=sweep_seconds), services.reconciler.sweep, sweep_seconds),
+        ("blocked_workloads", CronTrigger.from_crontab(schedules.blocked_workloads, timezone=zone), services.blocked.check, 300),
+    ]
+    if services.digest is not None:
+        jobs.append(("digest", CronTrigger.from_crontab(schedules.digest, timezone=zone), services.digest.run, 6 * 3600))
+    if services.budget is not None:
+        jobs.append(("budget_warnings", CronTrigger.from_crontab(schedules.budget_warnings, timezone=zone), services.budget.check, 1800))
+    if services.idle is not None:
+        jobs.append(("idle_nudges", CronTrigger.from_crontab(schedules.idle_nudges, timezone=zone), services.idle.check, 900))
+    for job_id, trigger, work, grace in jobs:
+        scheduler.add_job(
+            run_job, trigger, id=job_id, name=job_id, args=[job_id, work],
+            replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=grace,
+        )
+    return [job_id for job_id, *_ in jobs]
 
 
-def reconcile(services: Services) -> None:
-    """Expiry, reminders, grant ends and retries: everything time-driven, from the database."""
-    report = services.reconciler.tick()
-    if report.errors:
-        log.error("reconcile finished with errors: %s", "; ".join(report.errors))
+def run_job(job_id: str, work: Callable[[], object]) -> None:
+    """Run one job; a crash is logged with its traceback and never kills the scheduler."""
+    try:
+        result = work()
+    except Exception:
+        log.exception("job %s failed", job_id)
+        return
+    log.info("job %s done: %s", job_id, _summary(result))
 
 
-def sweep(services: Services) -> None:
-    """Converge every managed namespace (adopting hand edits, repairing lost writes)."""
-    report = services.reconciler.sweep()
-    if report.errors:
-        log.error("sweep finished with errors: %s", "; ".join(report.errors))
+def _summary(result: object) -> str:
+    errors = getattr(result, "errors", None)
+    if errors:
+        return "errors: " + "; ".join(errors)
+    return repr(result)[:300]

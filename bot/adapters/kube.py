@@ -24,6 +24,7 @@ from kubernetes.utils import parse_quantity
 
 from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
+from bot.services.ports import QuotaRefusal
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -123,6 +124,30 @@ class KubernetesCluster:
             if quota_names.get(namespace) == quota.metadata.name:
                 totals[namespace] = _gpus((quota.spec.hard or {}).get(GPU_REQUESTS) if quota.spec else None)
         return totals
+
+    def quota_refusals(self) -> list[QuotaRefusal]:
+        events = self._call(
+            "list FailedCreate events",
+            lambda: self._core.list_event_for_all_namespaces(field_selector="reason=FailedCreate", _request_timeout=self._timeout),
+        )
+        refusals = []
+        for event in events.items:
+            message = event.message or ""
+            if "exceeded quota" not in message or GPU_REQUESTS not in message:
+                continue
+            involved = event.involved_object
+            refusals.append(
+                QuotaRefusal(
+                    namespace=involved.namespace or event.metadata.namespace,
+                    kind=involved.kind or "workload",
+                    name=involved.name or "?",
+                    uid=involved.uid or "",
+                    message=message,
+                    count=event.count or 1,
+                    last_seen=event.last_timestamp,
+                )
+            )
+        return refusals
 
     def namespace_exists(self, namespace: str) -> bool:
         try:

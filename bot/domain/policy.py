@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -104,6 +105,15 @@ class Budget(_Frozen):
     thresholds: tuple[int, ...] = (50, 80, 100)
 
 
+class Notifications(_Frozen):
+    """Which scheduled messages a team gets (all on by default)."""
+
+    digest: bool = True
+    budget_warnings: bool = True
+    idle_nudges: bool = True
+    blocked_workloads: bool = True
+
+
 class Team(_Frozen):
     name: str = ""  # filled from the mapping key
     display_name: str = ""
@@ -116,6 +126,7 @@ class Team(_Frozen):
     approvals: Approvals = Approvals()
     auto_approve: AutoApprove | None = None
     budget: Budget | None = None
+    notifications: Notifications = Notifications()
 
     @property
     def label(self) -> str:
@@ -139,6 +150,47 @@ class Pricing(_Frozen):
         return self.models.get(model or "", self.default_per_gpu_hour)
 
 
+def _cron(value: Any) -> Any:
+    if isinstance(value, str) and len(value.split()) != 5:
+        raise ValueError(f"'{value}' is not a cron expression (five fields: minute hour day month weekday)")
+    return value
+
+
+Cron = Annotated[str, BeforeValidator(_cron)]
+
+
+class Schedules(_Frozen):
+    """When the scheduled jobs run: cron expressions in ``timezone`` (an IANA name)."""
+
+    timezone: str = "UTC"
+    digest: Cron = "0 9 * * *"
+    budget_warnings: Cron = "5 * * * *"
+    idle_nudges: Cron = "*/30 * * * *"
+    blocked_workloads: Cron = "*/5 * * * *"
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"'{name}' is not an IANA time zone (e.g. Europe/Berlin, America/New_York)") from None
+        return name
+
+    @property
+    def zone(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+
+class Metrics(_Frozen):
+    """How GPU usage is read from Prometheus."""
+
+    step: Duration = timedelta(minutes=5)  # resolution of GPU-hour sums (subquery step)
+    idle_threshold_percent: float = Field(default=5.0, ge=0, le=100)
+    idle_window: Duration = timedelta(hours=6)
+    team_label: str | None = None  # kube_namespace_labels label naming a namespace's team, e.g. "team"
+
+
 class Defaults(_Frozen):
     quota_name: str = "compute-quota"
     pending_timeout: Duration = timedelta(hours=24)
@@ -149,6 +201,8 @@ class Defaults(_Frozen):
 class Policy(_Frozen):
     defaults: Defaults = Defaults()
     pricing: Pricing = Pricing()
+    schedules: Schedules = Schedules()
+    metrics: Metrics = Metrics()
     admins: People = People()
     admin_channel: str | None = None
     teams: dict[str, Team]

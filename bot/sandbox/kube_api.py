@@ -259,10 +259,11 @@ class KubeApiStandIn:
         return Outgoing.json(200, patched)
 
     def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:
-        return _list("EventList", list(self.events), self._next_rv())
+        return _list("EventList", _selected(self.events, incoming.query.get("fieldSelector", "")), self._next_rv())
 
     def _get_events(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
-        return _list("EventList", [e for e in self.events if e["metadata"].get("namespace") == ns], self._next_rv())
+        events = [e for e in self.events if e["metadata"].get("namespace") == ns]
+        return _list("EventList", _selected(events, incoming.query.get("fieldSelector", "")), self._next_rv())
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -280,6 +281,37 @@ class KubeApiStandIn:
 
 _REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
             422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+
+
+def _selected(items: list[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
+    """A field selector of ``path=value`` terms joined by commas (e.g. ``reason=FailedCreate``)."""
+    terms = [term.split("=", 1) for term in selector.split(",") if "=" in term]
+
+    def value(item: dict[str, Any], path: str) -> Any:
+        for part in path.split("."):
+            item = item.get(part, {}) if isinstance(item, dict) else {}
+        return item
+
+    return [item for item in items if all(str(value(item, path)) == wanted for path, wanted in terms)]
+
+
+def quota_refusal_event(namespace: str, kind: str, name: str, *, requested: int, used: int, limited: int, count: int = 1) -> dict[str, Any]:
+    """A ``FailedCreate`` event as the ReplicaSet/Job controller records it when the GPU quota is full."""
+    gpu = "requests.nvidia.com/gpu"
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{name}.{count:x}", "namespace": namespace},
+        "involvedObject": {"kind": kind, "namespace": namespace, "name": name, "uid": f"uid-{name}", "apiVersion": "apps/v1"},
+        "reason": "FailedCreate",
+        "type": "Warning",
+        "count": count,
+        "lastTimestamp": _now(),
+        "firstTimestamp": _now(),
+        "source": {"component": "replicaset-controller" if kind == "ReplicaSet" else "job-controller"},
+        "message": f'Error creating: pods "{name}-x7k2p" is forbidden: exceeded quota: compute-quota, '
+                   f"requested: {gpu}={requested}, used: {gpu}={used}, limited: {gpu}={limited}",
+    }
 
 
 def _merge(target: Any, patch: Any) -> Any:

@@ -21,6 +21,8 @@ from bot.bootstrap import Services, build_bolt_app, build_services
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
+from bot.services.ports import MetricsSource
+from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
@@ -41,6 +43,7 @@ class Sandbox:
         seed: bool = True,
         retry_delays: tuple[float, ...] = (0.05, 0.1),
         kube_timeout: tuple[float, float] = (5.0, 20.0),
+        metrics: MetricsSource | None = None,
     ) -> None:
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
@@ -52,6 +55,7 @@ class Sandbox:
         self._database_url = database_url or f"sqlite:///{self._tmp.name}/sandbox.db"
         self._retry_delays = retry_delays
         self._kube_timeout = kube_timeout
+        self._metrics = metrics
         self.executor = TrackingExecutor()
         self.database: Database | None = None
         self.services: Services | None = None
@@ -76,6 +80,7 @@ class Sandbox:
             notifier=SlackNotifier(client),
             directory=SlackDirectory(client),
             clock=self.clock,
+            metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),
             retry_delays=self._retry_delays,
         )
         self.app = build_bolt_app(services=self.services, client=client, signing_secret=SIGNING_SECRET, executor=self.executor)

@@ -15,7 +15,7 @@ from bot.adapters.db.database import Database
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
 from bot.services.cards import RequestCard, card_for
-from bot.services.ports import Action, MessageRef, Notifier
+from bot.services.ports import Action, MessageRef, Notifier, Report
 
 log = logging.getLogger(__name__)
 
@@ -93,3 +93,10 @@ class Announcer:
         except GpuQuotaError as error:
             log.error("could not post in %s: %s", channel_id, error)
             return False
+
+    def publish(self, channel_id: str, report: Report) -> MessageRef | None:
+        try:
+            return self._notifier.publish(channel_id, report)
+        except GpuQuotaError as error:
+            log.error("could not publish %r in %s: %s", report.title, channel_id, error)
+            return None

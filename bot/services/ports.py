@@ -6,12 +6,27 @@ Every method raises only the errors of ``bot.errors`` (adapters translate librar
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Protocol
 
+from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.quota import QuotaSnapshot
 from bot.services.cards import RequestCard
+
+
+@dataclass(frozen=True)
+class QuotaRefusal:
+    """A controller could not create a pod because the GPU quota was full (a FailedCreate event)."""
+
+    namespace: str
+    kind: str  # of the controller: ReplicaSet, Job, ...
+    name: str
+    uid: str
+    message: str
+    count: int
+    last_seen: datetime | None
 
 
 class QuotaCluster(Protocol):
@@ -33,6 +48,31 @@ class QuotaCluster(Protocol):
         """``requests.nvidia.com/gpu`` hard of the given {namespace: quota name}, in one list call."""
         ...
 
+    def quota_refusals(self) -> list[QuotaRefusal]:
+        """FailedCreate events saying ``exceeded quota`` for ``requests.nvidia.com/gpu``, all namespaces, one call."""
+        ...
+
+
+class MetricsSource(Protocol):
+    """GPU usage, aggregated by namespace in a fixed number of queries whatever the cluster's size."""
+
+    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
+        """Usage per window (keyed by the window's day) per namespace."""
+        ...
+
+    def allocated_at(self, moment: datetime) -> dict[str, float]:
+        """GPUs requested by running pods at ``moment``, per namespace."""
+        ...
+
+    def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
+        """Namespaces that held GPUs for all of the ``window`` before ``moment`` while every GPU stayed
+        under ``threshold`` utilisation (0..1); the value is the highest utilisation seen."""
+        ...
+
+    def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:
+        """The value of a namespace label (from kube_namespace_labels), per namespace."""
+        ...
+
 
 class ActionKind(StrEnum):
     """Buttons, named by what they do; the Slack adapter maps them to action ids."""
@@ -42,6 +82,8 @@ class ActionKind(StrEnum):
     RETRY = "retry"
     EXTEND = "extend"
     RELEASE = "release"
+    SNOOZE = "snooze"
+    REQUEST_MORE = "request_more"
 
 
 @dataclass(frozen=True)
@@ -56,6 +98,31 @@ class Action:
 class MessageRef:
     channel_id: str
     ts: str
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    heading: str | None = None
+    lines: Sequence[str] = ()
+    fields: Sequence[tuple[str, str]] = ()
+
+
+@dataclass(frozen=True)
+class Attachment:
+    filename: str
+    title: str
+    content: bytes
+
+
+@dataclass(frozen=True)
+class Report:
+    """A message with sections and an optional file, independent of Slack (digests, summaries)."""
+
+    title: str
+    summary: str
+    sections: Sequence[ReportSection] = ()
+    attachment: Attachment | None = None
+    actions: Sequence[Action] = field(default_factory=tuple)
 
 
 class Notifier(Protocol):
@@ -76,7 +143,11 @@ class Notifier(Protocol):
         ...
 
     def post(self, channel_id: str, text: str, *, actions: Sequence[Action] = ()) -> MessageRef:
-        """A message in a channel, outside any request (admin notices, digests)."""
+        """A message in a channel, outside any request (admin notices, warnings)."""
+        ...
+
+    def publish(self, channel_id: str, report: Report) -> MessageRef:
+        """A report (a digest), with its attachment uploaded in the same channel."""
         ...
 
 

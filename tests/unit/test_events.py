@@ -13,7 +13,8 @@ def test_slash_command() -> None:
 
 def test_button_click() -> None:
     body = {"user": {"id": "U2"}, "trigger_id": "t", "actions": [{"action_id": ids.ACTION_IDS[ActionKind.DENY], "value": "17"}]}
-    assert ButtonClick.from_body(body) == ButtonClick("U2", ActionKind.DENY, 17, "t")
+    assert ButtonClick.from_body(body) == ButtonClick("U2", ActionKind.DENY, "17", "t")
+    assert ButtonClick.from_body(body).request_id == 17
     body["actions"][0]["value"] = "not-a-number"
     assert ButtonClick.from_body(body).request_id is None
 

@@ -4,10 +4,10 @@ once) that change the same row cannot both win; the loser's transaction is retri
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Date, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
@@ -150,3 +150,79 @@ class AuditRow(Base):
     before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     detail: Mapped[str] = mapped_column(Text, default="")
+
+
+class DigestRun(Base):
+    """One digest per scope (a team, or "*" for the organisation summary) per day: claimed, then posted."""
+
+    __tablename__ = "digest_runs"
+    __table_args__ = (UniqueConstraint("scope", "day", name="uq_digest_per_scope_day"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    scope: Mapped[str] = mapped_column(String(100))
+    day: Mapped[date] = mapped_column(Date)
+    status: Mapped[str] = mapped_column(String(10))  # claimed | posted
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    posted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class BudgetAlert(Base):
+    """A budget threshold (or the early forecast warning) sent to a team: once per team per month."""
+
+    __tablename__ = "budget_alerts"
+    __table_args__ = (UniqueConstraint("team", "month", "threshold", name="uq_budget_alert_once"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    team: Mapped[str] = mapped_column(String(100))
+    month: Mapped[str] = mapped_column(String(7))  # 2026-11
+    threshold: Mapped[str] = mapped_column(String(10))  # "50" | "80" | "100" | "forecast"
+    percent: Mapped[float] = mapped_column(Float)
+    sent_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class TeamSpend(Base):
+    """The latest month-to-date spend per team, as the budget job last measured it."""
+
+    __tablename__ = "team_spend"
+
+    team: Mapped[str] = mapped_column(String(100), primary_key=True)
+    month: Mapped[str] = mapped_column(String(7))
+    spent: Mapped[float] = mapped_column(Float)
+    budget: Mapped[float] = mapped_column(Float)
+    forecast: Mapped[float] = mapped_column(Float)
+    measured_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class IdleNudge(Base):
+    """The idle-GPU nudge state of a namespace: not repeated while snoozed or unchanged."""
+
+    __tablename__ = "idle_nudges"
+
+    namespace: Mapped[str] = mapped_column(String(63), primary_key=True)
+    gpus: Mapped[float] = mapped_column(Float)
+    active: Mapped[bool] = mapped_column(Boolean)  # the idle episode that was nudged is still going on
+    nudged_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    snoozed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    snoozed_by: Mapped[str | None] = mapped_column(String(32))
+
+
+class BlockedAlert(Base):
+    """A workload the GPU quota kept from starting, told to its team once."""
+
+    __tablename__ = "blocked_alerts"
+
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)  # namespace/kind/name
+    namespace: Mapped[str] = mapped_column(String(63))
+    alerted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class MetricsOutage(Base):
+    """Prometheus could not be read: when it started, whether admins were told, when it ended."""
+
+    __tablename__ = "metrics_outages"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    cause: Mapped[str] = mapped_column(Text)
+    notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)

@@ -31,7 +31,7 @@ from bot.domain.commands import RequestDraft, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.services.cards import RequestCard
-from bot.services.ports import Action, ActionKind
+from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
 from bot.services.text import gpus, mention, money, when
 
@@ -208,6 +208,23 @@ def lines_to_blocks(lines: Iterable[str], *, header: str | None = None, max_bloc
     if pending:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"… and {len(pending)} more")]))
     return blocks
+
+
+def report_blocks(report: Report) -> list[Block]:
+    """A report (digest) as blocks: header, summary, then each section's lines packed within the limits."""
+    blocks: list[Block] = [
+        HeaderBlock(text=truncate(report.title, 150)),
+        SectionBlock(text=MarkdownTextObject(text=truncate(report.summary, SECTION_LIMIT))),
+    ]
+    for section in report.sections:
+        lines = ([f"*{section.heading}*"] if section.heading else []) + list(section.lines)
+        room = MAX_BLOCKS - len(blocks) - (1 if report.actions else 0)
+        if room < 2:
+            break
+        blocks.extend(lines_to_blocks(lines, max_blocks=room))
+    if report.actions:
+        blocks.extend(message_blocks("", report.actions)[1:])
+    return blocks[:MAX_BLOCKS]
 
 
 # --- ephemeral answers -------------------------------------------------------------------------

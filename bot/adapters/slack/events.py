@@ -33,19 +33,31 @@ class SlashCommand:
 class ButtonClick:
     user_id: str
     kind: ActionKind
-    request_id: int | None
+    value: str
     trigger_id: str | None
+
+    @property
+    def request_id(self) -> int | None:
+        """The request a button is about (Approve, Deny, Retry, Extend, Release carry its id)."""
+        return int(self.value) if self.value.isdigit() else None
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> ButtonClick:
         action = (body.get("actions") or [{}])[0]
-        value = str(action.get("value", ""))
         return cls(
             user_id=str((body.get("user") or {}).get("id", "")),
             kind=ids.ACTION_KINDS[action.get("action_id", "")],
-            request_id=int(value) if value.isdigit() else None,
+            value=str(action.get("value", "")),
             trigger_id=body.get("trigger_id"),
         )
+
+    def prefill(self) -> RequestDraft:
+        """The draft a [Request more] button carries (JSON: namespace and GPUs)."""
+        try:
+            data = json.loads(self.value)
+            return RequestDraft(namespace=data.get("namespace"), amount=GpuAmount.parse(str(data.get("gpus", "+1"))))
+        except (ValueError, AttributeError):
+            return RequestDraft()
 
 
 @dataclass(frozen=True)

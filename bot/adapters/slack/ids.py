@@ -12,6 +12,8 @@ ACTION_IDS: dict[ActionKind, str] = {
     ActionKind.RETRY: "gq_retry",
     ActionKind.EXTEND: "gq_extend",
     ActionKind.RELEASE: "gq_release",
+    ActionKind.SNOOZE: "gq_snooze",
+    ActionKind.REQUEST_MORE: "gq_request_more",
 }
 ACTION_KINDS: dict[str, ActionKind] = {action_id: kind for kind, action_id in ACTION_IDS.items()}
 

@@ -17,10 +17,10 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
-from bot.adapters.slack.blocks import message_blocks, request_fallback_text, request_message, to_dicts
+from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message, to_dicts
 from bot.errors import PermanentError, TemporaryError
 from bot.services.cards import RequestCard
-from bot.services.ports import Action, MessageRef
+from bot.services.ports import Action, MessageRef, Report
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -113,6 +113,22 @@ class SlackNotifier:
             lambda: self._client.chat_postMessage(channel=channel_id, text=text, blocks=to_dicts(message_blocks(text, actions))),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
+
+    def publish(self, channel_id: str, report: Report) -> MessageRef:
+        response = slack_call(
+            f"post {report.title!r} in <#{channel_id}>",
+            lambda: self._client.chat_postMessage(channel=channel_id, text=report.title, blocks=to_dicts(report_blocks(report))),
+        )
+        ref = MessageRef(str(response["channel"]), str(response["ts"]))
+        if report.attachment is not None:
+            attachment = report.attachment
+            slack_call(
+                f"upload {attachment.filename} to <#{channel_id}>",
+                lambda: self._client.files_upload_v2(
+                    channel=ref.channel_id, content=attachment.content, filename=attachment.filename, title=attachment.title,
+                ),
+            )
+        return ref
 
     def _dm_channel(self, user_id: str) -> str:
         with self._lock:

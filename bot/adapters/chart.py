@@ -1,0 +1,44 @@
+"""The digest chart: daily cost this month, stacked, with the budget pace line. PNG bytes via matplotlib.
+
+Uses the object-oriented ``Figure`` API (no pyplot, no global state), so it is safe in threads and
+needs no display.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from datetime import date
+
+from matplotlib.figure import Figure
+
+
+def daily_cost_chart(
+    *,
+    title: str,
+    daily: Mapping[date, Mapping[str, float]],
+    pace: float | None,
+    currency: str,
+) -> bytes:
+    """Stacked bars: one per day, one colour per part (namespace or team); a dashed line at ``pace``."""
+    days = sorted(daily)
+    parts = sorted({part for values in daily.values() for part in values})
+    figure = Figure(figsize=(9, 4.2), dpi=100, layout="constrained")
+    axes = figure.subplots()
+    bottoms = [0.0] * len(days)
+    labels = [day.strftime("%d") for day in days]
+    for part in parts:
+        heights = [daily[day].get(part, 0.0) for day in days]
+        axes.bar(labels, heights, bottom=bottoms, label=part, width=0.8)
+        bottoms = [b + h for b, h in zip(bottoms, heights)]
+    if pace is not None:
+        axes.axhline(pace, color="#c0392b", linestyle="--", linewidth=1.5, label=f"budget pace ({pace:,.0f} {currency}/day)")
+    axes.set_title(title)
+    axes.set_ylabel(f"cost per day ({currency})")
+    axes.set_xlabel(days[0].strftime("%B %Y") if days else "")
+    axes.grid(axis="y", alpha=0.3)
+    if parts or pace is not None:
+        axes.legend(loc="upper left", fontsize="small", ncols=2)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()

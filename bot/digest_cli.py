@@ -1,0 +1,122 @@
+"""``gpu-quota-bot digest``: render the cost digest in the terminal (``--print``) or post it (``--post``).
+
+Without ``PROMETHEUS_URL`` it reads the sandbox's synthetic month of GPU use, and without
+``GPU_QUOTA_CONFIG`` the sandbox policy: a newcomer sees a real-looking digest with no setup.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import date, timedelta
+from pathlib import Path
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.migrate import upgrade
+from bot.adapters.db.models import Base
+from bot.adapters.slack.blocks import report_blocks, to_dicts
+from bot.adapters.slack.notifier import SlackNotifier, make_web_client
+from bot.clock import SystemClock
+from bot.domain.policy import Policy, load_policy
+from bot.sandbox.history import HistoryMetrics, sandbox_history
+from bot.sandbox.render import TextRenderer
+from bot.sandbox.world import CHANNELS, PEOPLE, sandbox_policy
+from bot.server import metrics_source
+from bot.services.announce import Announcer
+from bot.services.digest import DigestService
+from bot.services.metrics_health import MetricsHealth
+from bot.services.ports import MetricsSource, Report
+from bot.services.spend import SpendReader
+from bot.settings import Settings, SettingsError, load_settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--print", action="store_true", help="render to the terminal and write the charts; post nothing")
+    mode.add_argument("--post", action="store_true", help="post to Slack (SLACK_BOT_TOKEN needed)")
+    parser.add_argument("--date", type=date.fromisoformat, help="the day to report on (default: yesterday)")
+    parser.add_argument("--team", help="one team only (default: every team and the organisation summary)")
+    parser.add_argument("--chart-dir", type=Path, default=Path("."), help="where --print writes the PNG charts")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        print(f"gpu-quota-bot: {error}", file=sys.stderr)
+        return 2
+    policy = load_policy(settings.gpu_quota_config) if settings.gpu_quota_config else sandbox_policy()
+    clock = SystemClock()
+    metrics: MetricsSource | None = metrics_source(settings, policy)
+    notes = []
+    if metrics is None:
+        metrics = HistoryMetrics(sandbox_history(clock.now()), idle_threshold=policy.metrics.idle_threshold_percent / 100)
+        notes.append("SANDBOX metrics: a synthetic month of GPU use. Set PROMETHEUS_URL to read your Prometheus.")
+    if settings.gpu_quota_config is None:
+        notes.append("SANDBOX policy. Set GPU_QUOTA_CONFIG to use yours.")
+    day = args.date or (clock.now().astimezone(policy.schedules.zone) - timedelta(days=1)).date()
+    if args.team and args.team not in policy.teams:
+        print(f"gpu-quota-bot: no team {args.team!r} in the policy (teams: {', '.join(policy.teams)})", file=sys.stderr)
+        return 2
+    if args.post:
+        return _post(settings, policy, metrics, day, args.team)
+    for note in notes:
+        print(f"# {note}")
+    service = _service(policy, metrics, _database(settings, sandbox=settings.gpu_quota_config is None), notifier=None)
+    digest = service.build(day)
+    reports = [service.team_report(t) for t in digest.teams if args.team in (None, t.team.name)]
+    if args.team is None:
+        reports.append(service.org_report(digest))
+    renderer = TextRenderer(users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS))
+    args.chart_dir.mkdir(parents=True, exist_ok=True)
+    for report in reports:
+        _print_report(report, renderer, args.chart_dir)
+    return 0
+
+
+def _print_report(report: Report, renderer: TextRenderer, chart_dir: Path) -> None:
+    print()
+    for line in renderer.blocks(to_dicts(report_blocks(report)), lambda _: 0):
+        print(line)
+    if report.attachment is not None:
+        path = chart_dir / report.attachment.filename
+        path.write_bytes(report.attachment.content)
+        print(f"  [chart: {path}]")
+
+
+def _post(settings: Settings, policy: Policy, metrics: MetricsSource, day: date, team: str | None) -> int:
+    if settings.slack_bot_token is None:
+        print("gpu-quota-bot: SLACK_BOT_TOKEN is needed to post", file=sys.stderr)
+        return 2
+    client = make_web_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    service = _service(policy, metrics, _database(settings, sandbox=False), notifier=SlackNotifier(client))
+    posted = service.publish(day, teams=[team] if team else None)
+    print(f"posted the digests of {day}: {', '.join(posted) or 'nothing new (already posted)'}")
+    return 0
+
+
+def _database(settings: Settings, *, sandbox: bool) -> Database:
+    """The bot's database (for the grants ending soon and the posted-digest records), or an empty one."""
+    if sandbox:
+        database = Database.from_url("sqlite://")
+        Base.metadata.create_all(database.engine)
+        return database
+    upgrade(settings.database_url)
+    return Database.from_url(settings.database_url)
+
+
+def _service(policy: Policy, metrics: MetricsSource, database: Database, *, notifier: SlackNotifier | None) -> DigestService:
+    from bot.adapters.chart import daily_cost_chart
+
+    # --print never publishes, so it has no notifier; only DigestService.publish would use one.
+    announcer = Announcer(notifier=notifier, policy=policy, database=database)  # type: ignore[arg-type]
+    clock = SystemClock()
+    return DigestService(
+        policy=policy,
+        spend=SpendReader(policy=policy, metrics=metrics),
+        database=database,
+        announcer=announcer,
+        health=MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock),
+        clock=clock,
+        chart=daily_cost_chart,
+    )

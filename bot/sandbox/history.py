@@ -1,0 +1,231 @@
+"""Synthetic GPU usage histories with known truth.
+
+A ``History`` is a list of pod runs (namespace, GPUs, node, model, start/end, utilisation). From it:
+
+- ``write_openmetrics`` writes what kube-state-metrics and the DCGM exporter would have exposed,
+  sample by sample, for ``promtool tsdb create-blocks-from openmetrics`` (tests, benchmark);
+- ``HistoryMetrics`` answers the bot's ``MetricsSource`` questions by summing the same samples in
+  Python: the truth the Prometheus tests compare against, and the sandbox shell's metrics.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from typing import TextIO
+
+from bot.domain.costs import NamespaceUsage, Window
+
+A100 = "NVIDIA A100-SXM4-80GB"
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+@dataclass(frozen=True)
+class PodRun:
+    namespace: str
+    pod: str
+    gpus: int
+    node: str
+    model: str
+    start: datetime
+    end: datetime
+    utilisation: float  # 0..1, the level it hovers around
+    wobble: float = 0.0  # +/- variation over time, deterministic
+    profiling: bool = True  # False: only DCGM_FI_DEV_GPU_UTIL (no profiling module on the node)
+    exported_labels: bool = False  # True: scraped with honorLabels false (exported_namespace, exported_pod)
+    scheduled: bool = True  # False: Pending (node ""), never counted
+
+    def running_at(self, moment: datetime) -> bool:
+        return self.scheduled and self.start <= moment < self.end
+
+    def utilisation_at(self, moment: datetime, gpu: int) -> float:
+        if not self.wobble:
+            return self.utilisation
+        phase = moment.timestamp() / 3600.0 + gpu * 1.3 + zlib.crc32(self.pod.encode()) % 7
+        return min(1.0, max(0.0, self.utilisation + self.wobble * math.sin(phase)))
+
+
+@dataclass
+class History:
+    step: timedelta
+    start: datetime
+    end: datetime
+    pods: list[PodRun] = field(default_factory=list)
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    unattached_gpus: int = 0  # GPUs with no pod, as DCGM reports them behind a ServiceMonitor
+
+    def steps(self, start: datetime, end: datetime) -> Iterator[datetime]:
+        """Sample times in [start, end), aligned to the step."""
+        size = int(self.step.total_seconds())
+        first = math.ceil(start.timestamp() / size) * size
+        stamp = first
+        while stamp < end.timestamp():
+            yield datetime.fromtimestamp(stamp, timezone.utc)
+            stamp += size
+
+
+# --- truth -------------------------------------------------------------------------------------
+
+
+class HistoryMetrics:
+    """``MetricsSource`` computed from a History: exact sums over the same samples Prometheus stores."""
+
+    def __init__(self, history: History, *, idle_threshold: float = 0.05) -> None:
+        self._history = history
+        self._idle_threshold = idle_threshold
+
+    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
+        return {window.day: self.window_usage(window) for window in windows}
+
+    def window_usage(self, window: Window) -> dict[str, NamespaceUsage]:
+        hours_per_step = self._history.step.total_seconds() / 3600
+        allocated: dict[str, float] = {}
+        models: dict[str, dict[str, float]] = {}
+        idle: dict[str, dict[str, float]] = {}
+        util: dict[str, float] = {}
+        for pod in self._history.pods:
+            if not pod.scheduled:
+                continue
+            lo, hi = max(window.start, pod.start), min(window.end, pod.end)
+            if lo >= hi:
+                continue
+            for moment in self._history.steps(lo, hi):
+                allocated[pod.namespace] = allocated.get(pod.namespace, 0.0) + pod.gpus * hours_per_step
+                for gpu in range(pod.gpus):
+                    value = pod.utilisation_at(moment, gpu)
+                    per_model = models.setdefault(pod.namespace, {})
+                    per_model[pod.model] = per_model.get(pod.model, 0.0) + hours_per_step
+                    util[pod.namespace] = util.get(pod.namespace, 0.0) + value * hours_per_step
+                    if value < self._idle_threshold:
+                        per_idle = idle.setdefault(pod.namespace, {})
+                        per_idle[pod.model] = per_idle.get(pod.model, 0.0) + hours_per_step
+        return {
+            ns: NamespaceUsage(allocated.get(ns, 0.0), models.get(ns, {}), idle.get(ns, {}), util.get(ns, 0.0))
+            for ns in set(allocated) | set(models)
+        }
+
+    def allocated_at(self, moment: datetime) -> dict[str, float]:
+        totals: dict[str, float] = {}
+        for pod in self._history.pods:
+            if pod.running_at(moment):
+                totals[pod.namespace] = totals.get(pod.namespace, 0.0) + pod.gpus
+        return totals
+
+    def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
+        now = moment
+        start = now - window
+        highest: dict[str, float] = {}
+        held: dict[str, set[datetime]] = {}
+        for pod in self._history.pods:
+            for moment in self._history.steps(max(start, pod.start), min(now, pod.end)):
+                if not pod.running_at(moment):
+                    continue
+                held.setdefault(pod.namespace, set()).add(moment)
+                for gpu in range(pod.gpus):
+                    highest[pod.namespace] = max(highest.get(pod.namespace, 0.0), pod.utilisation_at(moment, gpu))
+        needed = len(list(self._history.steps(start, now)))
+        return {ns: value for ns, value in highest.items() if value < threshold and len(held.get(ns, ())) >= needed}
+
+    def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:
+        return {ns: labels[label] for ns, labels in self._history.namespace_labels.items() if label in labels}
+
+
+# --- OpenMetrics for promtool ------------------------------------------------------------------
+
+
+def write_openmetrics(history: History, out: TextIO) -> int:
+    """Write the history as OpenMetrics text (timestamps in seconds, ``# EOF`` last); returns samples written."""
+    written = 0
+    linger = timedelta(minutes=30)  # finished pods stay visible (phase no longer Running) for a while
+
+    def series(name: str, labels: dict[str, str], points: Iterator[tuple[datetime, float]]) -> None:
+        nonlocal written
+        label_text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        for moment, value in points:
+            out.write(f"{name}{{{label_text}}} {value:g} {int(moment.timestamp())}\n")
+            written += 1
+
+    def family(name: str, kind: str = "gauge") -> None:
+        out.write(f"# TYPE {name} {kind}\n")
+
+    pods = history.pods
+    family("kube_pod_container_resource_requests")
+    for pod in pods:
+        labels = {"namespace": pod.namespace, "pod": pod.pod, "uid": f"uid-{pod.pod}", "container": "main",
+                  "node": pod.node if pod.scheduled else "", "resource": "nvidia_com_gpu", "unit": "integer"}
+        series("kube_pod_container_resource_requests", labels,
+               ((m, pod.gpus) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))))
+    family("kube_pod_status_phase")
+    for pod in pods:
+        labels = {"namespace": pod.namespace, "pod": pod.pod, "uid": f"uid-{pod.pod}", "phase": "Running"}
+        series("kube_pod_status_phase", labels,
+               ((m, 1.0 if pod.running_at(m) else 0.0)
+                for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))))
+    for metric, scale, needs_profiling in (("DCGM_FI_DEV_GPU_UTIL", 100.0, False), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0, True)):
+        family(metric)
+        for pod in pods:
+            if not pod.scheduled or (needs_profiling and not pod.profiling):
+                continue
+            for gpu in range(pod.gpus):
+                labels = _dcgm_labels(pod, gpu)
+                series(metric, labels,
+                       ((m, round(pod.utilisation_at(m, gpu) * scale, 4))
+                        for m in history.steps(max(pod.start, history.start), min(pod.end, history.end))))
+        for gpu in range(history.unattached_gpus):
+            labels = {"gpu": str(gpu), "UUID": f"GPU-spare-{gpu}", "device": f"nvidia{gpu}", "modelName": A100,
+                      "Hostname": "gpu-node-spare", "namespace": "gpu-operator", "pod": "dcgm-exporter-spare"}
+            series(metric, labels, ((m, 0.0) for m in history.steps(history.start, history.end)))
+    family("kube_namespace_labels")
+    for namespace, namespace_labels in sorted(history.namespace_labels.items()):
+        labels = {"namespace": namespace, **{f"label_{k}": v for k, v in namespace_labels.items()}}
+        series("kube_namespace_labels", labels, ((m, 1.0) for m in history.steps(history.start, history.end)))
+    out.write("# EOF\n")
+    return written
+
+
+def _dcgm_labels(pod: PodRun, gpu: int) -> dict[str, str]:
+    labels = {"gpu": str(gpu), "UUID": f"GPU-{pod.pod}-{gpu}", "device": f"nvidia{gpu}", "modelName": pod.model,
+              "Hostname": pod.node}
+    if pod.exported_labels:
+        labels.update({"namespace": "gpu-operator", "pod": f"dcgm-exporter-{pod.node}", "exported_namespace": pod.namespace,
+                       "exported_pod": pod.pod, "exported_container": "main"})
+    else:
+        labels.update({"namespace": pod.namespace, "pod": pod.pod, "container": "main"})
+    return labels
+
+
+# --- ready-made histories ----------------------------------------------------------------------
+
+
+def sandbox_history(
+    now: datetime, *, days: int = 40, ahead: int = 30, step: timedelta = timedelta(minutes=5), seed: int = 7
+) -> History:
+    """Plausible use of the sandbox's two namespaces from ``days`` before ``now`` to ``ahead`` days after
+    (the shell's clock can move forward)."""
+    rng = random.Random(seed)
+    size = int(step.total_seconds())
+    aligned = datetime.fromtimestamp(int(now.timestamp()) // size * size, timezone.utc)
+    start, end = aligned - timedelta(days=days), aligned + timedelta(days=ahead)
+    history = History(step=step, start=start, end=end,
+                      namespace_labels={"ai-frontier-research": {"team": "frontier"}, "biz-model-serving": {"team": "business"}})
+    # Serving: a steady fleet on H100s, busy by day.
+    for index in range(3):
+        history.pods.append(PodRun("biz-model-serving", f"serving-{index}", 4, f"gpu-node-{'abc'[index]}", H100,
+                                   start, end + timedelta(days=1), 0.55, wobble=0.3))
+    # Frontier: bursty experiments on A100s, some of them left idle.
+    moment = start
+    counter = 0
+    while moment < end:
+        length = timedelta(hours=rng.choice([3, 6, 12, 20, 30]))
+        gpus = rng.choice([1, 2, 2, 3])
+        idle = rng.random() < 0.2
+        history.pods.append(PodRun("ai-frontier-research", f"experiment-{counter}", gpus, "gpu-node-a", A100,
+                                   moment, min(moment + length, end + timedelta(days=1)),
+                                   0.02 if idle else rng.uniform(0.4, 0.9), wobble=0.0 if idle else 0.1))
+        counter += 1
+        moment += timedelta(hours=rng.choice([2, 4, 8, 16]))
+    return history

@@ -1,0 +1,159 @@
+"""Budget warnings: each threshold (50/80/100 % by default) once per team per month, plus an early
+warning when the month-end forecast crosses 100 % first. The latest spend is kept in the database,
+where the request flow reads it: a team over budget needs one more approval for increases."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import BudgetAlert, TeamSpend
+from bot.clock import Clock
+from bot.domain.costs import FORECAST, day_window, exhaustion, month_end_forecast, month_length, thresholds_to_send
+from bot.domain.policy import People, Policy, Team
+from bot.errors import GpuQuotaError
+from bot.services.announce import Announcer
+from bot.services.metrics_health import MetricsHealth
+from bot.services.spend import SpendReader
+from bot.services.text import mention, money, when
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    team: str
+    month: str
+    spent: float
+    budget: float
+    forecast: float
+
+    @property
+    def percent(self) -> float:
+        return 100 * self.spent / self.budget
+
+    @property
+    def forecast_percent(self) -> float:
+        return 100 * self.forecast / self.budget
+
+
+class BudgetWatch:
+    def __init__(
+        self, *, policy: Policy, spend: SpendReader, database: Database, announcer: Announcer, health: MetricsHealth, clock: Clock
+    ) -> None:
+        self._policy = policy
+        self._spend = spend
+        self._db = database
+        self._announce = announcer
+        self._health = health
+        self._clock = clock
+
+    def check(self) -> list[tuple[str, str]]:
+        """The hourly job: measure every team's month so far, send the warnings now due."""
+        now = self._clock.now()
+        zone = self._policy.schedules.zone
+        today = now.astimezone(zone).date()
+        teams = [t for t in self._policy.teams.values() if t.budget is not None]
+        if not teams:
+            return []
+        try:
+            spend = self._spend.month_so_far(now)
+        except GpuQuotaError as error:
+            self._health.failed(str(error))
+            return []
+        self._health.recovered()
+        month_start = day_window(today.replace(day=1), zone).start
+        elapsed, length = now - month_start, month_length(today, zone)
+        sent = []
+        for team in teams:
+            assert team.budget is not None
+            spent = spend.team_cost(team.name, spend.days)
+            state = BudgetState(team.name, f"{today:%Y-%m}", spent, team.budget.monthly,
+                                month_end_forecast(spent, elapsed=elapsed, length=length))
+            self._db.run(lambda repo, s=state: self._remember(repo, s))
+            if team.notifications.budget_warnings:
+                sent.extend((team.name, key) for key in self._warn(team, state, elapsed=elapsed))
+        return sent
+
+    def over_budget(self, team: str) -> bool:
+        """True when the last measurement of this month found the team at or over its budget."""
+        month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
+        row = self._db.run(lambda repo: repo.session.get(TeamSpend, team))
+        return row is not None and row.month == month and row.spent >= row.budget
+
+    def _remember(self, repo, state: BudgetState) -> None:  # type: ignore[no-untyped-def]
+        row = repo.session.get(TeamSpend, state.team)
+        if row is None:
+            row = TeamSpend(team=state.team)
+            repo.session.add(row)
+        row.month, row.spent, row.budget, row.forecast, row.measured_at = (
+            state.month, state.spent, state.budget, state.forecast, self._clock.now()
+        )
+
+    def _warn(self, team: Team, state: BudgetState, *, elapsed: timedelta) -> list[str]:
+        assert team.budget is not None
+        already = self._db.run(
+            lambda repo: set(repo.session.scalars(
+                select(BudgetAlert.threshold).where(BudgetAlert.team == team.name, BudgetAlert.month == state.month)
+            ))
+        )
+        due = thresholds_to_send(
+            percent=state.percent, forecast_percent=state.forecast_percent, thresholds=team.budget.thresholds, already_sent=already
+        )
+        if not due or not self._claim(team.name, state, due):
+            return []
+        text = self._message(team, state, due, elapsed=elapsed)
+        if not self._announce.post(team.channel, text):
+            self._unclaim(team.name, state.month, due)  # told nobody: try again next run
+            return []
+        log.info("budget warning %s sent to %s (%.0f%%)", ",".join(due), team.name, state.percent)
+        return due
+
+    def _claim(self, team: str, state: BudgetState, keys: list[str]) -> bool:
+        """Record the warnings before sending them; another run that recorded them first wins."""
+        try:
+            with self._db.transaction() as repo:
+                for key in keys:
+                    repo.session.add(BudgetAlert(team=team, month=state.month, threshold=key, percent=state.percent, sent_at=self._clock.now()))
+            return True
+        except IntegrityError:
+            return False
+
+    def _unclaim(self, team: str, month: str, keys: list[str]) -> None:
+        def forget(repo) -> None:  # type: ignore[no-untyped-def]
+            for alert in repo.session.scalars(select(BudgetAlert).where(
+                BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(keys)
+            )):
+                repo.session.delete(alert)
+
+        self._db.run(forget)
+
+    def _message(self, team: Team, state: BudgetState, keys: list[str], *, elapsed: timedelta) -> str:
+        currency = self._policy.pricing.currency
+        owners = _mentions(team.owners if not team.owners.empty else team.approvers)
+        runs_out = exhaustion(state.spent, state.budget, elapsed=elapsed, now=self._clock.now())
+        when_out = f" At the current burn it runs out around {when(runs_out)}." if runs_out else ""
+        spent = f"{money(state.spent, currency)} of {money(state.budget, currency)}"
+        if keys == [FORECAST]:
+            return (
+                f":chart_with_upwards_trend: {owners} *{team.label}* is on course to overspend its GPU budget this month: "
+                f"{spent} so far ({state.percent:.0f}%), month-end forecast {money(state.forecast, currency)} "
+                f"({state.forecast_percent:.0f}%).{when_out}"
+            )
+        highest = max(int(k) for k in keys if k != FORECAST)
+        icon = ":rotating_light:" if highest >= 100 else ":moneybag:"
+        over = " New increases need one more approval until next month." if highest >= 100 else ""
+        return (
+            f"{icon} {owners} *{team.label}* has used {state.percent:.0f}% of its monthly GPU budget ({spent}; "
+            f"threshold {highest}%). Month-end forecast {money(state.forecast, currency)} ({state.forecast_percent:.0f}%)."
+            f"{when_out}{over}"
+        )
+
+
+def _mentions(people: People) -> str:
+    return " ".join([mention(u) for u in sorted(people.users)] + [f"<!subteam^{g}>" for g in sorted(people.usergroups)])

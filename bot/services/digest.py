@@ -1,0 +1,320 @@
+"""The daily cost digest: to each team's channel, and an organisation summary to the admin channel.
+
+For a day: yesterday's and the month-to-date GPU-hours and cost per namespace and per GPU model,
+budget used and the month-end forecast, utilisation, idle GPU-hours and their cost, grants ending
+within 24 hours, top consumers, and a chart. Each (team, day) is claimed in the database before it
+is posted, so reruns, restarts and a second replica never post it twice; days missed while the
+metrics were down are posted by the next run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import DigestRun
+from bot.clock import Clock
+from bot.domain.costs import CostLine, add_lines, budget_pace, day_window, exhaustion, month_end_forecast, month_length
+from bot.domain.lifecycle import GrantState
+from bot.domain.policy import Policy, Team
+from bot.errors import GpuQuotaError
+from bot.services.announce import Announcer
+from bot.services.metrics_health import MetricsHealth
+from bot.services.ports import Attachment, Report, ReportSection
+from bot.services.spend import Spend, SpendReader
+from bot.services.text import money, when
+
+log = logging.getLogger(__name__)
+ORG = "*"
+CATCH_UP_DAYS = 7
+TOP = 5
+Chart = Callable[..., bytes]
+
+
+@dataclass(frozen=True)
+class ExpiringGrant:
+    request_id: int
+    namespace: str
+    gpus: int
+    ends_at: datetime
+
+
+@dataclass(frozen=True)
+class TeamDigest:
+    team: Team
+    day: date
+    yesterday: list[CostLine]
+    month: list[CostLine]
+    daily: dict[date, dict[str, float]]
+    spent: float
+    forecast: float
+    exhausts_at: datetime | None
+    expiring: list[ExpiringGrant]
+
+    @property
+    def budget(self) -> float | None:
+        return self.team.budget.monthly if self.team.budget else None
+
+
+@dataclass(frozen=True)
+class OrgDigest:
+    day: date
+    teams: list[TeamDigest]
+    others: dict[str, float]  # month cost of namespaces outside the policy, by their label team
+    top: list[CostLine]
+    daily: dict[date, dict[str, float]]
+
+
+class DigestService:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        spend: SpendReader,
+        database: Database,
+        announcer: Announcer,
+        health: MetricsHealth,
+        clock: Clock,
+        chart: Chart,
+    ) -> None:
+        self._policy = policy
+        self._spend = spend
+        self._db = database
+        self._announce = announcer
+        self._health = health
+        self._clock = clock
+        self._chart = chart
+
+    # --- building ------------------------------------------------------------------------------
+
+    def build(self, day: date) -> OrgDigest:
+        """The digests of every team for ``day`` (metrics are read once for all of them)."""
+        spend = self._spend.month_through(day)
+        expiring = self._expiring()
+        teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
+        managed = set(self._policy.managed_namespaces())
+        month_days = sorted(spend.days)
+        others: dict[str, float] = {}
+        for line in spend.lines(month_days):
+            if line.namespace not in managed:
+                others[line.team] = others.get(line.team, 0.0) + line.cost
+        daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
+        return OrgDigest(day=day, teams=teams, others=others, top=spend.lines(month_days)[:TOP], daily=daily)
+
+    def _team_digest(self, team: Team, day: date, spend: Spend, expiring: list[ExpiringGrant]) -> TeamDigest:
+        zone = self._policy.schedules.zone
+        month_days = sorted(spend.days)
+        spent = spend.team_cost(team.name, month_days)
+        month_start = day_window(day.replace(day=1), zone).start
+        elapsed = day_window(day, zone).end - month_start
+        budget = team.budget.monthly if team.budget else None
+        namespaces = {ns.name for ns in team.namespaces}
+        return TeamDigest(
+            team=team,
+            day=day,
+            yesterday=spend.lines([day], team=team.name),
+            month=spend.lines(month_days, team=team.name),
+            daily=spend.daily_team_costs(team.name),
+            spent=spent,
+            forecast=month_end_forecast(spent, elapsed=elapsed, length=month_length(day, zone)),
+            exhausts_at=exhaustion(spent, budget, elapsed=elapsed, now=day_window(day, zone).end) if budget else None,
+            expiring=[grant for grant in expiring if grant.namespace in namespaces],
+        )
+
+    def _expiring(self) -> list[ExpiringGrant]:
+        horizon = self._clock.now() + timedelta(hours=24)
+        grants = self._db.run(lambda repo: list(repo.grants(states=[GrantState.ACTIVE])))
+        return [ExpiringGrant(g.request_id, g.namespace, g.gpus, g.ends_at) for g in grants if g.ends_at <= horizon]
+
+    # --- reports -------------------------------------------------------------------------------
+
+    def team_report(self, digest: TeamDigest, *, with_chart: bool = True) -> Report:
+        currency = self._policy.pricing.currency
+        sections = [ReportSection(heading="Per namespace", lines=_namespace_lines(digest, currency))]
+        month = add_lines(digest.month) if digest.month else None
+        if month is not None:
+            sections.append(ReportSection(heading="Per GPU model (month to date)", lines=_model_lines(month, currency)))
+            sections.append(ReportSection(heading="Utilisation and idle GPUs (month to date)", lines=[_usage_line(month, currency)]))
+        if digest.expiring:
+            sections.append(
+                ReportSection(
+                    heading="Grants ending in the next 24 h",
+                    lines=[f"GQ-{g.request_id}: {g.gpus:+d} GPUs in {g.namespace}, ends {when(g.ends_at)}" for g in digest.expiring],
+                )
+            )
+        if len(digest.month) > 1:
+            sections.append(
+                ReportSection(heading="Top consumers (month to date)",
+                              lines=[f"{i}. {line.namespace}: {money(line.cost, currency)}" for i, line in enumerate(digest.month[:TOP], 1)])
+            )
+        attachment = None
+        if with_chart:
+            png = self._chart(
+                title=f"{digest.team.label}: GPU cost per day",
+                daily=digest.daily,
+                pace=budget_pace(digest.budget, digest.day) if digest.budget else None,
+                currency=currency,
+            )
+            attachment = Attachment(f"gpu-cost-{digest.team.name}-{digest.day.isoformat()}.png", f"{digest.team.label} GPU cost, {digest.day:%B %Y}", png)
+        return Report(
+            title=f"GPU cost digest · {digest.team.label} · {digest.day:%a %d %b %Y}",
+            summary=_team_summary(digest, currency),
+            sections=sections,
+            attachment=attachment,
+        )
+
+    def org_report(self, digest: OrgDigest, *, with_chart: bool = True) -> Report:
+        currency = self._policy.pricing.currency
+        lines = []
+        for team in sorted(digest.teams, key=lambda t: t.spent, reverse=True):
+            budget = f" of {money(team.budget, currency)} ({team.spent / team.budget:.0%})" if team.budget else ""
+            forecast = f" · forecast {money(team.forecast, currency)}" if team.spent else ""
+            lines.append(f"*{team.team.label}*: {money(team.spent, currency)}{budget}{forecast}")
+        for label, cost in sorted(digest.others.items(), key=lambda item: item[1], reverse=True):
+            lines.append(f"{label}: {money(cost, currency)}")
+        total = sum(t.spent for t in digest.teams) + sum(digest.others.values())
+        budgets = sum(t.budget or 0.0 for t in digest.teams)
+        sections = [
+            ReportSection(heading="Per team (month to date)", lines=lines),
+            ReportSection(heading="Top namespaces (month to date)",
+                          lines=[f"{i}. {line.namespace} ({self._team_label(line.team)}): {money(line.cost, currency)}"
+                                 for i, line in enumerate(digest.top, 1)]),
+        ]
+        attachment = None
+        if with_chart:
+            png = self._chart(title="GPU cost per day, by team", daily=digest.daily,
+                              pace=budget_pace(budgets, digest.day) if budgets else None, currency=currency)
+            attachment = Attachment(f"gpu-cost-org-{digest.day.isoformat()}.png", f"GPU cost by team, {digest.day:%B %Y}", png)
+        yesterday = sum(line.cost for t in digest.teams for line in t.yesterday)
+        return Report(
+            title=f"GPU cost summary · {digest.day:%a %d %b %Y}",
+            summary=f"Yesterday {money(yesterday, currency)} · month to date {money(total, currency)}"
+            + (f" of {money(budgets, currency)} budgeted ({total / budgets:.0%})" if budgets else ""),
+            sections=sections,
+            attachment=attachment,
+        )
+
+    def _team_label(self, name: str) -> str:
+        team = self._policy.teams.get(name)
+        return team.label if team else name
+
+    # --- posting -------------------------------------------------------------------------------
+
+    def publish(self, day: date, *, teams: Sequence[str] | None = None, org: bool = True) -> list[str]:
+        """Post the digests of ``day`` not posted yet; returns the scopes posted (team names, "*")."""
+        digest = self.build(day)
+        posted = []
+        for team_digest in digest.teams:
+            team = team_digest.team
+            if (teams is not None and team.name not in teams) or not team.notifications.digest:
+                continue
+            if self._post_once(team.name, day, team.channel, lambda t=team_digest: self.team_report(t)):
+                posted.append(team.name)
+        if org and teams is None and self._policy.admin_channel:
+            if self._post_once(ORG, day, self._policy.admin_channel, lambda: self.org_report(digest)):
+                posted.append(ORG)
+        return posted
+
+    def run(self) -> list[tuple[date, list[str]]]:
+        """The scheduled job: post yesterday's digests, and any day missed (up to a week) before it."""
+        yesterday = (self._clock.now().astimezone(self._policy.schedules.zone) - timedelta(days=1)).date()
+        done: list[tuple[date, list[str]]] = []
+        try:
+            for day in self._days_to_post(yesterday):
+                done.append((day, self.publish(day)))
+        except GpuQuotaError as error:
+            self._health.failed(str(error))
+            return done
+        self._health.recovered()
+        return done
+
+    def _days_to_post(self, yesterday: date) -> list[date]:
+        first = yesterday - timedelta(days=CATCH_UP_DAYS - 1)
+        posted = self._db.run(
+            lambda repo: set(repo.session.scalars(select(DigestRun.day).where(DigestRun.scope == ORG, DigestRun.status == "posted", DigestRun.day >= first)))
+        )
+        latest = max(posted, default=None)
+        start = latest + timedelta(days=1) if latest else yesterday
+        return [start + timedelta(days=i) for i in range((yesterday - start).days + 1)]
+
+    def _post_once(self, scope: str, day: date, channel: str, report: Callable[[], Report]) -> bool:
+        """Claim (scope, day), post, mark posted; a failed post gives the claim back for the next run."""
+        if not self._claim(scope, day):
+            return False
+        try:
+            ref = self._announce.publish(channel, report())
+        except Exception:
+            self._release(scope, day)
+            raise
+        if ref is None:
+            self._release(scope, day)
+            return False
+        self._db.run(lambda repo: self._mark_posted(repo, scope, day))
+        return True
+
+    def _claim(self, scope: str, day: date) -> bool:
+        def claim(repo) -> None:  # type: ignore[no-untyped-def]
+            repo.session.add(DigestRun(scope=scope, day=day, status="claimed", claimed_at=self._clock.now()))
+
+        try:
+            with self._db.transaction() as repo:
+                claim(repo)
+            return True
+        except IntegrityError:
+            return False
+
+    def _release(self, scope: str, day: date) -> None:
+        self._db.run(lambda repo: repo.session.execute(delete(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day)))
+
+    def _mark_posted(self, repo, scope: str, day: date) -> None:  # type: ignore[no-untyped-def]
+        run = repo.session.scalar(select(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day))
+        run.status, run.posted_at = "posted", self._clock.now()
+
+
+def _team_summary(digest: TeamDigest, currency: str) -> str:
+    yesterday_hours = sum(line.gpu_hours for line in digest.yesterday)
+    yesterday_cost = sum(line.cost for line in digest.yesterday)
+    month_hours = sum(line.gpu_hours for line in digest.month)
+    text = (
+        f"Yesterday *{yesterday_hours:,.1f} GPU-h · {money(yesterday_cost, currency)}*. "
+        f"Month to date *{month_hours:,.1f} GPU-h · {money(digest.spent, currency)}*"
+    )
+    if digest.budget:
+        text += f", {digest.spent / digest.budget:.0%} of the {money(digest.budget, currency)} budget."
+        text += f" Month-end forecast at the current burn: {money(digest.forecast, currency)} ({digest.forecast / digest.budget:.0%})"
+        if digest.spent >= digest.budget:
+            text += " :rotating_light: the budget is spent"
+        elif digest.forecast > digest.budget and digest.exhausts_at is not None:
+            text += f" :warning: the budget runs out around {when(digest.exhausts_at)}"
+    return text + "."
+
+
+def _namespace_lines(digest: TeamDigest, currency: str) -> list[str]:
+    yesterday: Mapping[str, CostLine] = {line.namespace: line for line in digest.yesterday}
+    lines = []
+    for line in digest.month:
+        day = yesterday.get(line.namespace)
+        day_text = f"{day.gpu_hours:,.1f} GPU-h · {money(day.cost, currency)}" if day else "0 GPU-h"
+        lines.append(f"*{line.namespace}*: yesterday {day_text} · month {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}")
+    return lines or ["No GPU use recorded this month."]
+
+
+def _model_lines(month: CostLine, currency: str) -> list[str]:
+    return [
+        f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
+        for model, (hours, cost) in sorted(month.by_model.items(), key=lambda item: item[1][1], reverse=True)
+    ]
+
+
+def _usage_line(month: CostLine, currency: str) -> str:
+    utilisation = "n/a (no DCGM data)" if month.utilisation is None else f"{month.utilisation:.0%}"
+    return (
+        f"Average GPU utilisation {utilisation}. Idle allocated GPUs (under the idle threshold): "
+        f"{month.idle_hours:,.1f} GPU-h · {money(month.idle_cost, currency)}"
+    )

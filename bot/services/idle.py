@@ -1,0 +1,121 @@
+"""Idle-GPU nudges: a namespace that held GPUs for the whole idle window while every one of them
+stayed under the threshold gets one message, with [Release grant] where it has an active grant and
+[Snooze 24 h]. It is not repeated while snoozed, nor while the same idle episode goes on with the
+same number of GPUs."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import IdleNudge
+from bot.clock import Clock
+from bot.domain.lifecycle import GrantState
+from bot.domain.policy import Policy
+from bot.errors import GpuQuotaError, UserError
+from bot.services.access import Access
+from bot.services.announce import Announcer
+from bot.services.metrics_health import MetricsHealth
+from bot.services.ports import Action, ActionKind, MetricsSource
+from bot.services.text import gpus, money, when
+
+log = logging.getLogger(__name__)
+SNOOZE = timedelta(hours=24)
+
+
+class IdleWatch:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        metrics: MetricsSource,
+        database: Database,
+        announcer: Announcer,
+        access: Access,
+        health: MetricsHealth,
+        clock: Clock,
+    ) -> None:
+        self._policy = policy
+        self._metrics = metrics
+        self._db = database
+        self._announce = announcer
+        self._access = access
+        self._health = health
+        self._clock = clock
+
+    def check(self) -> list[str]:
+        """The scheduled job; returns the namespaces nudged."""
+        now = self._clock.now()
+        settings = self._policy.metrics
+        try:
+            idle = self._metrics.idle_namespaces(now, window=settings.idle_window, threshold=settings.idle_threshold_percent / 100)
+            held = self._metrics.allocated_at(now) if idle else {}
+        except GpuQuotaError as error:
+            self._health.failed(str(error))
+            return []
+        self._health.recovered()
+        nudged = []
+        for team in self._policy.teams.values():
+            for namespace in (ns.name for ns in team.namespaces):
+                if namespace not in idle:
+                    self._db.run(lambda repo, ns=namespace: self._episode_over(repo, ns))
+                elif team.notifications.idle_nudges and self._nudge(team.channel, namespace, held.get(namespace, 0.0), idle[namespace]):
+                    nudged.append(namespace)
+        return nudged
+
+    def snooze(self, *, user: str, namespace: str) -> str:
+        team = self._policy.team_of(namespace)
+        if team is None:
+            raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
+        if not self._access.may_request(user, team):
+            raise UserError(f"Only {team.label} can snooze nudges about `{namespace}`.")
+        until = self._clock.now() + SNOOZE
+
+        def snooze(repo) -> None:  # type: ignore[no-untyped-def]
+            row = repo.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace, gpus=0.0, active=False)
+            row.snoozed_until, row.snoozed_by = until, user
+            repo.session.add(row)
+
+        self._db.run(snooze)
+        return f"Idle-GPU nudges for `{namespace}` are snoozed until {when(until)}."
+
+    def _nudge(self, channel: str, namespace: str, held: float, highest: float) -> bool:
+        now = self._clock.now()
+        row = self._db.run(lambda repo: repo.session.get(IdleNudge, namespace))
+        if row is not None and row.snoozed_until is not None and row.snoozed_until > now:
+            return False
+        if row is not None and row.active and row.gpus == held:
+            return False
+        window = self._policy.metrics.idle_window
+        idle_hours = held * window.total_seconds() / 3600
+        cost = idle_hours * self._policy.pricing.default_per_gpu_hour
+        grant = self._latest_grant(namespace)
+        actions = [Action(ActionKind.RELEASE, f"Release grant GQ-{grant}", str(grant), "primary")] if grant else []
+        actions.append(Action(ActionKind.SNOOZE, "Snooze 24 h", namespace))
+        threshold = self._policy.metrics.idle_threshold_percent
+        text = (
+            f":electric_plug: *{namespace}* holds {gpus(int(held))} whose utilisation stayed under {threshold:g}% for the last "
+            f"{window.total_seconds() / 3600:g} h (highest {highest:.0%}): about {idle_hours:,.0f} idle GPU-hours, "
+            f"{money(cost, self._policy.pricing.currency)}. Release what you do not use so others can have it."
+        )
+        if not self._announce.post(channel, text, actions=actions):
+            return False
+
+        def remember(repo) -> None:  # type: ignore[no-untyped-def]
+            current = repo.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace)
+            current.gpus, current.active, current.nudged_at = held, True, now
+            repo.session.add(current)
+
+        self._db.run(remember)
+        log.info("nudged %s about %s idle GPUs", namespace, held)
+        return True
+
+    def _episode_over(self, repo, namespace: str) -> None:  # type: ignore[no-untyped-def]
+        row = repo.session.get(IdleNudge, namespace)
+        if row is not None and row.active:
+            row.active = False
+
+    def _latest_grant(self, namespace: str) -> int | None:
+        grants = self._db.run(lambda repo: list(repo.grants(states=[GrantState.ACTIVE], namespaces=[namespace])))
+        return max((g.request_id for g in grants if g.gpus > 0), default=None)

@@ -1,0 +1,67 @@
+"""Whether Prometheus answers: one notice to the admins when it stops, one when it is back."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from sqlalchemy import select
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import MetricsOutage
+from bot.clock import Clock
+from bot.domain.policy import Policy
+from bot.services.announce import Announcer
+from bot.services.text import when
+
+log = logging.getLogger(__name__)
+
+
+class MetricsHealth:
+    def __init__(self, *, policy: Policy, database: Database, announcer: Announcer, clock: Clock) -> None:
+        self._policy = policy
+        self._db = database
+        self._announce = announcer
+        self._clock = clock
+        self._lock = threading.Lock()  # the metric jobs may fail at the same moment
+
+    def failed(self, cause: str) -> None:
+        """Record that a job could not read the metrics; tell the admins the first time only."""
+        log.error("metrics unavailable: %s", cause)
+        with self._lock:
+            outage = self._db.run(lambda repo: self._open_or_start(repo, cause))
+            if outage.notified_at is not None or not self._policy.admin_channel:
+                return
+            text = (
+                f":warning: GPU metrics unavailable since {when(outage.started_at)}: {cause}. "
+                "The bot keeps serving requests; digests catch up when Prometheus answers again."
+            )
+            if self._announce.post(self._policy.admin_channel, text):
+                self._db.run(lambda repo: self._mark_notified(repo, outage.id))
+
+    def recovered(self) -> None:
+        """Close an open outage, and say so where the outage was announced."""
+        with self._lock:
+            outage = self._db.run(self._close)
+        if outage is not None and outage.notified_at is not None and self._policy.admin_channel:
+            self._announce.post(
+                self._policy.admin_channel, f":white_check_mark: GPU metrics are back (unavailable since {when(outage.started_at)})."
+            )
+
+    def _open_or_start(self, repo, cause: str) -> MetricsOutage:  # type: ignore[no-untyped-def]
+        outage = repo.session.scalar(select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id))
+        if outage is None:
+            outage = MetricsOutage(started_at=self._clock.now(), cause=cause)
+            repo.session.add(outage)
+            repo.session.flush()
+        return outage
+
+    def _mark_notified(self, repo, outage_id: int) -> None:  # type: ignore[no-untyped-def]
+        outage = repo.session.get(MetricsOutage, outage_id)
+        outage.notified_at = self._clock.now()
+
+    def _close(self, repo) -> MetricsOutage | None:  # type: ignore[no-untyped-def]
+        outage = repo.session.scalar(select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id))
+        if outage is not None:
+            outage.ended_at = self._clock.now()
+        return outage

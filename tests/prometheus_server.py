@@ -1,0 +1,86 @@
+"""A real Prometheus (Debian's 2.42 package) loaded with a History: write OpenMetrics, backfill the
+blocks with promtool before the server starts, then serve on loopback.
+
+Backfilled series carry no staleness markers: a scraped series that vanishes (a pod that ended) is
+marked stale at once, but a backfilled one stays visible for the whole lookback delta after its
+last sample. The server runs with a lookback one minute shorter than the 5-minute sample step,
+which gives backfilled data the same meaning live scraping gives it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import requests
+
+from bot.sandbox.history import History, write_openmetrics
+
+
+def binaries_available() -> bool:
+    return shutil.which("prometheus") is not None and shutil.which("promtool") is not None
+
+
+class PrometheusServer:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.data = workdir / "data"
+        self.port = _free_port()
+        self._process: subprocess.Popen[bytes] | None = None
+        self.samples = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def load(self, history: History) -> PrometheusServer:
+        """Backfill ``history`` (it must end at least 3 hours ago: promtool leaves the head to the server)."""
+        source = self.workdir / "history.om"
+        with source.open("w", encoding="utf-8") as out:
+            self.samples = write_openmetrics(history, out)
+        self.data.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(self.data)],
+            check=True, capture_output=True,
+        )
+        source.unlink()
+        return self
+
+    def start(self, *, timeout: float = 60.0) -> PrometheusServer:
+        config = self.workdir / "prometheus.yml"
+        config.write_text("global:\n  scrape_interval: 1h\n")
+        self._process = subprocess.Popen(
+            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={self.data}",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=400d",
+             "--query.max-samples=500000000", "--query.lookback-delta=4m", "--log.level=warn"],
+            stdout=subprocess.DEVNULL, stderr=(self.workdir / "prometheus.log").open("wb"),
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise RuntimeError("prometheus exited: " + (self.workdir / "prometheus.log").read_text()[-2000:])
+            try:
+                if requests.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
+                    return self
+            except requests.RequestException:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("prometheus did not become ready")
+
+    def stop(self) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+            self._process = None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
