@@ -103,7 +103,7 @@ def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | No
         basic = (settings.prometheus_username, settings.prometheus_password.get_secret_value())
     return PrometheusMetrics.connect(
         settings.prometheus_url,
-        step=policy.metrics.step,
+        interval=policy.metrics.sample_interval,
         idle_threshold=policy.metrics.idle_threshold_percent / 100,
         bearer_token=settings.prometheus_bearer_token.get_secret_value() if settings.prometheus_bearer_token else None,
         basic_auth=basic,

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from bot.domain.quota import QuotaSnapshot
-from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict
+from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.cards import RequestCard
-from bot.services.ports import Action, MessageRef
+from bot.services.ports import Action, MessageRef, QuotaRefusal, Report
 
 
 class FakeCluster:
@@ -22,6 +22,7 @@ class FakeCluster:
         self.writes: list[tuple[str, int, bool]] = []  # namespace, gpus, dry_run
         self.failures: list[tuple[str, Exception]] = []  # (operation, error) raised once each, in order
         self.before_write: list[callable] = []  # run once before the next real write (to simulate a race)
+        self.refusals: list[QuotaRefusal] = []
         self._rv = itertools.count(1)
 
     def add(self, namespace: str, hard: int | None, *, used: int = 0, limits: bool = True, name: str = "compute-quota") -> None:
@@ -80,6 +81,10 @@ class FakeCluster:
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
         return {ns: q.hard for (ns, name), q in self.quotas.items() if quota_names.get(ns) == name}
 
+    def quota_refusals(self) -> list[QuotaRefusal]:
+        self._maybe_fail("events")
+        return list(self.refusals)
+
     def _next(self) -> str:
         return str(next(self._rv))
 
@@ -91,6 +96,7 @@ class Sent:
     text: str = ""
     actions: Sequence[Action] = ()
     card: RequestCard | None = None
+    report: Report | None = None
 
 
 @dataclass
@@ -126,6 +132,11 @@ class FakeNotifier:
         self.sent.append(Sent("post", channel_id, text, actions))
         return MessageRef(channel_id, f"{next(self._ts)}.000")
 
+    def publish(self, channel_id: str, report: Report) -> MessageRef:
+        self._check("publish")
+        self.sent.append(Sent("report", channel_id, report.title, report.actions, report=report))
+        return MessageRef(channel_id, f"{next(self._ts)}.000")
+
     def of(self, kind: str) -> list[Sent]:
         return [s for s in self.sent if s.kind == kind]
 
@@ -141,3 +152,21 @@ class FakeDirectory:
 
     def usergroup_members(self, usergroup_id: str) -> frozenset[str]:
         return self.groups.get(usergroup_id, frozenset())
+
+
+class FailingMetrics:
+    """A metrics source that is down until ``up`` is set: every call raises like an unreachable Prometheus."""
+
+    def __init__(self, working) -> None:  # type: ignore[no-untyped-def]
+        self.working = working
+        self.up = False
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        method = getattr(self.working, name)
+
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            if not self.up:
+                raise TemporaryError("Prometheus did not answer (ConnectionError)")
+            return method(*args, **kwargs)
+
+        return call

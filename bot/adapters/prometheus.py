@@ -3,16 +3,22 @@
 Every measure is ONE aggregated query over all namespaces (``sum by (namespace) ...``); the number of
 queries depends on the number of distinct window lengths asked for, never on the cluster's size.
 
-GPU-hours are sums of samples times the sample step over a subquery with a fixed resolution, not
-``avg_over_time * 24`` (which is wrong for pods that lived part of the day). Each window
-[start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``: the subquery's
-points are then start, start+step, ..., end-step, each standing for one step, the same on
-Prometheus 2.x (range includes both ends) and 3.x (left end excluded).
+GPU-hours are sums of samples times the sample interval, never ``avg_over_time * 24`` (wrong for
+pods that lived part of the day). Sums run over raw range vectors, so Prometheus reads each sample
+once; a subquery with a fixed resolution would re-evaluate the pod join at every point and costs
+minutes on a large cluster (see bench/digest_scale.py). The interval is the policy's
+``metrics.sample_interval``: the scrape interval of kube-state-metrics and the DCGM exporter.
 
-DCGM series name the pod's namespace ``namespace`` or, behind a ServiceMonitor with
-``honorLabels: false``, ``exported_namespace``: both are accepted. Utilisation is
+A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
+sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.
+
+Allocated GPUs: running samples of each pod (``kube_pod_status_phase{phase="Running"}`` is 1 while
+it runs, 0 otherwise) times the GPUs its containers request on a node. DCGM series name the pod's
+namespace ``namespace`` or, behind a ServiceMonitor with ``honorLabels: false``, ``exported_namespace``:
+``label_replace`` takes the exported one when present. Utilisation is
 ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0-1) per GPU, falling back to ``DCGM_FI_DEV_GPU_UTIL`` / 100 for
-GPUs without the profiling metric.
+GPUs without the profiling metric. Idle GPU-hours are the hours of GPUs whose average utilisation in
+the window stayed under the threshold.
 """
 
 from __future__ import annotations
@@ -35,53 +41,61 @@ from bot.errors import PermanentError, TemporaryError
 
 log = logging.getLogger(__name__)
 
-ALLOCATED = (
-    'sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu", unit="integer", node!=""})'
-    ' * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)'
-)
+GPU_REQUESTS = 'kube_pod_container_resource_requests{resource="nvidia_com_gpu", unit="integer", node!=""}'
+RUNNING = 'kube_pod_status_phase{phase="Running"}'
+PROF = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+DEV = "DCGM_FI_DEV_GPU_UTIL"
 
 
-def dcgm(metric: str) -> str:
-    """A DCGM metric with the pod's namespace in ``namespace``, whichever spelling was scraped."""
+def pod_namespace(expression: str) -> str:
+    """DCGM results with the pod's namespace in ``namespace``, whichever spelling was scraped."""
+    return f'label_replace({expression}, "namespace", "$1", "exported_namespace", "(.+)")'
+
+
+def running_gpu_samples(seconds: int) -> str:
+    """Per pod: running samples in the window times the GPUs the pod requests."""
     return (
-        f'label_replace({metric}{{exported_namespace!=""}}, "namespace", "$1", "exported_namespace", "(.+)")'
-        f' or {metric}{{exported_namespace=""}}'
+        f"sum by (namespace, pod, uid) (sum_over_time({RUNNING}[{seconds}s]))"
+        f" * on (namespace, pod, uid) group_left ()"
+        f" sum by (namespace, pod, uid) (max_over_time({GPU_REQUESTS}[{seconds}s]))"
     )
 
 
-UTILISATION = f'(({dcgm("DCGM_FI_PROF_GR_ENGINE_ACTIVE")}) * 1) or (({dcgm("DCGM_FI_DEV_GPU_UTIL")}) / 100)'
+def utilisation(function: str, seconds: int) -> str:
+    """A range function of each GPU's utilisation (0-1): the profiling metric, else GPU_UTIL / 100."""
+    return f"({function}({PROF}[{seconds}s]) or ({function}({DEV}[{seconds}s]) / 100))"
 
 
-def allocated_hours_query(seconds: int, step: int) -> str:
-    return f"sum by (namespace) (sum_over_time(({ALLOCATED})[{seconds}s:{step}s])) * {step} / 3600"
+def allocated_hours_query(seconds: int, interval: int) -> str:
+    return f"sum by (namespace) ({running_gpu_samples(seconds)}) * {interval} / 3600"
 
 
-def dcgm_hours_query(seconds: int, step: int, idle_threshold: float) -> str:
+def dcgm_hours_query(seconds: int, interval: int, idle_threshold: float) -> str:
     """GPU-hours DCGM saw, idle GPU-hours and utilisation-hours, by namespace and model, in one query."""
-    window = f"[{seconds}s:{step}s]"
-    scale = f"* {step} / 3600"
-    return (
-        f'label_replace(sum by (namespace, modelName) (count_over_time(({UTILISATION}){window})) {scale}, "measure", "hours", "", "")'
-        f' or label_replace(sum by (namespace, modelName) (sum_over_time((({UTILISATION}) < bool {idle_threshold}){window})) {scale},'
-        f' "measure", "idle_hours", "", "")'
-        f' or label_replace(sum by (namespace, modelName) (sum_over_time(({UTILISATION}){window})) {scale}, "measure", "util_hours", "", "")'
+    hours = f"count_over_time({DEV}[{seconds}s])"
+    idle = f"({hours} and ({utilisation('avg_over_time', seconds)} < {idle_threshold}))"
+    measures = (("hours", hours), ("idle_hours", idle), ("util_hours", utilisation("sum_over_time", seconds)))
+    return " or ".join(
+        f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}) * {interval} / 3600, "measure", "{name}", "", "")'
+        for name, expression in measures
     )
 
 
-def idle_query(window: int, step: int, threshold: float) -> str:
-    points = window // step
+def idle_query(window: int, interval: int, threshold: float) -> str:
+    """Namespaces whose GPUs all stayed under ``threshold`` while one of their pods ran the whole window."""
+    samples = int(window / interval * 0.95)  # tolerate a few missed scrapes
     return (
-        f"(max by (namespace) (max_over_time(({UTILISATION})[{window}s:{step}s])) < {threshold})"
-        f" and on (namespace) (count_over_time((sum by (namespace) ({ALLOCATED}))[{window}s:{step}s]) >= {points})"
+        f"max by (namespace) ({pod_namespace(utilisation('max_over_time', window))}) < {threshold}"
+        f" and on (namespace) max by (namespace) (sum_over_time({RUNNING}[{window}s])) >= {samples}"
     )
 
 
 class PrometheusMetrics:
     """Implements ``MetricsSource``; ``queries`` counts the HTTP queries issued (for the benchmark)."""
 
-    def __init__(self, client: PrometheusConnect, *, step: timedelta, idle_threshold: float, timeout: float = 30.0) -> None:
+    def __init__(self, client: PrometheusConnect, *, interval: timedelta, idle_threshold: float, timeout: float = 30.0) -> None:
         self._client = client
-        self._step = int(step.total_seconds())
+        self._interval = int(interval.total_seconds())
         self._idle_threshold = idle_threshold
         self._timeout = timeout
         self.queries = 0
@@ -91,7 +105,7 @@ class PrometheusMetrics:
         cls,
         url: str,
         *,
-        step: timedelta,
+        interval: timedelta,
         idle_threshold: float,
         bearer_token: str | None = None,
         basic_auth: tuple[str, str] | None = None,
@@ -104,7 +118,7 @@ class PrometheusMetrics:
         retry = Retry(total=2, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504), allowed_methods=("GET", "POST"))
         session.mount(url, HTTPAdapter(max_retries=retry))
         client = PrometheusConnect(url=url, headers=headers, auth=basic_auth, session=session, timeout=timeout, method="POST")
-        return cls(client, step=step, idle_threshold=idle_threshold, timeout=timeout)
+        return cls(client, interval=interval, idle_threshold=idle_threshold, timeout=timeout)
 
     # --- MetricsSource -----------------------------------------------------------------------
 
@@ -113,18 +127,18 @@ class PrometheusMetrics:
         dcgm_rows: dict[date, list[tuple[dict[str, str], float]]] = {}
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
-            for day, metric, value in self._per_window(allocated_hours_query(seconds, self._step), run):
+            for day, metric, value in self._per_window(allocated_hours_query(seconds, self._interval), run):
                 allocated.setdefault(day, {})[metric.get("namespace", "")] = value
-            for day, metric, value in self._per_window(dcgm_hours_query(seconds, self._step, self._idle_threshold), run):
+            for day, metric, value in self._per_window(dcgm_hours_query(seconds, self._interval, self._idle_threshold), run):
                 dcgm_rows.setdefault(day, []).append((metric, value))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
-        rows = self._instant(f"sum by (namespace) ({ALLOCATED})", at=moment)
+        rows = self._instant(f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))", at=moment)
         return {metric.get("namespace", ""): value for metric, value in rows if value > 0}
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
-        rows = self._instant(idle_query(int(window.total_seconds()), self._step, threshold), at=moment)
+        rows = self._instant(idle_query(int(window.total_seconds()), self._interval, threshold), at=moment)
         return {metric.get("namespace", ""): value for metric, value in rows}
 
     def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:

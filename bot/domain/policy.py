@@ -185,7 +185,8 @@ class Schedules(_Frozen):
 class Metrics(_Frozen):
     """How GPU usage is read from Prometheus."""
 
-    step: Duration = timedelta(minutes=5)  # resolution of GPU-hour sums (subquery step)
+    # The scrape interval of kube-state-metrics and the DCGM exporter: GPU-hours are samples x interval.
+    sample_interval: Duration = timedelta(seconds=30)
     idle_threshold_percent: float = Field(default=5.0, ge=0, le=100)
     idle_window: Duration = timedelta(hours=6)
     team_label: str | None = None  # kube_namespace_labels label naming a namespace's team, e.g. "team"

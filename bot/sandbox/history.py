@@ -75,34 +75,35 @@ class HistoryMetrics:
     """``MetricsSource`` computed from a History: exact sums over the same samples Prometheus stores."""
 
     def __init__(self, history: History, *, idle_threshold: float = 0.05) -> None:
-        self._history = history
+        self.history = history
         self._idle_threshold = idle_threshold
 
     def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
         return {window.day: self.window_usage(window) for window in windows}
 
     def window_usage(self, window: Window) -> dict[str, NamespaceUsage]:
-        hours_per_step = self._history.step.total_seconds() / 3600
+        """Sums over the samples in the window: allocated GPU-steps from the pods, per-GPU utilisation
+        from DCGM; a GPU whose average utilisation in the window is under the threshold counts as idle."""
+        hours_per_step = self.history.step.total_seconds() / 3600
         allocated: dict[str, float] = {}
         models: dict[str, dict[str, float]] = {}
         idle: dict[str, dict[str, float]] = {}
         util: dict[str, float] = {}
-        for pod in self._history.pods:
-            if not pod.scheduled:
-                continue
+        for pod in self.history.pods:
             lo, hi = max(window.start, pod.start), min(window.end, pod.end)
-            if lo >= hi:
+            if not pod.scheduled or lo >= hi:
                 continue
-            for moment in self._history.steps(lo, hi):
-                allocated[pod.namespace] = allocated.get(pod.namespace, 0.0) + pod.gpus * hours_per_step
-                for gpu in range(pod.gpus):
-                    value = pod.utilisation_at(moment, gpu)
-                    per_model = models.setdefault(pod.namespace, {})
-                    per_model[pod.model] = per_model.get(pod.model, 0.0) + hours_per_step
-                    util[pod.namespace] = util.get(pod.namespace, 0.0) + value * hours_per_step
-                    if value < self._idle_threshold:
-                        per_idle = idle.setdefault(pod.namespace, {})
-                        per_idle[pod.model] = per_idle.get(pod.model, 0.0) + hours_per_step
+            moments = list(self.history.steps(lo, hi))
+            if not moments:
+                continue
+            hours = len(moments) * hours_per_step
+            allocated[pod.namespace] = allocated.get(pod.namespace, 0.0) + pod.gpus * hours
+            for gpu in range(pod.gpus):
+                values = [pod.utilisation_at(moment, gpu) for moment in moments]
+                _add(models, pod.namespace, pod.model, hours)
+                util[pod.namespace] = util.get(pod.namespace, 0.0) + sum(values) * hours_per_step
+                if sum(values) / len(values) < self._idle_threshold:
+                    _add(idle, pod.namespace, pod.model, hours)
         return {
             ns: NamespaceUsage(allocated.get(ns, 0.0), models.get(ns, {}), idle.get(ns, {}), util.get(ns, 0.0))
             for ns in set(allocated) | set(models)
@@ -110,28 +111,30 @@ class HistoryMetrics:
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         totals: dict[str, float] = {}
-        for pod in self._history.pods:
+        for pod in self.history.pods:
             if pod.running_at(moment):
                 totals[pod.namespace] = totals.get(pod.namespace, 0.0) + pod.gpus
         return totals
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
-        now = moment
-        start = now - window
+        """Namespaces with a pod running (almost) all of the window, every GPU under ``threshold``."""
+        start = moment - window
+        needed = len(list(self.history.steps(start, moment))) * 0.95
         highest: dict[str, float] = {}
-        held: dict[str, set[datetime]] = {}
-        for pod in self._history.pods:
-            for moment in self._history.steps(max(start, pod.start), min(now, pod.end)):
-                if not pod.running_at(moment):
-                    continue
-                held.setdefault(pod.namespace, set()).add(moment)
-                for gpu in range(pod.gpus):
-                    highest[pod.namespace] = max(highest.get(pod.namespace, 0.0), pod.utilisation_at(moment, gpu))
-        needed = len(list(self._history.steps(start, now)))
-        return {ns: value for ns, value in highest.items() if value < threshold and len(held.get(ns, ())) >= needed}
+        held: set[str] = set()
+        for pod in self.history.pods:
+            moments = [m for m in self.history.steps(max(start, pod.start), min(moment, pod.end)) if pod.running_at(m)]
+            if not moments:
+                continue
+            if len(moments) >= needed:
+                held.add(pod.namespace)
+            for gpu in range(pod.gpus):
+                peak = max(pod.utilisation_at(m, gpu) for m in moments)
+                highest[pod.namespace] = max(highest.get(pod.namespace, 0.0), peak)
+        return {ns: value for ns, value in highest.items() if value < threshold and ns in held}
 
     def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:
-        return {ns: labels[label] for ns, labels in self._history.namespace_labels.items() if label in labels}
+        return {ns: labels[label] for ns, labels in self.history.namespace_labels.items() if label in labels}
 
 
 # --- OpenMetrics for promtool ------------------------------------------------------------------
@@ -229,3 +232,8 @@ def sandbox_history(
         counter += 1
         moment += timedelta(hours=rng.choice([2, 4, 8, 16]))
     return history
+
+
+def _add(table: dict[str, dict[str, float]], namespace: str, model: str, hours: float) -> None:
+    per_model = table.setdefault(namespace, {})
+    per_model[model] = per_model.get(model, 0.0) + hours

@@ -177,3 +177,18 @@ def test_invalid_setting_values_are_named(tmp_path: Path, stand_ins: tuple) -> N
         timeout=60, cwd=ROOT,
     )
     assert result.returncode == 2 and "PORT" in result.stderr
+
+
+def test_digest_print_works_on_a_fresh_machine(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "PROMETHEUS", "DATABASE_URL"))}
+    result = subprocess.run(
+        bot_command("digest", "--print", "--date", "2026-11-20", "--chart-dir", str(tmp_path)),
+        env=env, capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "SANDBOX metrics" in result.stdout
+    assert "GPU cost digest · Frontier research · Fri 20 Nov 2026" in result.stdout
+    assert "GPU cost summary · Fri 20 Nov 2026" in result.stdout
+    charts = sorted(p.name for p in tmp_path.glob("*.png"))
+    assert charts == ["gpu-cost-business-2026-11-20.png", "gpu-cost-frontier-2026-11-20.png", "gpu-cost-org-2026-11-20.png"]
+    assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in charts)

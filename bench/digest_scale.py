@@ -1,0 +1,144 @@
+"""How the digest scales with the cluster: 100, 1,000 and 3,000 namespaces, 31 days at a 5-minute step.
+
+For each size: write the history (kube-state-metrics + DCGM series) as OpenMetrics in 2-day chunks,
+backfill it with promtool, start a real Prometheus, then time the digest computation (every team's
+digest and the organisation summary: queries, pricing, Block Kit text; charts are timed apart
+because their number depends on the teams, not the namespaces) and trace its peak Python memory.
+
+    .venv/bin/python bench/digest_scale.py            # 100 1000 3000
+    .venv/bin/python bench/digest_scale.py 100 300    # other sizes
+
+Needs Debian's prometheus package (./scripts/test installs it). Writes a few GB to a temp dir for
+the largest size and removes it afterwards.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bot.adapters.chart import daily_cost_chart  # noqa: E402
+from bot.adapters.db.database import Database  # noqa: E402
+from bot.adapters.db.models import Base  # noqa: E402
+from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
+from bot.adapters.slack.blocks import report_blocks, to_dicts  # noqa: E402
+from bot.clock import ManualClock  # noqa: E402
+from bot.domain.policy import parse_policy  # noqa: E402
+from bot.sandbox.history import A100, H100, History, PodRun, write_openmetrics  # noqa: E402
+from bot.services.announce import Announcer  # noqa: E402
+from bot.services.digest import DigestService  # noqa: E402
+from bot.services.metrics_health import MetricsHealth  # noqa: E402
+from bot.services.spend import SpendReader  # noqa: E402
+from tests.prometheus_server import PrometheusServer  # noqa: E402
+
+UTC = timezone.utc
+MONTH = datetime(2026, 10, 1, tzinfo=UTC)
+DAYS = 31
+STEP = timedelta(minutes=5)
+TEAMS = 20
+CHUNK = timedelta(days=2)
+
+
+def history(namespaces: int, start: datetime, end: datetime) -> History:
+    """Each namespace runs one pod with 1 or 2 GPUs all month; every tenth is idle; half are on H100s."""
+    pods = [
+        PodRun(f"ns-{i:05d}", "p", 1 + i % 2, f"node-{i % 400}", H100 if i % 2 else A100, MONTH, MONTH + timedelta(days=DAYS),
+               0.01 if i % 10 == 0 else 0.6, profiling=i % 3 != 0, exported_labels=i % 5 == 0)
+        for i in range(namespaces)
+    ]
+    return History(step=STEP, start=start, end=end, pods=pods)
+
+
+def backfill(server: PrometheusServer, namespaces: int) -> tuple[int, float]:
+    """Write and import the month in 2-day chunks, two at a time (promtool is the slow part); returns
+    (samples, seconds)."""
+    started = time.perf_counter()
+    server.data.mkdir(parents=True, exist_ok=True)
+    chunks = []
+    moment = MONTH
+    while moment < MONTH + timedelta(days=DAYS):
+        chunks.append((moment, min(moment + CHUNK, MONTH + timedelta(days=DAYS))))
+        moment += CHUNK
+
+    def import_chunk(index: int) -> int:
+        start, end = chunks[index]
+        source = server.workdir / f"chunk-{index}.om"
+        with source.open("w", encoding="utf-8", buffering=1 << 22) as out:
+            written = write_openmetrics(history(namespaces, start, end), out)
+        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(server.data)],
+                       check=True, capture_output=True)
+        source.unlink()
+        return written
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        samples = sum(pool.map(import_chunk, range(len(chunks))))
+    return samples, time.perf_counter() - started
+
+
+def policy(namespaces: int):  # type: ignore[no-untyped-def]
+    names = [f"ns-{i:05d}" for i in range(namespaces)]
+    teams = {
+        f"team-{t:02d}": {"channel": "C0BENCH", "namespaces": names[t::TEAMS], "approvers": {"users": ["U0BENCH"]},
+                          "budget": {"monthly": 1000.0 * namespaces / TEAMS}}
+        for t in range(TEAMS)
+    }
+    return parse_policy({"admin_channel": "C0ADMIN", "pricing": {"models": {A100: 2.0, H100: 4.0}}, "teams": teams})
+
+
+def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
+    the_policy = policy(namespaces)
+    metrics = PrometheusMetrics.connect(server.url, interval=STEP, idle_threshold=0.05, timeout=600)
+    database = Database.from_url("sqlite://")
+    Base.metadata.create_all(database.engine)
+    clock = ManualClock(MONTH + timedelta(days=DAYS, hours=8))
+    announcer = Announcer(notifier=None, policy=the_policy, database=database)  # type: ignore[arg-type]
+    service = DigestService(policy=the_policy, spend=SpendReader(policy=the_policy, metrics=metrics), database=database,
+                            announcer=announcer, health=MetricsHealth(policy=the_policy, database=database, announcer=announcer, clock=clock),
+                            clock=clock, chart=daily_cost_chart)
+    day = date(2026, 10, 31)
+    tracemalloc.start()
+    started = time.perf_counter()
+    digest = service.build(day)
+    built = time.perf_counter()
+    blocks = [to_dicts(report_blocks(service.team_report(t, with_chart=False))) for t in digest.teams]
+    blocks.append(to_dicts(report_blocks(service.org_report(digest, with_chart=False))))
+    finished = time.perf_counter()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    chart_started = time.perf_counter()
+    service.team_report(digest.teams[0])
+    chart = time.perf_counter() - chart_started
+    assert all(len(b) <= 50 for b in blocks)
+    return {"queries": metrics.queries, "build": built - started, "render": finished - built, "peak_mb": peak / 2**20, "chart": chart}
+
+
+def main(sizes: list[int]) -> None:
+    if shutil.which("prometheus") is None:
+        sys.exit("prometheus is not installed: run ./scripts/test once (it installs Debian's package)")
+    print(f"digest of 2026-10-31 (UTC calendar: 31 days), 5-minute samples, {TEAMS} teams")
+    print(f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'queries':>8} {'build s':>8} {'render s':>8} {'peak MiB':>9} {'chart s':>8}")
+    for size in sizes:
+        workdir = Path(tempfile.mkdtemp(prefix=f"digest-bench-{size}-"))
+        server = PrometheusServer(workdir)
+        try:
+            samples, seconds = backfill(server, size)
+            server.start(timeout=600)
+            row = measure(server, size)
+            print(f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['queries']:>8} {row['build']:>8.2f} {row['render']:>8.2f} "
+                  f"{row['peak_mb']:>9.1f} {row['chart']:>8.2f}", flush=True)
+        finally:
+            server.stop()
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]] or [100, 1000, 3000])

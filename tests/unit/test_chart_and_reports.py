@@ -1,0 +1,29 @@
+from datetime import date
+
+from bot.adapters.chart import daily_cost_chart
+from bot.adapters.slack.blocks import report_blocks, to_dicts
+from bot.services.ports import Action, ActionKind, Report, ReportSection
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def test_chart_is_a_png() -> None:
+    png = daily_cost_chart(
+        title="t", daily={date(2026, 11, 1): {"a": 10.0, "b": 5.0}, date(2026, 11, 2): {"a": 7.0}}, pace=8.0, currency="USD"
+    )
+    assert png.startswith(PNG) and len(png) > 5000
+
+
+def test_chart_of_an_empty_month_still_renders() -> None:
+    assert daily_cost_chart(title="t", daily={}, pace=None, currency="USD").startswith(PNG)
+
+
+def test_huge_reports_stay_within_slack_limits() -> None:
+    sections = [ReportSection(heading=f"Section {s}", lines=[f"namespace-{s}-{i}: " + "x" * 120 for i in range(300)]) for s in range(4)]
+    report = Report(title="T" * 400, summary="s" * 5000, sections=sections, actions=[Action(ActionKind.SNOOZE, "Snooze", "ns")])
+    blocks = to_dicts(report_blocks(report))
+    assert len(blocks) <= 50
+    assert len(blocks[0]["text"]["text"]) <= 150
+    assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")
+    assert any(b["type"] == "context" and "more" in b["elements"][0]["text"] for b in blocks)
+    assert blocks[-1]["type"] == "actions"

@@ -1,0 +1,261 @@
+"""The scheduled jobs' services, with a History as the metrics source, fakes for Slack and Kubernetes, SQLite."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone
+
+import pytest
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import Base
+from bot.bootstrap import Services, build_services
+from bot.clock import ManualClock
+from bot.domain.commands import parse_command
+from bot.domain.lifecycle import Verdict
+from bot.domain.policy import parse_policy
+from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
+from bot.services.blocked import shortfall
+from bot.services.ports import ActionKind, QuotaRefusal
+from tests.fakes import FailingMetrics, FakeCluster, FakeDirectory, FakeNotifier
+
+UTC = timezone.utc
+MONTH_START = datetime(2026, 11, 1, tzinfo=UTC)
+NOW = datetime(2026, 11, 10, 9, 0, tzinfo=UTC)
+
+
+def policy_dict(**frontier: object) -> dict:
+    return {
+        "admin_channel": "C0ADMIN",
+        "pricing": {"default_per_gpu_hour": 1.0, "models": {A100: 2.0, H100: 4.0}},
+        "metrics": {"idle_window": "6h", "idle_threshold_percent": 5},
+        "teams": {
+            "frontier": {
+                "channel": "C0FRONTIER", "namespaces": ["ai-frontier-research"], "approvers": {"users": ["U0LEE"]},
+                "members": {"users": ["U0ALICE"]},
+                "owners": {"users": ["U0LEE"], "usergroups": ["S0LEADS"]},
+                "budget": {"monthly": 1000}, "auto_approve": None, **frontier,
+            },
+            "business": {"channel": "C0BIZ", "namespaces": ["biz-model-serving"], "approvers": {"users": ["U0MAYA"]}},
+        },
+    }
+
+
+def history() -> History:
+    """Frontier trains on 2 A100s around the clock (2 x 24 x 2 = 96 a day); business holds 4 idle H100s."""
+    end = datetime(2027, 1, 1, tzinfo=UTC)
+    return History(
+        step=timedelta(minutes=5), start=MONTH_START, end=end,
+        pods=[
+            PodRun("ai-frontier-research", "train", 2, "n1", A100, MONTH_START, end, 0.7),
+            PodRun("biz-model-serving", "parked", 4, "n2", H100, MONTH_START, end, 0.01),
+        ],
+    )
+
+
+@dataclass
+class Jobs:
+    services: Services
+    notifier: FakeNotifier
+    cluster: FakeCluster
+    clock: ManualClock
+    database: Database
+    metrics: FailingMetrics
+
+    def posts(self, channel: str) -> list[str]:
+        return [s.text for s in self.notifier.sent if s.target == channel and s.kind in ("post", "report")]
+
+
+def make_jobs(raw: dict, database: Database | None = None, clock: ManualClock | None = None) -> Jobs:
+    cluster = FakeCluster()
+    cluster.add("ai-frontier-research", 4)
+    cluster.add("biz-model-serving", 16)
+    notifier = FakeNotifier()
+    clock = clock or ManualClock(NOW)
+    if database is None:
+        database = Database.from_url("sqlite://")
+        Base.metadata.create_all(database.engine)
+    metrics = FailingMetrics(HistoryMetrics(history()))
+    metrics.up = True
+    services = build_services(
+        policy=parse_policy(raw), database=database, cluster=cluster, notifier=notifier, directory=FakeDirectory(),
+        clock=clock, metrics=metrics, sleep=lambda _: None,
+    )
+    return Jobs(services, notifier, cluster, clock, database, metrics)
+
+
+@pytest.fixture
+def jobs() -> Jobs:
+    return make_jobs(policy_dict())
+
+
+# --- digest -------------------------------------------------------------------------------------
+
+
+def test_digest_goes_to_each_team_and_the_admins_once(jobs: Jobs) -> None:
+    assert jobs.services.digest.publish(date(2026, 11, 9)) == ["frontier", "business", "*"]
+    reports = [s.report for s in jobs.notifier.of("report")]
+    frontier = next(r for r in reports if "frontier" in r.title)
+    assert "Yesterday *48.0 GPU-h · 96.00 USD*" in frontier.summary
+    assert "Month to date *432.0 GPU-h · 864.00 USD*" in frontier.summary
+    assert "86% of the 1,000.00 USD budget" in frontier.summary
+    assert frontier.attachment is not None and frontier.attachment.content.startswith(b"\x89PNG")
+    usage = next(s for s in frontier.sections if s.heading and s.heading.startswith("Utilisation"))
+    assert "utilisation 70%" in usage.lines[0]
+    business = next(r for r in reports if "business" in r.title.lower() or "biz" in r.title)
+    idle = next(s for s in business.sections if s.heading and s.heading.startswith("Utilisation"))
+    assert "864.0 GPU-h · 3,456.00 USD" in idle.lines[0]  # 4 idle H100s x 24 h x 9 days at 4.00
+    assert jobs.services.digest.publish(date(2026, 11, 9)) == []  # already posted
+    assert len(jobs.notifier.of("report")) == 3
+
+
+def test_digest_lists_grants_ending_within_a_day(jobs: Jobs) -> None:
+    requests = jobs.services.requests
+    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 12h eval").draft)  # type: ignore[union-attr]
+    requests.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
+    jobs.services.digest.publish(date(2026, 11, 9))
+    frontier = next(s.report for s in jobs.notifier.of("report") if "frontier" in s.report.title)
+    ending = next(s for s in frontier.sections if s.heading == "Grants ending in the next 24 h")
+    assert ending.lines[0].startswith("GQ-1: +2 GPUs in ai-frontier-research, ends")
+
+
+def test_a_team_can_switch_its_digest_off(jobs: Jobs) -> None:
+    quiet = make_jobs(policy_dict(notifications={"digest": False}))
+    assert quiet.services.digest.publish(date(2026, 11, 9)) == ["business", "*"]
+
+
+def test_metrics_outage_is_told_once_and_missed_days_catch_up(jobs: Jobs) -> None:
+    jobs.services.digest.run()  # posts yesterday, Nov 9
+    jobs.metrics.up = False
+    for _ in range(2):  # Nov 10 and Nov 11 runs fail
+        jobs.clock.advance(timedelta(days=1))
+        assert jobs.services.digest.run() == []
+    notices = [t for t in jobs.posts("C0ADMIN") if "unavailable" in t]
+    assert len(notices) == 1 and "Prometheus did not answer" in notices[0]
+    jobs.metrics.up = True
+    jobs.clock.advance(timedelta(days=1))
+    assert [day for day, _ in jobs.services.digest.run()] == [date(2026, 11, 10), date(2026, 11, 11), date(2026, 11, 12)]
+    assert any("metrics are back" in t for t in jobs.posts("C0ADMIN"))
+
+
+def test_a_failed_post_is_retried_by_the_next_run(jobs: Jobs) -> None:
+    from bot.errors import TemporaryError
+
+    jobs.notifier.failing["publish"] = TemporaryError("ratelimited")
+    assert jobs.services.digest.publish(date(2026, 11, 9)) == []
+    del jobs.notifier.failing["publish"]
+    assert jobs.services.digest.publish(date(2026, 11, 9)) == ["frontier", "business", "*"]
+
+
+# --- budgets ------------------------------------------------------------------------------------
+
+
+def test_budget_thresholds_fire_once_per_month_even_across_restarts(jobs: Jobs) -> None:
+    # Nov 10 09:00: 9 days x 96 + 9 h x 4 = 900 of 1,000 spent: 50 and 80 crossed, and the
+    # month-end forecast (about 3,000) is over budget: one message settles all three.
+    assert jobs.services.budget.check() == [("frontier", "50"), ("frontier", "80"), ("frontier", "forecast")]
+    assert len(jobs.posts("C0FRONTIER")) == 1
+    warning = jobs.posts("C0FRONTIER")[-1]
+    assert "<@U0LEE> <!subteam^S0LEADS>" in warning and "90% of its monthly GPU budget" in warning and "threshold 80%" in warning
+    assert "runs out around" in warning
+    assert jobs.services.budget.check() == []
+    restarted = make_jobs(policy_dict(), database=jobs.database, clock=jobs.clock)
+    assert restarted.services.budget.check() == []
+    jobs.clock.advance(timedelta(days=2))  # Nov 12 09:00: 1,092 spent
+    assert jobs.services.budget.check() == [("frontier", "100")]
+    assert "New increases need one more approval" in jobs.posts("C0FRONTIER")[-1]
+    jobs.clock.advance(timedelta(days=29))  # Dec 11 09:00: a new month, a new set of warnings
+    assert jobs.services.budget.check() == [("frontier", "50"), ("frontier", "80"), ("frontier", "forecast")]
+
+
+def test_the_early_warning_comes_when_the_forecast_crosses_first() -> None:
+    # Nov 3 00:00: two days at 96 a day, 192 spent; the month is on course for 2,880.
+    early = make_jobs(policy_dict(budget={"monthly": 3000}), clock=ManualClock(datetime(2026, 11, 3, 0, tzinfo=UTC)))
+    assert early.services.budget.check() == []
+    tight = make_jobs(policy_dict(budget={"monthly": 2500}), clock=ManualClock(datetime(2026, 11, 3, 0, tzinfo=UTC)))
+    assert tight.services.budget.check() == [("frontier", "forecast")]
+    assert "on course to overspend" in tight.posts("C0FRONTIER")[-1]
+
+
+def test_over_budget_teams_need_one_more_approval_for_increases(jobs: Jobs) -> None:
+    jobs.clock.advance(timedelta(days=2))
+    jobs.services.budget.check()
+    assert jobs.services.budget.over_budget("frontier") and not jobs.services.budget.over_budget("business")
+    requests = jobs.services.requests
+    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 1d x").draft)  # type: ignore[union-attr]
+    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research -1 for 1d x").draft)  # type: ignore[union-attr]
+    increase = jobs.database.run(lambda r: r.request(1))
+    decrease = jobs.database.run(lambda r: r.request(2))
+    assert (increase.approvals_required, decrease.approvals_required) == (2, 1)
+
+
+# --- idle nudges ----------------------------------------------------------------------------------
+
+
+def test_idle_gpus_are_nudged_once_and_can_be_snoozed(jobs: Jobs) -> None:
+    assert jobs.services.idle.check() == ["biz-model-serving"]
+    nudge = next(s for s in jobs.notifier.of("post") if s.target == "C0BIZ")
+    assert "holds 4 GPUs" in nudge.text and "under 5% for the last 6 h" in nudge.text
+    assert [a.kind for a in nudge.actions] == [ActionKind.SNOOZE]
+    assert jobs.services.idle.check() == []  # unchanged: not repeated
+    assert "snoozed until" in jobs.services.idle.snooze(user="U0MAYA", namespace="biz-model-serving")
+    jobs.clock.advance(timedelta(hours=23))
+    assert jobs.services.idle.check() == []
+    jobs.clock.advance(timedelta(hours=2))
+    assert jobs.services.idle.check() == []  # snooze over, but the same idle episode
+    assert "frontier" not in " ".join(jobs.posts("C0FRONTIER"))
+
+
+def test_a_changed_idle_allocation_is_nudged_again(jobs: Jobs) -> None:
+    jobs.services.idle.check()
+    jobs.metrics.working.history.pods.append(
+        PodRun("biz-model-serving", "parked-too", 2, "n3", H100, NOW - timedelta(hours=7), NOW + timedelta(days=3), 0.0)
+    )
+    jobs.clock.advance(timedelta(minutes=30))
+    assert jobs.services.idle.check() == ["biz-model-serving"]
+    assert "holds 6 GPUs" in [s.text for s in jobs.notifier.of("post") if s.target == "C0BIZ"][-1]
+
+
+def test_nudges_offer_to_release_an_active_grant(jobs: Jobs) -> None:
+    requests = jobs.services.requests
+    requests.submit(requester="U0BOB", draft=parse_command("request biz-model-serving +4 for 2d launch").draft)  # type: ignore[union-attr]
+    requests.decide(user="U0MAYA", request_id=1, verdict=Verdict.APPROVE)
+    jobs.services.idle.check()
+    nudge = next(s for s in jobs.notifier.of("post") if s.target == "C0BIZ")
+    assert [(a.kind, a.value) for a in nudge.actions] == [(ActionKind.RELEASE, "1"), (ActionKind.SNOOZE, "biz-model-serving")]
+
+
+def test_only_the_team_may_snooze(jobs: Jobs) -> None:
+    from bot.errors import UserError
+
+    with pytest.raises(UserError, match="Only Frontier|Only frontier"):
+        jobs.services.idle.snooze(user="U0BOB", namespace="ai-frontier-research")
+    assert "snoozed" in jobs.services.idle.snooze(user="U0ALICE", namespace="ai-frontier-research")
+
+
+# --- blocked workloads ----------------------------------------------------------------------------
+
+
+def refusal(name: str, namespace: str = "ai-frontier-research") -> QuotaRefusal:
+    gpu = "requests.nvidia.com/gpu"
+    message = (f'pods "{name}-x" is forbidden: exceeded quota: compute-quota, requested: {gpu}=2, '
+               f"used: {gpu}=4, limited: {gpu}=4")
+    return QuotaRefusal(namespace, "Job", name, f"uid-{name}", message, 3, None)
+
+
+def test_blocked_workloads_are_reported_once_with_a_prefilled_request(jobs: Jobs) -> None:
+    jobs.cluster.refusals = [refusal("trainer"), refusal("other", namespace="kube-system")]
+    assert jobs.services.blocked.check() == ["ai-frontier-research/Job/trainer"]
+    alert = next(s for s in jobs.notifier.of("post") if s.target == "C0FRONTIER")
+    assert "*Job trainer*" in alert.text and "asks for 2 GPU(s) while 4 of 4 are in use" in alert.text
+    assert alert.actions[0].kind == ActionKind.REQUEST_MORE
+    assert '"gpus": "+2"' in alert.actions[0].value
+    assert jobs.services.blocked.check() == []
+
+
+def test_quota_messages_are_read_whatever_else_they_list() -> None:
+    message = ("exceeded quota: compute-quota, requested: limits.cpu=4,requests.nvidia.com/gpu=3, "
+               "used: limits.cpu=10,requests.nvidia.com/gpu=6, limited: limits.cpu=40,requests.nvidia.com/gpu=8")
+    figures = shortfall(message)
+    assert figures is not None and (figures.requested, figures.used, figures.limited, figures.missing) == (3, 6, 8, 1)
+    assert shortfall("exceeded quota: compute-quota, requested: pods=1") is None
