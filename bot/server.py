@@ -1,8 +1,9 @@
 """``gpu-quota-bot run``: check the settings, wire the bot, serve Slack, run the jobs, stop cleanly.
 
-Socket Mode when ``SLACK_APP_TOKEN`` is set (no public URL needed), else HTTP served by waitress on
-``PORT`` (``/slack/events``, ``/healthz``, ``/readyz``). SIGTERM stops taking work, lets in-flight
-listeners and jobs finish, then exits.
+Socket Mode when ``SLACK_APP_TOKEN`` is set (no public URL needed), else HTTP on ``PORT``
+(``/slack/events``); waitress serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``PORT`` in both
+modes. The scheduled jobs run on the leader replica only (``bot.leadership``). SIGTERM stops taking
+work, lets in-flight listeners and jobs finish, gives up the leadership, then exits.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 from typing import Any
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from prometheus_client import REGISTRY
 from sqlalchemy import text
 
 import jobs
@@ -22,12 +24,14 @@ from bot.adapters.db.migrate import upgrade
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
-from bot.bootstrap import build_bolt_app, build_services
+from bot.bootstrap import Services, build_bolt_app, build_services
 from bot.clock import SystemClock
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
+from bot.leadership import LeaderLoop, leadership_for
+from bot.observability import RequestStates, exposition
 from bot.logs import configure_logging
 from bot.settings import Settings, SettingsError, load_settings
 
@@ -77,21 +81,46 @@ def serve() -> int:
     jobs.register(
         scheduler, services, reconcile_seconds=settings.reconcile_interval_seconds, sweep_seconds=settings.sweep_interval_seconds
     )
+    leader = LeaderLoop(
+        leadership_for(settings.database_url),
+        on_gained=lambda: _lead(scheduler, services),
+        on_lost=lambda: _pause(scheduler),
+        interval=settings.leader_check_seconds,
+    )
+    REGISTRY.register(request_states := RequestStates(database))
 
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopping.set())
-    scheduler.start()
-    stop_serving = _serve_slack(settings, app, database)
+    scheduler.start(paused=True)
+    leader.start()
+    stop_http = _serve_http(settings, app, database)
+    stop_socket = _connect_socket_mode(settings, app)
     log.info("gpu-quota-bot is running")
     stopping.wait()
-    log.info("stopping: finishing in-flight work")
-    stop_serving()
-    scheduler.shutdown(wait=True)
+    log.info("stopping: no new work; finishing in-flight requests and jobs")
+    stop_socket()
+    stop_http()
+    _pause(scheduler)
     executor.shutdown(wait=True)
+    scheduler.shutdown(wait=True)  # waits for a job that is running
+    leader.stop()
+    REGISTRY.unregister(request_states)
     database.dispose()
     log.info("stopped")
     return 0
+
+
+def _pause(scheduler: BackgroundScheduler) -> None:
+    if scheduler.running:
+        scheduler.pause()
+
+
+def _lead(scheduler: BackgroundScheduler, services: Services) -> None:
+    """A new leader resumes the jobs and catches up at once on a digest its predecessor may have missed."""
+    scheduler.resume()
+    if services.digest is not None:
+        scheduler.add_job(jobs.run_job, args=["digest_catch_up", services.digest.run], id="digest_catch_up", replace_existing=True)
 
 
 def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
@@ -112,16 +141,8 @@ def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | No
     )
 
 
-def _serve_slack(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]
-    """Start taking Slack traffic in the background; returns the function that stops it."""
-    if settings.slack_app_token is not None:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-        handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
-        handler.connect()
-        log.info("Socket Mode connected")
-        return handler.close
-
+def _serve_http(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]
+    """The HTTP server (waitress): /slack/events in HTTP mode, and always /healthz, /readyz, /metrics."""
     import waitress
 
     def ready() -> bool:
@@ -129,7 +150,19 @@ def _serve_slack(settings: Settings, app: Any, database: Database):  # type: ign
             connection.execute(text("SELECT 1"))
         return True
 
-    server = waitress.create_server(WebApp(app, ready=ready), host="0.0.0.0", port=settings.port, threads=8)
+    server = waitress.create_server(WebApp(app, ready=ready, metrics=exposition), host="0.0.0.0", port=settings.port, threads=8)
     threading.Thread(target=server.run, name="http", daemon=True).start()
-    log.info("HTTP mode: listening on port %s (POST /slack/events)", settings.port)
+    log.info("listening on port %s (%s)", settings.port, "health and metrics" if settings.slack_app_token else "POST /slack/events")
     return server.close
+
+
+def _connect_socket_mode(settings: Settings, app: Any):  # type: ignore[no-untyped-def]
+    """Socket Mode when SLACK_APP_TOKEN is set (no public URL needed); returns the function that disconnects."""
+    if settings.slack_app_token is None:
+        return lambda: None
+    from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+    handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
+    handler.connect()
+    log.info("Socket Mode connected")
+    return handler.close

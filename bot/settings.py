@@ -32,6 +32,7 @@ class Settings(BaseSettings):
     prometheus_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     reconcile_interval_seconds: int = Field(default=30, ge=5, le=3600)
     sweep_interval_seconds: int = Field(default=600, ge=60, le=86400)
+    leader_check_seconds: float = Field(default=2.0, gt=0, le=60)
 
     @field_validator("slack_api_url")
     @classmethod

@@ -15,6 +15,8 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.observability import JOB_LAST_SUCCESS, JOB_RUNS, JOB_SECONDS, timed
+
 if TYPE_CHECKING:
     from bot.bootstrap import Services
 
@@ -47,10 +49,16 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
 def run_job(job_id: str, work: Callable[[], object]) -> None:
     """Run one job; a crash is logged with its traceback and never kills the scheduler."""
     try:
-        result = work()
+        with timed(JOB_SECONDS, job=job_id):
+            result = work()
     except Exception:
         log.exception("job %s failed", job_id)
+        JOB_RUNS.labels(job=job_id, outcome="error").inc()
         return
+    errors = getattr(result, "errors", None)
+    JOB_RUNS.labels(job=job_id, outcome="error" if errors else "ok").inc()
+    if not errors:
+        JOB_LAST_SUCCESS.labels(job=job_id).set_to_current_time()
     log.info("job %s done: %s", job_id, _summary(result))
 
 

@@ -27,6 +27,7 @@ def binaries_available() -> bool:
 class PrometheusServer:
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
+        workdir.mkdir(parents=True, exist_ok=True)
         self.data = workdir / "data"
         self.port = _free_port()
         self._process: subprocess.Popen[bytes] | None = None

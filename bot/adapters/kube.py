@@ -24,6 +24,7 @@ from kubernetes.utils import parse_quantity
 
 from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
+from bot.observability import count_error
 from bot.services.ports import QuotaRefusal
 
 log = logging.getLogger(__name__)
@@ -173,10 +174,19 @@ class KubernetesCluster:
         except ApiException as error:
             if error.status == 404 and allow_missing:
                 raise _NotFound(_status_message(error)) from None
-            raise _translate(error, action) from None
+            translated = _translate(error, action)
+            count_error("kubernetes", _kind(translated))
+            raise translated from None
         except (urllib3.exceptions.HTTPError, OSError) as error:
             log.warning("Kubernetes API unreachable while trying to %s: %s", action, type(error).__name__)
+            count_error("kubernetes", "temporary")
             raise TemporaryError(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
+
+
+def _kind(error: Exception) -> str:
+    if isinstance(error, QuotaConflict):
+        return "conflict"
+    return "temporary" if isinstance(error, TemporaryError) else "permanent"
 
 
 class _NotFound(Exception):

@@ -38,6 +38,7 @@ from urllib3.util.retry import Retry
 
 from bot.domain.costs import NamespaceUsage, Window
 from bot.errors import PermanentError, TemporaryError
+from bot.observability import count_error
 
 log = logging.getLogger(__name__)
 
@@ -185,9 +186,12 @@ class PrometheusMetrics:
         except PrometheusApiClientException as error:
             status = _status_of(str(error))
             if status in (400, 422):
+                count_error("prometheus", "permanent")
                 raise PermanentError(f"Prometheus rejected a query (HTTP {status}): {_short(str(error))}") from None
+            count_error("prometheus", "temporary")
             raise TemporaryError(f"Prometheus answered HTTP {status or '?'}: {_short(str(error))}", delay=30) from None
         except requests.RequestException as error:
+            count_error("prometheus", "temporary")
             raise TemporaryError(f"Prometheus did not answer ({type(error).__name__})", delay=30) from None
 
 

@@ -23,6 +23,7 @@ from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note
 from bot.errors import GpuQuotaError
 from bot.logs import request_context
+from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer
 from bot.services.ports import Action, ActionKind
 from bot.services.quota_sync import QuotaSync, SyncOutcome
@@ -100,8 +101,10 @@ class ChangeApplier:
 
     def apply(self, request_id: int) -> RequestState:
         """Apply an approved request; returns its final state (applied or failed)."""
-        with request_context(format_request_id(request_id)):
-            return self._apply(request_id)
+        with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
+            state = self._apply(request_id)
+        APPLIES.labels(outcome=str(state)).inc()
+        return state
 
     def _apply(self, request_id: int) -> RequestState:
         request = self._db.run(lambda repo: repo.request(request_id))

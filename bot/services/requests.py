@@ -22,6 +22,7 @@ from bot.domain.policy import Policy, Team, approvals_required, auto_approvable,
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.logs import request_context
+from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, move_request, record_effect, touch
@@ -283,6 +284,7 @@ class RequestService:
             return row
 
         row = self._db.run(record)
+        DECISIONS.labels(verdict=str(verdict)).inc()
         count = f"{len(row.approvals)} of {row.approvals_required}"
         display = format_request_id(request_id)
         if verdict == Verdict.DENY:

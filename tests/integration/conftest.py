@@ -18,7 +18,9 @@ import waitress
 
 from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
-from bot.sandbox.session import Sandbox
+from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.session import BOT_TOKEN, Sandbox
+from bot.sandbox.world import sandbox_slack, seed_cluster
 from bot.sandbox.slack_api import Recorded
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
@@ -126,3 +128,16 @@ def postgres_url() -> Iterator[str]:
     yield parts._replace(path=f"/{name}").geturl()
     with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def stand_ins() -> Iterator[tuple]:
+    """A sandbox Slack Web API and a seeded Kubernetes API, for bot processes to talk to."""
+    slack = sandbox_slack(BOT_TOKEN).start()
+    kube = KubeApiStandIn().start()
+    seed_cluster(kube)
+    yield slack, kube
+    slack.stop()
+    kube.stop()
+
+

@@ -5,44 +5,14 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
-import sys
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import pytest
 import requests
 
-from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
-from bot.sandbox.world import sandbox_slack, seed_cluster
-
-ROOT = Path(__file__).parents[2]
-SANDBOX_POLICY = ROOT / "bot" / "sandbox" / "policy.yaml"
-
-
-def bot_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "bot.cli", *args]
-
-
-def wait_for(condition: Callable[[], object], *, timeout: float = 20.0, what: str = "condition") -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
+from tests.integration.processes import ROOT, bot_command, ok, run_env, wait_for
 
 def test_shell_demo_tells_the_whole_story() -> None:
     result = subprocess.run(bot_command("shell", "--demo"), capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -78,39 +48,13 @@ def test_shell_reads_typed_lines_and_fills_forms() -> None:
     assert "ai-frontier-research    compute-quota   3/6" in result.stdout
 
 
-@pytest.fixture
-def stand_ins() -> Iterator[tuple]:
-    slack = sandbox_slack(BOT_TOKEN).start()
-    kube = KubeApiStandIn().start()
-    seed_cluster(kube)
-    yield slack, kube
-    slack.stop()
-    kube.stop()
-
-
-def run_env(tmp_path: Path, slack, kube, **extra: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "KUBECONFIG"))}
-    env.update(
-        SLACK_BOT_TOKEN=BOT_TOKEN,
-        SLACK_SIGNING_SECRET=SIGNING_SECRET,
-        SLACK_API_URL=slack.api_url,
-        DATABASE_URL=f"sqlite:///{tmp_path}/bot.db",
-        GPU_QUOTA_CONFIG=str(SANDBOX_POLICY),
-        KUBECONFIG=str(kube.write_kubeconfig(tmp_path / "kubeconfig")),
-        PORT=str(free_port()),
-        LOG_FORMAT="json",
-    )
-    env.update(extra)
-    return env
-
-
 def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
     env = run_env(tmp_path, slack, kube)
     base = f"http://127.0.0.1:{env['PORT']}"
     process = subprocess.Popen(bot_command("run"), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: _ok(f"{base}/readyz"), what="the bot to be ready")
+        wait_for(lambda: ok(f"{base}/readyz"), what="the bot to be ready")
         side = SlackSide(signing_secret=SIGNING_SECRET, response_url_base=slack.response_url("r"), names={})
         body = side.slash_command(user_id="U0ALICE", text="request ai-frontier-research +4 for 3d fine-tune")
         assert requests.post(f"{base}/slack/events", data=body, headers=side.sign(body), timeout=10).status_code == 200
@@ -129,13 +73,6 @@ def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins:
     assert any(line["message"] == "stopped" for line in lines)
     assert any("bad or stale signature" in line["message"] for line in lines)
     assert BOT_TOKEN not in out + err and SIGNING_SECRET not in out + err
-
-
-def _ok(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=1).status_code == 200
-    except requests.RequestException:
-        return False
 
 
 def test_run_names_every_missing_setting(tmp_path: Path) -> None:

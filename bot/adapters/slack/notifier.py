@@ -19,6 +19,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message, to_dicts
 from bot.errors import PermanentError, TemporaryError
+from bot.observability import count_error
 from bot.services.cards import RequestCard
 from bot.services.ports import Action, MessageRef, Report
 
@@ -57,11 +58,14 @@ def slack_call(action: str, call: Callable[[], T]) -> T:
         message = f"Slack refused to {action}: {code}" + (f" ({hint})" if hint else "")
         log.warning(message)
         if code in _TEMPORARY or (error.response is not None and error.response.status_code >= 500):
+            count_error("slack", "temporary")
             retry_after = float((error.response.headers or {}).get("Retry-After", 1)) if error.response is not None else 1.0
             raise TemporaryError(message, delay=retry_after) from None
+        count_error("slack", "permanent")
         raise PermanentError(message) from None
     except (SlackClientError, OSError) as error:
         log.warning("Slack unreachable while trying to %s: %s", action, type(error).__name__)
+        count_error("slack", "temporary")
         raise TemporaryError(f"Slack did not answer when the bot tried to {action}") from None
 
 

@@ -1,0 +1,73 @@
+"""The bot's own metrics (prometheus-client), served on ``/metrics``.
+
+Counters and histograms live in the default registry, as prometheus-client intends; the gauge of
+requests by state is read from the database at scrape time by ``RequestStates``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+from sqlalchemy import func, select
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import RequestRow
+from bot.domain.lifecycle import RequestState
+
+log = logging.getLogger(__name__)
+
+DECISIONS = Counter("gpu_quota_decisions", "Approvals and denials recorded", ["verdict"])
+APPLIES = Counter("gpu_quota_applies", "Requests applied to the cluster, by outcome", ["outcome"])
+APPLY_SECONDS = Histogram(
+    "gpu_quota_apply_seconds", "Time to apply an approved request (read, dry run, patch, record)",
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
+)
+ERRORS = Counter("gpu_quota_errors", "Failures talking to other systems", ["system", "kind"])
+JOB_RUNS = Counter("gpu_quota_job_runs", "Scheduled job runs, by outcome", ["job", "outcome"])
+JOB_SECONDS = Histogram("gpu_quota_job_seconds", "Scheduled job duration", ["job"], buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900))
+JOB_LAST_SUCCESS = Gauge("gpu_quota_job_last_success_timestamp_seconds", "When each job last finished without error", ["job"])
+LEADER = Gauge("gpu_quota_leader", "1 while this replica runs the scheduled jobs")
+
+
+def count_error(system: str, kind: str) -> None:
+    """``system``: kubernetes | slack | prometheus; ``kind``: temporary | permanent | conflict."""
+    ERRORS.labels(system=system, kind=kind).inc()
+
+
+@contextmanager
+def timed(histogram: Histogram, **labels: str) -> Iterator[None]:
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        (histogram.labels(**labels) if labels else histogram).observe(time.perf_counter() - started)
+
+
+class RequestStates(Collector):
+    """``gpu_quota_requests{state}``: how many requests are in each state, read at scrape time."""
+
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("gpu_quota_requests", "Quota requests by state", labels=["state"])
+        try:
+            counts = dict(self._db.run(lambda repo: list(repo.session.execute(
+                select(RequestRow.state, func.count()).group_by(RequestRow.state)
+            ))))
+        except Exception:
+            log.exception("could not count requests for /metrics")
+            return
+        for state in RequestState:
+            family.add_metric([state.value], counts.get(state.value, 0))
+        yield family
+
+
+def exposition() -> tuple[bytes, str]:
+    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST

@@ -1,0 +1,77 @@
+"""Helpers for tests that run the console script in real processes."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+
+from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
+
+ROOT = Path(__file__).parents[2]
+SANDBOX_POLICY = ROOT / "bot" / "sandbox" / "policy.yaml"
+
+
+def bot_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bot.cli", *args]
+
+
+def wait_for(condition: Callable[[], object], *, timeout: float = 20.0, what: str = "condition") -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def run_env(tmp_path: Path, slack, kube, **extra: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "KUBECONFIG"))}
+    env.update(
+        SLACK_BOT_TOKEN=BOT_TOKEN,
+        SLACK_SIGNING_SECRET=SIGNING_SECRET,
+        SLACK_API_URL=slack.api_url,
+        DATABASE_URL=f"sqlite:///{tmp_path}/bot.db",
+        GPU_QUOTA_CONFIG=str(SANDBOX_POLICY),
+        KUBECONFIG=str(kube.write_kubeconfig(tmp_path / "kubeconfig")),
+        PORT=str(free_port()),
+        LOG_FORMAT="json",
+    )
+    env.update(extra)
+    return env
+
+
+def ok(url: str) -> bool:
+    try:
+        return requests.get(url, timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+
+
+def metric(base_url: str, name: str, **labels: str) -> float | None:
+    """One sample from a process's /metrics, or None when it is not there."""
+    try:
+        text = requests.get(f"{base_url}/metrics", timeout=2).text
+    except requests.RequestException:
+        return None
+    wanted = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    for line in text.splitlines():
+        match = re.match(r"^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$", line)
+        if match and match.group(1) == name and ",".join(sorted((match.group(2) or "").split(","))) == wanted:
+            return float(match.group(3))
+    return None
