@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(digest)
 
+    commands.add_parser("check-config", help="check the settings and the policy, and that what it names exists")
+
     database = commands.add_parser("db", help="database schema")
     database.add_argument("action", choices=["upgrade", "current"])
 
@@ -40,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
             return _shell(args)
         if args.command == "db":
             return _db(args.action)
+        if args.command == "check-config":
+            from bot.check_config import run as check
+
+            return check()
         if args.command == "digest":
             from bot.digest_cli import run
 

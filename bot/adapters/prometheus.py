@@ -147,6 +147,13 @@ class PrometheusMetrics:
         rows = self._instant(f'max by (namespace, {name}) (kube_namespace_labels{{{name}!=""}})', at=moment)
         return {metric["namespace"]: metric[name] for metric, _ in rows if "namespace" in metric and name in metric}
 
+    def series_present(self, names: Sequence[str], *, at: datetime | None = None) -> dict[str, bool]:
+        """Whether Prometheus has any series of each metric at ``at`` (default now), in one query."""
+        query = " or ".join(f'label_replace(count({name}), "metric", "{name}", "", "")' for name in names)
+        rows = self._instant(query, at=at or datetime.now(timezone.utc))
+        found = {metric.get("metric") for metric, value in rows if value > 0}
+        return {name: name in found for name in names}
+
     # --- queries -----------------------------------------------------------------------------
 
     def _per_window(self, query: str, run: Sequence[Window]) -> list[tuple[date, dict[str, str], float]]:

@@ -12,7 +12,7 @@ import requests
 
 from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
-from tests.integration.processes import ROOT, bot_command, ok, run_env, wait_for
+from tests.integration.processes import ROOT, bot_command, metric, ok, run_env, wait_for
 
 def test_shell_demo_tells_the_whole_story() -> None:
     result = subprocess.run(bot_command("shell", "--demo"), capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -65,6 +65,13 @@ def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins:
         wait_for(lambda: kube.hard("ai-frontier-research", "compute-quota") == "8", what="the quota patch")
         forged = dict(side.sign(click), **{"x-slack-signature": "v0=" + "1" * 64})
         assert requests.post(f"{base}/slack/events", data=click, headers=forged, timeout=10).status_code == 401
+        wait_for(lambda: metric(base, "gpu_quota_applies_total", outcome="applied") == 1.0, what="the apply in /metrics")
+        assert metric(base, "gpu_quota_requests", state="applied") == 1.0
+        assert metric(base, "gpu_quota_requests", state="pending") == 0.0
+        assert metric(base, "gpu_quota_decisions_total", verdict="approve") == 1.0
+        assert metric(base, "gpu_quota_apply_seconds_count") == 1.0
+        assert metric(base, "gpu_quota_leader") == 1.0  # SQLite: the only replica leads
+        assert metric(base, "gpu_quota_errors_total", system="kubernetes", kind="permanent") is None
     finally:
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=30)
@@ -129,3 +136,37 @@ def test_digest_print_works_on_a_fresh_machine(tmp_path: Path) -> None:
     charts = sorted(p.name for p in tmp_path.glob("*.png"))
     assert charts == ["gpu-cost-business-2026-11-20.png", "gpu-cost-frontier-2026-11-20.png", "gpu-cost-org-2026-11-20.png"]
     assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in charts)
+
+
+def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "admins: {usergroups: [S0PLATFORM, S0NOSUCH]}\n"
+        "admin_channel: C0PLATFORM\n"
+        "teams:\n"
+        "  frontier:\n"
+        "    channel: C0MISSING\n"
+        "    namespaces: [ai-frontier-research, not-in-cluster]\n"
+        "    approvers: {users: [U0LEE, U0GHOST]}\n"
+    )
+    result = subprocess.run(bot_command("check-config"), env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)),
+                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert result.returncode == 1
+    problems = sorted(line for line in result.stderr.splitlines() if line.startswith("problem:"))
+    assert problems == [
+        "problem: channel C0MISSING (policy): Slack refused to look up the channel C0MISSING: channel_not_found "
+        "(the channel does not exist or the bot cannot see it (invite the bot, check the policy))",
+        "problem: namespace not-in-cluster (policy) does not exist in the cluster",
+        "problem: user U0GHOST (policy): Slack refused to look up the user U0GHOST: user_not_found",
+        "problem: user group S0NOSUCH (policy): Slack refused to look up the user group S0NOSUCH: no_such_subteam "
+        "(the user group does not exist)",
+    ]
+
+
+def test_check_config_passes_a_sound_configuration(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    result = subprocess.run(bot_command("check-config"), env=run_env(tmp_path, slack, kube), capture_output=True, text=True,
+                            timeout=60, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "configuration OK" in result.stdout and "skipped Prometheus" in result.stdout

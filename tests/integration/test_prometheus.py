@@ -142,6 +142,14 @@ def test_the_number_of_queries_does_not_depend_on_the_number_of_namespaces(prome
     assert november.queries == 3
 
 
+@pytest.mark.prometheus
+def test_check_config_sees_which_exporters_are_scraped(prometheus: PrometheusServer, policy: Policy) -> None:
+    present = real(prometheus, policy).series_present(
+        ["kube_pod_status_phase", "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED"], at=datetime(2026, 11, 3, tzinfo=UTC)
+    )
+    assert present == {"kube_pod_status_phase": True, "DCGM_FI_DEV_GPU_UTIL": True, "DCGM_FI_DEV_FB_USED": False}
+
+
 # --- through the Slack stand-in ------------------------------------------------------------------
 
 

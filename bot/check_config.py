@@ -1,0 +1,127 @@
+"""``gpu-quota-bot check-config``: is the policy sound, and does what it names exist?
+
+Checks the settings and the policy file, then, for each system it can reach, that the namespaces
+(Kubernetes), the users, user groups and channels (Slack) and the GPU metrics (Prometheus) are
+there. Prints one line per problem and exits 1 if there is any; systems it cannot reach are
+reported as skipped, not as problems.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from slack_sdk import WebClient
+
+from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack.notifier import make_web_client, slack_call
+from bot.domain.policy import Policy, PolicyError, load_policy
+from bot.errors import GpuQuotaError
+from bot.settings import Settings, SettingsError, load_settings
+
+
+def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> int:
+    problems: list[str] = []
+    try:
+        settings = load_settings()
+    except SettingsError as error:
+        problems.extend(str(error).splitlines())
+        return _finish(problems, out, err)
+    problems.extend(settings.runtime_problems())
+    if settings.gpu_quota_config is None:
+        return _finish(problems, out, err)
+    try:
+        policy = load_policy(settings.gpu_quota_config)
+    except PolicyError as error:
+        problems.extend(str(error).splitlines())
+        return _finish(problems, out, err)
+    out(f"policy {settings.gpu_quota_config}: {len(policy.teams)} teams, {len(policy.managed_namespaces())} namespaces")
+    problems.extend(_kubernetes(settings, policy, out))
+    problems.extend(_slack(settings, policy, out))
+    problems.extend(_prometheus(settings, policy, out))
+    return _finish(problems, out, err)
+
+
+def _finish(problems: list[str], out: Callable[[str], None], err: Callable[[str], None]) -> int:
+    for problem in problems:
+        err(f"problem: {problem}")
+    out("configuration OK" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
+    try:
+        cluster = KubernetesCluster.from_environment(settings.kubeconfig, timeout=(5.0, 10.0))
+        missing = [ns for ns in policy.managed_namespaces() if not cluster.namespace_exists(ns)]
+    except GpuQuotaError as error:
+        out(f"skipped the namespaces: cannot reach the cluster ({error})")
+        return []
+    return [f"namespace {ns} (policy) does not exist in the cluster" for ns in missing]
+
+
+def _slack(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
+    if settings.slack_bot_token is None:
+        out("skipped the Slack users, groups and channels: SLACK_BOT_TOKEN is not set")
+        return []
+    client = make_web_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    try:
+        slack_call("check SLACK_BOT_TOKEN", client.auth_test)
+    except GpuQuotaError as error:
+        return [f"SLACK_BOT_TOKEN: {error}"]
+    problems = []
+    users = set(policy.admins.users)
+    groups = set(policy.admins.usergroups)
+    channels = {policy.admin_channel} if policy.admin_channel else set()
+    for team in policy.teams.values():
+        channels.add(team.channel)
+        for people in (team.members, team.approvers, team.owners):
+            users |= people.users
+            groups |= people.usergroups
+    for user in sorted(users):
+        problems.extend(_exists(lambda u=user: client.users_info(user=u), f"user {user}", deleted_key="user"))
+    for group in sorted(groups):
+        problems.extend(_exists(lambda g=group: client.usergroups_users_list(usergroup=g), f"user group {group}"))
+    for channel in sorted(channels):
+        problems.extend(_channel(client, channel))
+    return problems
+
+
+def _exists(call: Callable[[], Any], what: str, *, deleted_key: str | None = None) -> list[str]:
+    try:
+        response = slack_call(f"look up the {what}", call)
+    except GpuQuotaError as error:
+        return [f"{what} (policy): {error}"]
+    if deleted_key and (response.get(deleted_key) or {}).get("deleted"):
+        return [f"{what} (policy) is deactivated in Slack"]
+    return []
+
+
+def _channel(client: WebClient, channel: str) -> list[str]:
+    try:
+        response = slack_call(f"look up the channel {channel}", lambda: client.conversations_info(channel=channel))
+    except GpuQuotaError as error:
+        return [f"channel {channel} (policy): {error}"]
+    info = response.get("channel") or {}
+    if not info.get("is_member", False):
+        return [f"channel {channel} (policy): the bot is not a member; /invite it there"]
+    return []
+
+
+def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
+    if not settings.prometheus_url:
+        out("skipped Prometheus: PROMETHEUS_URL is not set (no digests, budgets or idle nudges)")
+        return []
+    from bot.server import metrics_source
+
+    metrics = metrics_source(settings, policy)
+    assert metrics is not None
+    try:
+        present = metrics.series_present(["kube_pod_status_phase", "kube_pod_container_resource_requests", "DCGM_FI_DEV_GPU_UTIL"])
+    except GpuQuotaError as error:
+        return [f"PROMETHEUS_URL: {error}"]
+    return [f"Prometheus has no {name} series: is {source} scraped?" for name, source in (
+        ("kube_pod_status_phase", "kube-state-metrics"),
+        ("kube_pod_container_resource_requests", "kube-state-metrics"),
+        ("DCGM_FI_DEV_GPU_UTIL", "the NVIDIA DCGM exporter"),
+    ) if not present.get(name)]

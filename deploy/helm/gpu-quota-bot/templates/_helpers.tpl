@@ -1,0 +1,78 @@
+{{- define "gpu-quota-bot.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "gpu-quota-bot.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else if contains (include "gpu-quota-bot.name" .) .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name (include "gpu-quota-bot.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpu-quota-bot.labels" -}}
+app.kubernetes.io/name: {{ include "gpu-quota-bot.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "gpu-quota-bot.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpu-quota-bot.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "gpu-quota-bot.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "gpu-quota-bot.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gpu-quota-bot.secretName" -}}
+{{- required "secret.name is required" .Values.secret.name -}}
+{{- end -}}
+
+{{- define "gpu-quota-bot.policyConfigMap" -}}
+{{- default (printf "%s-policy" (include "gpu-quota-bot.fullname" .)) .Values.existingPolicyConfigMap -}}
+{{- end -}}
+
+{{/* The managed namespaces of the policy: entries are names or {name: ...}. */}}
+{{- define "gpu-quota-bot.namespaces" -}}
+{{- $names := list -}}
+{{- range $team := .Values.policy.teams -}}
+{{- range $entry := $team.namespaces -}}
+{{- if kindIs "string" $entry -}}
+{{- $names = append $names $entry -}}
+{{- else -}}
+{{- $names = append $names $entry.name -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $names | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/* The environment shared by the migration and the bot. */}}
+{{- define "gpu-quota-bot.env" -}}
+- name: GPU_QUOTA_CONFIG
+  value: /etc/gpu-quota-bot/policy.yaml
+- name: PORT
+  value: {{ .Values.port | quote }}
+{{- if not .Values.database.external }}
+- name: DATABASE_URL
+  value: sqlite:////data/gpu-quota-bot.db
+{{- end }}
+{{- range $name, $value := .Values.env }}
+{{- if $value }}
+- name: {{ $name }}
+  value: {{ $value | quote }}
+{{- end }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
