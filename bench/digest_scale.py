@@ -36,9 +36,7 @@ from bot.adapters.slack.blocks import report_blocks, to_dicts  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
 from bot.domain.policy import parse_policy  # noqa: E402
 from bot.sandbox.history import A100, H100, History, PodRun, write_openmetrics  # noqa: E402
-from bot.services.announce import Announcer  # noqa: E402
 from bot.services.digest import DigestService  # noqa: E402
-from bot.services.metrics_health import MetricsHealth  # noqa: E402
 from bot.services.spend import SpendReader  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
@@ -103,13 +101,11 @@ def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
     database = Database.from_url("sqlite://")
     Base.metadata.create_all(database.engine)
     clock = ManualClock(MONTH + timedelta(days=DAYS, hours=8))
-    announcer = Announcer(notifier=None, policy=the_policy, database=database)  # type: ignore[arg-type]
     service = DigestService(policy=the_policy, spend=SpendReader(policy=the_policy, metrics=metrics), database=database,
-                            announcer=announcer, health=MetricsHealth(policy=the_policy, database=database, announcer=announcer, clock=clock),
-                            clock=clock, chart=daily_cost_chart)
+                            announcer=None, health=None, clock=clock, chart=daily_cost_chart)
     day = date(2026, 10, 31)
     builds, renders = [], []
-    for attempt in range(RUNS):
+    for _ in range(RUNS):
         queries_before = metrics.queries
         tracemalloc.start()
         started = time.perf_counter()

@@ -13,24 +13,24 @@ from dataclasses import dataclass
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.changes import ChangeApplier
-from bot.adapters.chart import daily_cost_chart
 from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
+from bot.services.changes import ChangeApplier
 from bot.services.digest import DigestService
 from bot.services.idle import IdleWatch
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, MetricsSource, Notifier, QuotaCluster
-from bot.services.spend import SpendReader
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
+from bot.services.spend import SpendReader
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,7 @@ def build_services(
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
     access = Access(policy, directory)
-    sync_options = {"sleep": sleep} if sleep is not None else {}
-    sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, **sync_options)
+    sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, sleep=sleep)
     announcer = Announcer(notifier=notifier, policy=policy, database=database)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
     digest = budget = idle = None

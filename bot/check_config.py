@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from slack_sdk import WebClient
@@ -79,9 +80,9 @@ def _slack(settings: Settings, policy: Policy, out: Callable[[str], None]) -> li
             users |= people.users
             groups |= people.usergroups
     for user in sorted(users):
-        problems.extend(_exists(lambda u=user: client.users_info(user=u), f"user {user}", deleted_key="user"))
+        problems.extend(_exists(partial(client.users_info, user=user), f"user {user}", deleted_key="user"))
     for group in sorted(groups):
-        problems.extend(_exists(lambda g=group: client.usergroups_users_list(usergroup=g), f"user group {group}"))
+        problems.extend(_exists(partial(client.usergroups_users_list, usergroup=group), f"user group {group}"))
     for channel in sorted(channels):
         problems.extend(_channel(client, channel))
     return problems

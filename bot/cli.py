@@ -9,6 +9,10 @@ from pathlib import Path
 from bot.domain.policy import PolicyError
 
 
+class SettingsProblem(Exception):
+    """A setting the command needs is wrong; the message names it."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="gpu-quota-bot", description="ChatOps for GPU quota on a shared Kubernetes cluster."
@@ -54,10 +58,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
         return 2
     return 1
-
-
-class SettingsProblem(Exception):
-    pass
 
 
 def _shell(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import sys
 from datetime import date, timedelta
 from pathlib import Path
 
+from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.db.models import Base
@@ -106,17 +107,11 @@ def _database(settings: Settings, *, sandbox: bool) -> Database:
 
 
 def _service(policy: Policy, metrics: MetricsSource, database: Database, *, notifier: SlackNotifier | None) -> DigestService:
-    from bot.adapters.chart import daily_cost_chart
-
-    # --print never publishes, so it has no notifier; only DigestService.publish would use one.
-    announcer = Announcer(notifier=notifier, policy=policy, database=database)  # type: ignore[arg-type]
+    """The digest service; without a notifier (--print) it builds reports but cannot post them."""
     clock = SystemClock()
+    announcer = Announcer(notifier=notifier, policy=policy, database=database) if notifier is not None else None
+    health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
     return DigestService(
-        policy=policy,
-        spend=SpendReader(policy=policy, metrics=metrics),
-        database=database,
-        announcer=announcer,
-        health=MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock),
-        clock=clock,
-        chart=daily_cost_chart,
+        policy=policy, spend=SpendReader(policy=policy, metrics=metrics), database=database,
+        announcer=announcer, health=health, clock=clock, chart=daily_cost_chart,
     )

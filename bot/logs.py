@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
+from typing import TextIO
 
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 # Slack tokens (xoxb-, xoxp-, xapp-, ...), bearer headers and passwords in URLs.
@@ -50,8 +51,9 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": redact(record.getMessage()),
         }
-        if getattr(record, "request_id", None):
-            entry["request_id"] = record.request_id
+        request_id = getattr(record, "request_id", None)
+        if request_id:
+            entry["request_id"] = request_id
         if record.exc_info:
             entry["traceback"] = redact(self.formatException(record.exc_info))
         return json.dumps(entry, ensure_ascii=False)
@@ -67,7 +69,7 @@ class TextFormatter(logging.Formatter):
         return f"{text} [{request_id}]" if request_id else text
 
 
-def configure_logging(*, level: str = "INFO", fmt: str = "json", stream=None) -> None:  # type: ignore[no-untyped-def]
+def configure_logging(*, level: str = "INFO", fmt: str = "json", stream: TextIO | None = None) -> None:
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
     handler.addFilter(_ContextFilter())

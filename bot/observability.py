@@ -58,9 +58,10 @@ class RequestStates(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("gpu_quota_requests", "Quota requests by state", labels=["state"])
         try:
-            counts = dict(self._db.run(lambda repo: list(repo.session.execute(
+            rows = self._db.run(lambda repo: list(repo.session.execute(
                 select(RequestRow.state, func.count()).group_by(RequestRow.state)
-            ))))
+            )))
+            counts: dict[str, int] = {str(state): int(count) for state, count in rows}
         except Exception:
             log.exception("could not count requests for /metrics")
             return

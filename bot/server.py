@@ -22,17 +22,17 @@ import jobs
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.kube import KubernetesCluster
+from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
 from bot.bootstrap import Services, build_bolt_app, build_services
 from bot.clock import SystemClock
-from bot.adapters.prometheus import PrometheusMetrics
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
 from bot.leadership import LeaderLoop, leadership_for
-from bot.observability import RequestStates, exposition
 from bot.logs import configure_logging
+from bot.observability import RequestStates, exposition
 from bot.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("bot.server")

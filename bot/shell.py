@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from datetime import date, timedelta
-from pathlib import Path
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
 from typing import Any, TextIO
 
 from bot.domain.durations import parse_duration

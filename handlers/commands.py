@@ -104,12 +104,13 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
     elif isinstance(parsed, RetryCommand):
         say(respond, attempt(lambda: services.requests.retry(user=user, request_id=parsed.request_id), user=user, what="retry"))
     elif isinstance(parsed, ExtendCommand):
-        assert parsed.duration is not None
+        duration = parsed.duration
+        assert duration is not None, "an extend command without a valid duration opens the form"
         say(
             respond,
             attempt(
                 lambda: submitted_text(
-                    services.requests.extend(requester=user, request_id=parsed.request_id, duration=parsed.duration, reason=parsed.reason)
+                    services.requests.extend(requester=user, request_id=parsed.request_id, duration=duration, reason=parsed.reason)
                 ),
                 user=user,
                 what="extend",

@@ -30,7 +30,7 @@ def daily_cost_chart(
     for part in parts:
         heights = [daily[day].get(part, 0.0) for day in days]
         axes.bar(labels, heights, bottom=bottoms, label=part, width=0.8)
-        bottoms = [b + h for b, h in zip(bottoms, heights)]
+        bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     if pace is not None:
         axes.axhline(pace, color="#c0392b", linestyle="--", linewidth=1.5, label=f"budget pace ({pace:,.0f} {currency}/day)")
     axes.set_title(title)

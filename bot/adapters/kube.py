@@ -89,7 +89,7 @@ class KubernetesCluster:
             }
             action = f"create the ResourceQuota {name} in {namespace}"
             call = lambda: self._core.create_namespaced_resource_quota(  # noqa: E731
-                namespace, body, dry_run=dry, field_manager=FIELD_MANAGER, _request_timeout=self._timeout
+                namespace, body, dry_run=dry, field_manager=FIELD_MANAGER, _request_timeout=self._timeout  # type: ignore[arg-type]
             )
         else:
             hard = {GPU_REQUESTS: str(gpus)}
@@ -119,10 +119,10 @@ class KubernetesCluster:
         quotas = self._call(
             "list ResourceQuotas", lambda: self._core.list_resource_quota_for_all_namespaces(_request_timeout=self._timeout)
         )
-        totals = {}
+        totals: dict[str, int] = {}
         for quota in quotas.items:
-            namespace = quota.metadata.namespace
-            if quota_names.get(namespace) == quota.metadata.name:
+            namespace, name = (quota.metadata.namespace or "", quota.metadata.name) if quota.metadata else ("", None)
+            if quota_names.get(namespace) == name:
                 totals[namespace] = _gpus((quota.spec.hard or {}).get(GPU_REQUESTS) if quota.spec else None)
         return totals
 
@@ -139,7 +139,7 @@ class KubernetesCluster:
             involved = event.involved_object
             refusals.append(
                 QuotaRefusal(
-                    namespace=involved.namespace or event.metadata.namespace,
+                    namespace=involved.namespace or (event.metadata.namespace if event.metadata else None) or "",
                     kind=involved.kind or "workload",
                     name=involved.name or "?",
                     uid=involved.uid or "",

@@ -168,7 +168,7 @@ def thresholds_to_send(
     """Which warnings fire now: the highest newly crossed threshold (lower ones it passed are settled
     with it), and the early forecast warning when the month-end forecast crosses 100 % before spend does."""
     crossed = [t for t in sorted(thresholds) if percent >= t]
-    fire = []
+    fire: list[str] = []
     if crossed and str(crossed[-1]) not in already_sent:
         fire.extend(str(t) for t in crossed if str(t) not in already_sent)
     if forecast_percent >= 100 and percent < 100 and FORECAST not in already_sent:

@@ -19,10 +19,6 @@ class RequestState(StrEnum):
     CANCELLED = "cancelled"
     EXPIRED = "expired"  # nobody decided in time
 
-    @property
-    def is_final(self) -> bool:
-        return self in FINAL_REQUEST_STATES
-
 
 class RequestKind(StrEnum):
     CHANGE = "change"  # a new quota change, temporary or permanent
@@ -51,9 +47,6 @@ REQUEST_TRANSITIONS: dict[RequestState, frozenset[RequestState]] = {
     RequestState.CANCELLED: frozenset(),
     RequestState.EXPIRED: frozenset(),
 }
-FINAL_REQUEST_STATES = frozenset(
-    {RequestState.APPLIED, RequestState.DENIED, RequestState.CANCELLED, RequestState.EXPIRED}
-)
 
 GRANT_TRANSITIONS: dict[GrantState, frozenset[GrantState]] = {
     GrantState.ACTIVE: frozenset({GrantState.ENDING}),

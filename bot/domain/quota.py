@@ -39,7 +39,6 @@ class Observation:
     base: int
     last_seen: int | None
     drift: int  # GPUs someone else added (+) or removed (-) since the bot's last write
-    first_sight: bool  # the bot had never recorded this namespace before
 
 
 def observe(
@@ -57,17 +56,15 @@ def observe(
     """
     if base is None:
         if snapshot is None:
-            return Observation(base=default_quota, last_seen=None, drift=0, first_sight=True)
-        return Observation(
-            base=snapshot.hard - active_grants, last_seen=snapshot.hard, drift=0, first_sight=True
-        )
+            return Observation(base=default_quota, last_seen=None, drift=0)
+        return Observation(base=snapshot.hard - active_grants, last_seen=snapshot.hard, drift=0)
     if snapshot is None or snapshot.bot_applied == snapshot.hard:
         # Missing quota (recreated on the next write) or the bot's own last write: nothing to adopt.
         seen = snapshot.hard if snapshot else last_seen
-        return Observation(base=base, last_seen=seen, drift=0, first_sight=False)
+        return Observation(base=base, last_seen=seen, drift=0)
     expected = last_seen if last_seen is not None else desired_gpus(base, active_grants)
     drift = snapshot.hard - expected
-    return Observation(base=base + drift, last_seen=snapshot.hard, drift=drift, first_sight=False)
+    return Observation(base=base + drift, last_seen=snapshot.hard, drift=drift)
 
 
 def desired_gpus(base: int, active_grants: int) -> int:

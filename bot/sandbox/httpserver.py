@@ -49,7 +49,7 @@ class LoopbackServer:
     def url(self) -> str:
         assert self._server is not None, "start() first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self) -> LoopbackServer:
         handle = self._handle

@@ -129,13 +129,6 @@ class KubeApiStandIn:
                 }
             )
 
-    def set_used(self, namespace: str, gpus: int) -> None:
-        with self._lock:
-            self.used[namespace] = gpus
-            for (ns, name), quota in self.quotas.items():
-                if ns == namespace:
-                    self.quotas[(ns, name)] = self._with_status(quota)
-
     def edit_quota(self, namespace: str, name: str, resource: str, value: str) -> None:
         """What ``kubectl edit`` does: change one hard value, keep annotations, bump the version."""
         with self._lock:
@@ -182,7 +175,7 @@ class KubeApiStandIn:
             if match:
                 handler = getattr(self, f"_{incoming.method.lower()}_{name}", None)
                 if handler is None:
-                    return _status(405, f"the server does not allow this method on the requested resource", "MethodNotAllowed")
+                    return _status(405, "the server does not allow this method on the requested resource", "MethodNotAllowed")
                 with self._lock:
                     return handler(incoming, body, **match.groupdict())
         return _status(404, "the server could not find the requested resource", "NotFound")

@@ -21,12 +21,12 @@ from bot.bootstrap import Services, build_bolt_app, build_services
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
-from bot.services.ports import MetricsSource
 from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
 from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_cluster
+from bot.services.ports import MetricsSource
 
 BOT_TOKEN = "xoxb-sandbox-token"
 SIGNING_SECRET = "sandbox-signing-secret"

@@ -92,10 +92,6 @@ class SlackApiStandIn:
         with self._lock:
             return [r for r in self.records if r.seq > seq]
 
-    def last_seq(self) -> int:
-        with self._lock:
-            return self.records[-1].seq if self.records else 0
-
     def calls_of(self, method: str) -> list[dict[str, Any]]:
         with self._lock:
             return [params for name, params in self.calls if name == method]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-from bot.domain.policy import Policy, parse_policy
 import yaml
 
+from bot.domain.policy import Policy, parse_policy
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.slack_api import SlackApiStandIn
 

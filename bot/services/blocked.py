@@ -8,9 +8,11 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from functools import partial
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import BlockedAlert
+from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
@@ -63,12 +65,11 @@ class BlockedWatch:
             if team is None or not team.notifications.blocked_workloads:
                 continue
             key = f"{refusal.namespace}/{refusal.kind}/{refusal.name}"
-            if self._db.run(lambda repo, k=key: repo.session.get(BlockedAlert, k)) is not None:
+            if self._db.run(partial(_alerted, key=key)):
                 continue
             if self._report(team.channel, refusal):
-                self._db.run(lambda repo, k=key, ns=refusal.namespace: repo.session.add(
-                    BlockedAlert(key=k, namespace=ns, alerted_at=self._clock.now())
-                ))
+                alert = BlockedAlert(key=key, namespace=refusal.namespace, alerted_at=self._clock.now())
+                self._db.run(partial(_remember, alert=alert))
                 reported.append(key)
         return reported
 
@@ -86,3 +87,11 @@ class BlockedWatch:
         )
         value = json.dumps({"namespace": refusal.namespace, "gpus": more})
         return self._announce.post(channel, text, actions=[Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")])
+
+
+def _alerted(repo: Repository, *, key: str) -> bool:
+    return repo.session.get(BlockedAlert, key) is not None
+
+
+def _remember(repo: Repository, *, alert: BlockedAlert) -> None:
+    repo.session.add(alert)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import BudgetAlert, TeamSpend
+from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.costs import FORECAST, day_window, exhaustion, month_end_forecast, month_length, thresholds_to_send
 from bot.domain.policy import People, Policy, Team
@@ -69,13 +71,13 @@ class BudgetWatch:
         self._health.recovered()
         month_start = day_window(today.replace(day=1), zone).start
         elapsed, length = now - month_start, month_length(today, zone)
-        sent = []
+        sent: list[tuple[str, str]] = []
         for team in teams:
             assert team.budget is not None
             spent = spend.team_cost(team.name, spend.days)
             state = BudgetState(team.name, f"{today:%Y-%m}", spent, team.budget.monthly,
                                 month_end_forecast(spent, elapsed=elapsed, length=length))
-            self._db.run(lambda repo, s=state: self._remember(repo, s))
+            self._db.run(partial(self._remember, state=state))
             if team.notifications.budget_warnings:
                 sent.extend((team.name, key) for key in self._warn(team, state, elapsed=elapsed))
         return sent
@@ -86,7 +88,7 @@ class BudgetWatch:
         row = self._db.run(lambda repo: repo.session.get(TeamSpend, team))
         return row is not None and row.month == month and row.spent >= row.budget
 
-    def _remember(self, repo, state: BudgetState) -> None:  # type: ignore[no-untyped-def]
+    def _remember(self, repo: Repository, *, state: BudgetState) -> None:
         row = repo.session.get(TeamSpend, state.team)
         if row is None:
             row = TeamSpend(team=state.team)

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from functools import partial
 
 from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
@@ -78,11 +79,12 @@ class DigestService:
         policy: Policy,
         spend: SpendReader,
         database: Database,
-        announcer: Announcer,
-        health: MetricsHealth,
+        announcer: Announcer | None,
+        health: MetricsHealth | None,
         clock: Clock,
         chart: Chart,
     ) -> None:
+        """``announcer`` and ``health`` are needed to post (``publish``, ``run``), not to build reports."""
         self._policy = policy
         self._spend = spend
         self._db = database
@@ -208,13 +210,14 @@ class DigestService:
 
     def publish(self, day: date, *, teams: Sequence[str] | None = None, org: bool = True) -> list[str]:
         """Post the digests of ``day`` not posted yet; returns the scopes posted (team names, "*")."""
+        assert self._announce is not None, "publishing needs an announcer"
         digest = self.build(day)
         posted = []
         for team_digest in digest.teams:
             team = team_digest.team
             if (teams is not None and team.name not in teams) or not team.notifications.digest:
                 continue
-            if self._post_once(team.name, day, team.channel, lambda t=team_digest: self.team_report(t)):
+            if self._post_once(team.name, day, team.channel, partial(self.team_report, team_digest)):
                 posted.append(team.name)
         if org and teams is None and self._policy.admin_channel:
             if self._post_once(ORG, day, self._policy.admin_channel, lambda: self.org_report(digest)):
@@ -229,9 +232,11 @@ class DigestService:
             for day in self._days_to_post(yesterday):
                 done.append((day, self.publish(day)))
         except GpuQuotaError as error:
-            self._health.failed(str(error))
+            if self._health is not None:
+                self._health.failed(str(error))
             return done
-        self._health.recovered()
+        if self._health is not None:
+            self._health.recovered()
         return done
 
     def _days_to_post(self, yesterday: date) -> list[date]:
@@ -245,6 +250,7 @@ class DigestService:
 
     def _post_once(self, scope: str, day: date, channel: str, report: Callable[[], Report]) -> bool:
         """Claim (scope, day), post, mark posted; a failed post gives the claim back for the next run."""
+        assert self._announce is not None
         if not self._claim(scope, day):
             return False
         try:
@@ -259,12 +265,9 @@ class DigestService:
         return True
 
     def _claim(self, scope: str, day: date) -> bool:
-        def claim(repo) -> None:  # type: ignore[no-untyped-def]
-            repo.session.add(DigestRun(scope=scope, day=day, status="claimed", claimed_at=self._clock.now()))
-
         try:
             with self._db.transaction() as repo:
-                claim(repo)
+                repo.session.add(DigestRun(scope=scope, day=day, status="claimed", claimed_at=self._clock.now()))
             return True
         except IntegrityError:
             return False

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import logging
 from datetime import timedelta
+from functools import partial
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import IdleNudge
+from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy
@@ -59,7 +61,7 @@ class IdleWatch:
         for team in self._policy.teams.values():
             for namespace in (ns.name for ns in team.namespaces):
                 if namespace not in idle:
-                    self._db.run(lambda repo, ns=namespace: self._episode_over(repo, ns))
+                    self._db.run(partial(self._episode_over, namespace=namespace))
                 elif team.notifications.idle_nudges and self._nudge(team.channel, namespace, held.get(namespace, 0.0), idle[namespace]):
                     nudged.append(namespace)
         return nudged
@@ -111,7 +113,7 @@ class IdleWatch:
         log.info("nudged %s about %s idle GPUs", namespace, held)
         return True
 
-    def _episode_over(self, repo, namespace: str) -> None:  # type: ignore[no-untyped-def]
+    def _episode_over(self, repo: Repository, *, namespace: str) -> None:
         row = repo.session.get(IdleNudge, namespace)
         if row is not None and row.active:
             row.active = False

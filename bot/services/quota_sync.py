@@ -58,7 +58,7 @@ class QuotaSync:
         database: Database,
         clock: Clock,
         retry_delays: Sequence[float] = (0.5, 2.0, 5.0),
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         max_conflicts: int = 5,
     ) -> None:
         self._policy = policy
@@ -66,10 +66,10 @@ class QuotaSync:
         self._db = database
         self._clock = clock
         self._retry_delays = tuple(retry_delays)
-        self._sleep = sleep
+        self._sleep = sleep or time.sleep
         self._max_conflicts = max_conflicts
 
-    def observe(self, repository: Repository, snapshot: QuotaSnapshot | None, namespace: str) -> NamespaceRow:
+    def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, namespace: str) -> NamespaceRow:
         """Create or update the namespace's stored base from a fresh read (adopting any drift)."""
         self._fold(repository, namespace, snapshot, request_id=None, actor="gpu-quota-bot")
         row = repository.namespace(namespace)

@@ -28,7 +28,7 @@ from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, move_request, record_effect, touch
 from bot.services.ports import QuotaCluster
 from bot.services.quota_sync import QuotaSync
-from bot.services.text import channel, gpus, mention
+from bot.services.text import gpus, mention
 
 log = logging.getLogger(__name__)
 AUTO_APPROVER = "gpu-quota-bot"
@@ -165,7 +165,7 @@ class RequestService:
 
         def create(repo: Repository) -> RequestRow:
             now = self._clock.now()
-            self._sync.observe(repo, new.snapshot, new.namespace)
+            self._sync.record_observation(repo, new.snapshot, new.namespace)
             request = repo.add_request(
                 RequestRow(
                     kind=new.kind,

@@ -20,8 +20,8 @@ from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import BOT_TOKEN, Sandbox
-from bot.sandbox.world import sandbox_slack, seed_cluster
 from bot.sandbox.slack_api import Recorded
+from bot.sandbox.world import sandbox_slack, seed_cluster
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 POSTGRES_ADMIN_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")

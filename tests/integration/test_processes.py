@@ -14,6 +14,7 @@ from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
 from tests.integration.processes import ROOT, bot_command, metric, ok, run_env, wait_for
 
+
 def test_shell_demo_tells_the_whole_story() -> None:
     result = subprocess.run(bot_command("shell", "--demo"), capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert result.returncode == 0, result.stderr

@@ -38,7 +38,7 @@ def test_days_are_local_calendar_days_across_dst() -> None:
 def test_month_windows_tile_the_month_without_gaps() -> None:
     windows = month_windows(date(2026, 10, 31), BERLIN)
     assert [w.day.day for w in windows] == list(range(1, 32))
-    assert all(a.end == b.start for a, b in zip(windows, windows[1:]))
+    assert all(a.end == b.start for a, b in zip(windows, windows[1:], strict=False))
     assert month_length(date(2026, 10, 5), BERLIN) == timedelta(days=31, hours=1)
     assert month_length(date(2028, 2, 1), ZoneInfo("UTC")) == timedelta(days=29)
 

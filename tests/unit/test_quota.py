@@ -20,12 +20,12 @@ def snap(hard: int, *, bot: int | None = None, limits: int | None = None, used: 
 
 def test_first_sight_adopts_the_cluster_value_as_base() -> None:
     seen = observe(snap(4), base=None, last_seen=None, active_grants=0, default_quota=0)
-    assert (seen.base, seen.last_seen, seen.drift, seen.first_sight) == (4, 4, 0, True)
+    assert (seen.base, seen.last_seen, seen.drift) == (4, 4, 0)
 
 
 def test_first_sight_without_a_quota_uses_the_default() -> None:
     seen = observe(None, base=None, last_seen=None, active_grants=0, default_quota=2)
-    assert (seen.base, seen.last_seen, seen.first_sight) == (2, None, True)
+    assert (seen.base, seen.last_seen) == (2, None)
 
 
 def test_the_bots_own_write_is_not_drift_even_if_the_database_missed_it() -> None:

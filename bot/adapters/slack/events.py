@@ -63,7 +63,6 @@ class ButtonClick:
 @dataclass(frozen=True)
 class FormSubmission:
     user_id: str
-    callback_id: str
     values: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -83,7 +82,6 @@ class FormSubmission:
             metadata = {}
         return cls(
             user_id=str((body.get("user") or {}).get("id", "")),
-            callback_id=str(view.get("callback_id", "")),
             values=values,
             metadata=metadata if isinstance(metadata, dict) else {},
         )

@@ -85,12 +85,13 @@ class SlackNotifier:
         return MessageRef(str(response["channel"]), str(response["ts"]))
 
     def update_request(self, card: RequestCard) -> None:
-        assert card.message_ts is not None
+        ts = card.message_ts
+        assert ts is not None, "only posted requests are updated"
         slack_call(
             f"update the message of {card.display_id}",
             lambda: self._client.chat_update(
                 channel=card.channel_id,
-                ts=card.message_ts,
+                ts=ts,
                 text=request_fallback_text(card),
                 blocks=to_dicts(request_message(card)),
             ),
