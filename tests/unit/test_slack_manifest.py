@@ -22,10 +22,10 @@ SCOPES = {
     "views_update": set(),
     "auth_test": set(),
 }
-# A WebClient method call: client.chat_postMessage(...), self._client.views_open(...), ...
+# A WebClient method, called or passed: client.chat_postMessage(...), partial(client.users_info, ...), ...
 SLACK_CALL = re.compile(
     r"client\.((?:admin|apps|auth|bookmarks|chat|conversations|dnd|emoji|files|pins|reactions|reminders|search|stars|team"
-    r"|usergroups|users|views)_\w+)\("
+    r"|usergroups|users|views)_\w+)\b"
 )
 
 
