@@ -29,7 +29,7 @@ class Settings(BaseSettings):
     prometheus_username: str | None = None
     prometheus_password: SecretStr | None = None
     prometheus_ca_bundle: Path | None = None
-    prometheus_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
+    prometheus_timeout_seconds: float = Field(default=120.0, gt=0, le=600)
     reconcile_interval_seconds: int = Field(default=30, ge=5, le=3600)
     sweep_interval_seconds: int = Field(default=600, ge=60, le=86400)
     leader_check_seconds: float = Field(default=2.0, gt=0, le=60)

@@ -192,6 +192,11 @@ class PrometheusMetrics:
             return query() or []
         except PrometheusApiClientException as error:
             status = _status_of(str(error))
+            if status in (401, 403):
+                count_error("prometheus", "permanent")
+                raise PermanentError(
+                    f"Prometheus refused the bot's credentials (HTTP {status}): check PROMETHEUS_BEARER_TOKEN or the basic auth"
+                ) from None
             if status in (400, 422):
                 count_error("prometheus", "permanent")
                 raise PermanentError(f"Prometheus rejected a query (HTTP {status}): {_short(str(error))}") from None

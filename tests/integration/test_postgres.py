@@ -86,3 +86,25 @@ def test_concurrent_permanent_changes_to_one_namespace_both_count(pg_sandbox: Sa
     at_once(decide(pg_sandbox, first, "U0MAYA"), decide(pg_sandbox, second, "U0PAT"))
     assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving")).base_gpus == 20
     assert pg_sandbox.kube.hard("biz-model-serving", "compute-quota") == "20"
+
+
+@pytest.mark.postgres
+def test_the_advisory_lock_has_one_holder_and_is_lost_with_its_connection(postgres_url: str) -> None:
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    from bot.leadership import PostgresAdvisoryLock
+
+    first, second = PostgresAdvisoryLock(postgres_url), PostgresAdvisoryLock(postgres_url)
+    try:
+        assert first.acquire() and first.held()
+        assert not second.acquire() and not second.held()
+        conninfo = make_url(postgres_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        with psycopg.connect(conninfo, autocommit=True) as admin:  # the leader's connection dies
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'gpu-quota-bot-leader'"
+                          " AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)")
+        assert not first.held()
+        assert second.acquire() and second.held()
+    finally:
+        first.release()
+        second.release()

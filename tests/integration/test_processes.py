@@ -79,6 +79,8 @@ def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins:
     assert process.returncode == 0, err
     lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
     assert any(line["message"] == "stopped" for line in lines)
+    request_lines = [line for line in lines if line.get("request_id") == "GQ-1"]
+    assert any("submitted by U0ALICE" in line["message"] for line in request_lines)  # the request id on its log lines
     assert any("bad or stale signature" in line["message"] for line in lines)
     assert BOT_TOKEN not in out + err and SIGNING_SECRET not in out + err
 
@@ -171,3 +173,18 @@ def test_check_config_passes_a_sound_configuration(tmp_path: Path, stand_ins: tu
                             timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "configuration OK" in result.stdout and "skipped Prometheus" in result.stdout
+
+
+def test_digest_post_goes_to_slack_once(tmp_path: Path, stand_ins: tuple) -> None:
+    slack, kube = stand_ins
+    env = run_env(tmp_path, slack, kube)
+    for name in ("GPU_QUOTA_CONFIG", "PROMETHEUS_URL"):  # the sandbox policy and metrics
+        env.pop(name, None)
+    first = subprocess.run(bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)
+    assert first.returncode == 0, first.stderr
+    assert "posted the digests of 2026-11-20: frontier, business, *" in first.stdout
+    assert {r.channel for r in slack.records if r.kind == "file"} == {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}
+    again = subprocess.run(bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True,
+                           timeout=120, cwd=ROOT)
+    assert "nothing new (already posted)" in again.stdout

@@ -19,6 +19,7 @@ import requests
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.clock import ManualClock
 from bot.domain.policy import Policy, parse_policy
+from bot.errors import PermanentError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
 from bot.sandbox.kube_api import quota_refusal_event
@@ -154,15 +155,18 @@ def test_check_config_sees_which_exporters_are_scraped(prometheus: PrometheusSer
 
 
 class FlakyProxy:
-    """Prometheus behind a proxy that can be switched to answering 503 (or to not forwarding at all)."""
+    """Prometheus behind a proxy that can be switched to answering 503, and can demand a bearer token."""
 
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, *, token: str | None = None) -> None:
         self.target = target
+        self.token = token
         self.up = True
         self._server = LoopbackServer(self._forward).start()
         self.url = self._server.url
 
     def _forward(self, incoming: Incoming) -> Outgoing:
+        if self.token and incoming.headers.get("authorization") != f"Bearer {self.token}":
+            return Outgoing(401, b"Unauthorized")
         if not self.up:
             return Outgoing(503, b"upstream connect error or disconnect/reset before headers")
         answer = requests.request(incoming.method, self.target + incoming.path, params=incoming.query, data=incoming.body,
@@ -178,6 +182,19 @@ def proxy(prometheus: PrometheusServer) -> Iterator[FlakyProxy]:
     flaky = FlakyProxy(prometheus.url)
     yield flaky
     flaky.stop()
+
+
+@pytest.mark.prometheus
+def test_a_prometheus_behind_an_authenticating_proxy(prometheus: PrometheusServer, policy: Policy) -> None:
+    guarded = FlakyProxy(prometheus.url, token="s3cret")
+    try:
+        anonymous = PrometheusMetrics.connect(guarded.url, interval=STEP, idle_threshold=0.05)
+        with pytest.raises(PermanentError, match="refused the bot's credentials"):
+            anonymous.allocated_at(datetime(2026, 11, 3, tzinfo=UTC))
+        with_token = PrometheusMetrics.connect(guarded.url, interval=STEP, idle_threshold=0.05, bearer_token="s3cret")
+        assert with_token.allocated_at(datetime(2026, 11, 3, tzinfo=UTC))["ns-idle"] == 4
+    finally:
+        guarded.stop()
 
 
 def make_sandbox(policy: Policy, proxy: FlakyProxy, clock: ManualClock, database_url: str | None = None) -> Sandbox:
