@@ -8,6 +8,7 @@ teams, not the namespaces) and trace its peak Python memory. Prints the median.
 
     .venv/bin/python bench/digest_scale.py            # 100 1000 3000
     .venv/bin/python bench/digest_scale.py 100 300    # other sizes
+    BENCH_KEEP=/var/tmp/bench .venv/bin/python bench/digest_scale.py   # keep (and reuse) the backfilled data
 
 Needs Debian's prometheus package (./scripts/test installs it). Writes a few GB to a temp dir for
 the largest size and removes it afterwards.
@@ -15,6 +16,7 @@ the largest size and removes it afterwards.
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
@@ -149,11 +151,17 @@ def main(sizes: list[int]) -> None:
         sys.exit("prometheus is not installed: run ./scripts/test once (it installs Debian's package)")
     print(f"digest of 2026-10-31 (UTC calendar: 31 days), 5-minute samples, {TEAMS} teams")
     print(f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'queries':>8} {'digest s':>8} {'render s':>8} {'peak MiB':>9} {'chart s':>8}")
+    keep = os.environ.get("BENCH_KEEP")
     for size in sizes:
-        workdir = Path(tempfile.mkdtemp(prefix=f"digest-bench-{size}-"))
+        workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"digest-bench-{size}-"))
         server = PrometheusServer(workdir)
         try:
-            samples, seconds = backfill(server, size)
+            done = workdir / "backfilled"
+            if done.exists():
+                samples, seconds = int(done.read_text()), 0.0
+            else:
+                samples, seconds = backfill(server, size)
+                done.write_text(str(samples))
             server.start(timeout=600)
             settle(server)
             row = measure(server, size)
@@ -161,7 +169,8 @@ def main(sizes: list[int]) -> None:
                   f"{row['peak_mb']:>9.1f} {row['chart']:>8.2f}", flush=True)
         finally:
             server.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
+            if not keep:
+                shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

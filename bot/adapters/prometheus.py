@@ -1,7 +1,7 @@
 """GPU usage from Prometheus (kube-state-metrics + NVIDIA DCGM exporter) with prometheus-api-client.
 
-Every measure is ONE aggregated query over all namespaces (``sum by (namespace) ...``); the number of
-queries depends on the number of distinct window lengths asked for, never on the cluster's size.
+Every measure is ONE aggregated query over all namespaces (``sum by (namespace) ...``) per run of
+days; the number of queries depends on the calendar (weeks, DST days), never on the cluster's size.
 
 GPU-hours are sums of samples times the sample interval, never ``avg_over_time * 24`` (wrong for
 pods that lived part of the day). Sums run over raw range vectors, so Prometheus reads each sample
@@ -207,12 +207,23 @@ class PrometheusMetrics:
             raise TemporaryError(f"Prometheus did not answer ({type(error).__name__})", delay=30) from None
 
 
+# A range query reads every sample of its days at once: a week keeps each query well inside
+# Prometheus's default 2-minute timeout on a large cluster, at a handful of queries per month.
+MAX_RUN_DAYS = 7
+
+
 def _runs_of_equal_length(windows: Sequence[Window]) -> list[list[Window]]:
-    """Consecutive windows of the same length, each a run one range query can answer (DST days stand alone)."""
+    """Consecutive windows of the same length (a DST day stands alone), at most a week each: each run
+    is one range query."""
     runs: list[list[Window]] = []
     for window in sorted(windows, key=lambda w: w.start):
         last = runs[-1][-1] if runs else None
-        if last is not None and last.seconds == window.seconds and window.end - last.end == timedelta(seconds=86400):
+        if (
+            last is not None
+            and len(runs[-1]) < MAX_RUN_DAYS
+            and last.seconds == window.seconds
+            and window.end - last.end == timedelta(seconds=86400)
+        ):
             runs[-1].append(window)
         else:
             runs.append([window])

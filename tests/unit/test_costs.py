@@ -113,7 +113,9 @@ def test_a_month_is_read_in_runs_of_equal_length_days() -> None:
     from bot.adapters.prometheus import _runs_of_equal_length
 
     runs = _runs_of_equal_length(month_windows(date(2026, 10, 31), BERLIN))
-    assert [(run[0].day.day, run[-1].day.day, run[0].seconds // 3600) for run in runs] == [(1, 24, 24), (25, 25, 25), (26, 31, 24)]
+    assert [(run[0].day.day, run[-1].day.day, run[0].seconds // 3600) for run in runs] == [
+        (1, 7, 24), (8, 14, 24), (15, 21, 24), (22, 24, 24), (25, 25, 25), (26, 31, 24)
+    ]
     partial = today_so_far(datetime(2026, 11, 3, 10, tzinfo=timezone.utc), BERLIN)
     runs = _runs_of_equal_length([*month_windows(date(2026, 11, 2), BERLIN), partial])
     assert [len(run) for run in runs] == [2, 1]
