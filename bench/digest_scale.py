@@ -54,8 +54,18 @@ RUNS = 3  # the digest is timed three times; the median is printed
 def history(namespaces: int, start: datetime, end: datetime) -> History:
     """Each namespace runs one pod with 1 or 2 GPUs all month; every tenth is idle; half are on H100s."""
     pods = [
-        PodRun(f"ns-{i:05d}", "p", 1 + i % 2, f"node-{i % 400}", H100 if i % 2 else A100, MONTH, MONTH + timedelta(days=DAYS),
-               0.01 if i % 10 == 0 else 0.6, profiling=i % 3 != 0, exported_labels=i % 5 == 0)
+        PodRun(
+            f"ns-{i:05d}",
+            "p",
+            1 + i % 2,
+            f"node-{i % 400}",
+            H100 if i % 2 else A100,
+            MONTH,
+            MONTH + timedelta(days=DAYS),
+            0.01 if i % 10 == 0 else 0.6,
+            profiling=i % 3 != 0,
+            exported_labels=i % 5 == 0,
+        )
         for i in range(namespaces)
     ]
     return History(step=STEP, start=start, end=end, pods=pods)
@@ -77,8 +87,11 @@ def backfill(server: PrometheusServer, namespaces: int) -> tuple[int, float]:
         source = server.workdir / f"chunk-{index}.om"
         with source.open("w", encoding="utf-8", buffering=1 << 22) as out:
             written = write_openmetrics(history(namespaces, start, end), out)
-        subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(server.data)],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(server.data)],
+            check=True,
+            capture_output=True,
+        )
         source.unlink()
         return written
 
@@ -90,8 +103,12 @@ def backfill(server: PrometheusServer, namespaces: int) -> tuple[int, float]:
 def policy(namespaces: int):  # type: ignore[no-untyped-def]
     names = [f"ns-{i:05d}" for i in range(namespaces)]
     teams = {
-        f"team-{t:02d}": {"channel": "C0BENCH", "namespaces": names[t::TEAMS], "approvers": {"users": ["U0BENCH"]},
-                          "budget": {"monthly": 1000.0 * namespaces / TEAMS}}
+        f"team-{t:02d}": {
+            "channel": "C0BENCH",
+            "namespaces": names[t::TEAMS],
+            "approvers": {"users": ["U0BENCH"]},
+            "budget": {"monthly": 1000.0 * namespaces / TEAMS},
+        }
         for t in range(TEAMS)
     }
     return parse_policy({"admin_channel": "C0ADMIN", "pricing": {"models": {A100: 2.0, H100: 4.0}}, "teams": teams})
@@ -103,8 +120,15 @@ def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
     database = Database.from_url("sqlite://")
     Base.metadata.create_all(database.engine)
     clock = ManualClock(MONTH + timedelta(days=DAYS, hours=8))
-    service = DigestService(policy=the_policy, spend=SpendReader(policy=the_policy, metrics=metrics), database=database,
-                            announcer=None, health=None, clock=clock, chart=daily_cost_chart)
+    service = DigestService(
+        policy=the_policy,
+        spend=SpendReader(policy=the_policy, metrics=metrics),
+        database=database,
+        announcer=None,
+        health=None,
+        clock=clock,
+        chart=daily_cost_chart,
+    )
     day = date(2026, 10, 31)
     builds, renders = [], []
     for _ in range(RUNS):
@@ -125,8 +149,13 @@ def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
     chart_started = time.perf_counter()
     service.team_report(digest.teams[0])
     chart = time.perf_counter() - chart_started
-    return {"queries": queries, "build": statistics.median(builds), "render": statistics.median(renders),
-            "peak_mb": peak / 2**20, "chart": chart}
+    return {
+        "queries": queries,
+        "build": statistics.median(builds),
+        "render": statistics.median(renders),
+        "peak_mb": peak / 2**20,
+        "chart": chart,
+    }
 
 
 def settle(server: PrometheusServer, *, quiet: float = 20.0, limit: float = 1800.0) -> int:
@@ -137,7 +166,9 @@ def settle(server: PrometheusServer, *, quiet: float = 20.0, limit: float = 1800
     last, since = -1, time.monotonic()
     while time.monotonic() < deadline:
         text = requests.get(f"{server.url}/metrics", timeout=10).text
-        blocks = int(float(next(line.split()[1] for line in text.splitlines() if line.startswith("prometheus_tsdb_blocks_loaded "))))
+        blocks = int(
+            float(next(line.split()[1] for line in text.splitlines() if line.startswith("prometheus_tsdb_blocks_loaded ")))
+        )
         if blocks != last:
             last, since = blocks, time.monotonic()
         elif time.monotonic() - since >= quiet:
@@ -150,7 +181,9 @@ def main(sizes: list[int]) -> None:
     if shutil.which("prometheus") is None:
         sys.exit("prometheus is not installed: run ./scripts/test once (it installs Debian's package)")
     print(f"digest of 2026-10-31 (UTC calendar: 31 days), 5-minute samples, {TEAMS} teams")
-    print(f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'queries':>8} {'digest s':>8} {'render s':>8} {'peak MiB':>9} {'chart s':>8}")
+    print(
+        f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'queries':>8} {'digest s':>8} {'render s':>8} {'peak MiB':>9} {'chart s':>8}"
+    )
     keep = os.environ.get("BENCH_KEEP")
     for size in sizes:
         workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"digest-bench-{size}-"))
@@ -165,8 +198,11 @@ def main(sizes: list[int]) -> None:
             server.start(timeout=600)
             settle(server)
             row = measure(server, size)
-            print(f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['queries']:>8} {row['build']:>8.2f} {row['render']:>8.2f} "
-                  f"{row['peak_mb']:>9.1f} {row['chart']:>8.2f}", flush=True)
+            print(
+                f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['queries']:>8} {row['build']:>8.2f} {row['render']:>8.2f} "
+                f"{row['peak_mb']:>9.1f} {row['chart']:>8.2f}",
+                flush=True,
+            )
         finally:
             server.stop()
             if not keep:

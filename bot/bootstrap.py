@@ -72,9 +72,13 @@ def build_services(
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         spend = SpendReader(policy=policy, metrics=metrics)
-        digest = DigestService(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock, chart=chart)
+        digest = DigestService(
+            policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock, chart=chart
+        )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
-        idle = IdleWatch(policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock)
+        idle = IdleWatch(
+            policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock
+        )
     requests = RequestService(
         policy=policy,
         database=database,

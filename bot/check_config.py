@@ -118,11 +118,17 @@ def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) 
     metrics = metrics_source(settings, policy)
     assert metrics is not None
     try:
-        present = metrics.series_present(["kube_pod_status_phase", "kube_pod_container_resource_requests", "DCGM_FI_DEV_GPU_UTIL"])
+        present = metrics.series_present(
+            ["kube_pod_status_phase", "kube_pod_container_resource_requests", "DCGM_FI_DEV_GPU_UTIL"]
+        )
     except GpuQuotaError as error:
         return [f"PROMETHEUS_URL: {error}"]
-    return [f"Prometheus has no {name} series: is {source} scraped?" for name, source in (
-        ("kube_pod_status_phase", "kube-state-metrics"),
-        ("kube_pod_container_resource_requests", "kube-state-metrics"),
-        ("DCGM_FI_DEV_GPU_UTIL", "the NVIDIA DCGM exporter"),
-    ) if not present.get(name)]
+    return [
+        f"Prometheus has no {name} series: is {source} scraped?"
+        for name, source in (
+            ("kube_pod_status_phase", "kube-state-metrics"),
+            ("kube_pod_container_resource_requests", "kube-state-metrics"),
+            ("DCGM_FI_DEV_GPU_UTIL", "the NVIDIA DCGM exporter"),
+        )
+        if not present.get(name)
+    ]

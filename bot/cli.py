@@ -14,9 +14,7 @@ class SettingsProblem(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="gpu-quota-bot", description="ChatOps for GPU quota on a shared Kubernetes cluster."
-    )
+    parser = argparse.ArgumentParser(prog="gpu-quota-bot", description="ChatOps for GPU quota on a shared Kubernetes cluster.")
     commands = parser.add_subparsers(dest="command", required=True)
 
     commands.add_parser("run", help="serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the jobs")

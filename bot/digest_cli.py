@@ -112,6 +112,11 @@ def _service(policy: Policy, metrics: MetricsSource, database: Database, *, noti
     announcer = Announcer(notifier=notifier, policy=policy, database=database) if notifier is not None else None
     health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
     return DigestService(
-        policy=policy, spend=SpendReader(policy=policy, metrics=metrics), database=database,
-        announcer=announcer, health=health, clock=clock, chart=daily_cost_chart,
+        policy=policy,
+        spend=SpendReader(policy=policy, metrics=metrics),
+        database=database,
+        announcer=announcer,
+        health=health,
+        clock=clock,
+        chart=daily_cost_chart,
     )

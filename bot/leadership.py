@@ -38,8 +38,7 @@ class Leadership(Protocol):
         """True while this replica can prove it still holds the leadership."""
         ...
 
-    def release(self) -> None:
-        ...
+    def release(self) -> None: ...
 
 
 class SoleReplica:
@@ -97,8 +96,13 @@ class PostgresAdvisoryLock:
     def _connect(self) -> psycopg.Connection:
         if self._connection is None or self._connection.closed:
             self._connection = psycopg.connect(
-                self._conninfo, autocommit=True, connect_timeout=int(self._timeout),
-                keepalives=1, keepalives_idle=5, keepalives_interval=2, keepalives_count=3,
+                self._conninfo,
+                autocommit=True,
+                connect_timeout=int(self._timeout),
+                keepalives=1,
+                keepalives_idle=5,
+                keepalives_interval=2,
+                keepalives_count=3,
                 options="-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
                 f" -c statement_timeout={int(self._timeout * 1000)}",
                 application_name="gpu-quota-bot-leader",

@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 DECISIONS = Counter("gpu_quota_decisions", "Approvals and denials recorded", ["verdict"])
 APPLIES = Counter("gpu_quota_applies", "Requests applied to the cluster, by outcome", ["outcome"])
 APPLY_SECONDS = Histogram(
-    "gpu_quota_apply_seconds", "Time to apply an approved request (read, dry run, patch, record)",
+    "gpu_quota_apply_seconds",
+    "Time to apply an approved request (read, dry run, patch, record)",
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 ERRORS = Counter("gpu_quota_errors", "Failures talking to other systems", ["system", "kind"])
@@ -58,9 +59,9 @@ class RequestStates(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("gpu_quota_requests", "Quota requests by state", labels=["state"])
         try:
-            rows = self._db.run(lambda repo: list(repo.session.execute(
-                select(RequestRow.state, func.count()).group_by(RequestRow.state)
-            )))
+            rows = self._db.run(
+                lambda repo: list(repo.session.execute(select(RequestRow.state, func.count()).group_by(RequestRow.state)))
+            )
             counts: dict[str, int] = {str(state): int(count) for state, count in rows}
         except Exception:
             log.exception("could not count requests for /metrics")

@@ -71,11 +71,18 @@ def serve() -> int:
     if metrics is None:
         log.warning("PROMETHEUS_URL is not set: no cost digests, budget warnings or idle-GPU nudges")
     services = build_services(
-        policy=policy, database=database, cluster=cluster, notifier=SlackNotifier(client),
-        directory=SlackDirectory(client), clock=SystemClock(), metrics=metrics,
+        policy=policy,
+        database=database,
+        cluster=cluster,
+        notifier=SlackNotifier(client),
+        directory=SlackDirectory(client),
+        clock=SystemClock(),
+        metrics=metrics,
     )
     executor = TrackingExecutor()
-    signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else "unused-in-socket-mode"
+    signing_secret = (
+        settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else "unused-in-socket-mode"
+    )
     app = build_bolt_app(services=services, client=client, signing_secret=signing_secret, executor=executor)
     scheduler = BackgroundScheduler(timezone="UTC")
     jobs.register(
@@ -120,7 +127,9 @@ def _lead(scheduler: BackgroundScheduler, services: Services) -> None:
     """A new leader resumes the jobs and catches up at once on a digest its predecessor may have missed."""
     scheduler.resume()
     if services.digest is not None:
-        scheduler.add_job(jobs.run_job, args=["digest_catch_up", services.digest.run], id="digest_catch_up", replace_existing=True)
+        scheduler.add_job(
+            jobs.run_job, args=["digest_catch_up", services.digest.run], id="digest_catch_up", replace_existing=True
+        )
 
 
 def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
@@ -152,7 +161,9 @@ def _serve_http(settings: Settings, app: Any, database: Database):  # type: igno
 
     server = waitress.create_server(WebApp(app, ready=ready, metrics=exposition), host="0.0.0.0", port=settings.port, threads=8)
     threading.Thread(target=server.run, name="http", daemon=True).start()
-    log.info("listening on port %s (%s)", settings.port, "health and metrics" if settings.slack_app_token else "POST /slack/events")
+    log.info(
+        "listening on port %s (%s)", settings.port, "health and metrics" if settings.slack_app_token else "POST /slack/events"
+    )
     return server.close
 
 

@@ -171,8 +171,12 @@ class Shell:
             return
         button = self._buttons[int(args[0])]
         body = self._side().block_action(
-            user_id=self._user, action_id=button.action_id, value=button.value, channel_id=button.channel,
-            message_ts=button.ts, label=button.label,
+            user_id=self._user,
+            action_id=button.action_id,
+            value=button.value,
+            channel_id=button.channel,
+            message_ts=button.ts,
+            label=button.label,
         )
         self._sandbox.send(body)
         self._show_new()
@@ -199,8 +203,11 @@ class Shell:
         assert self._sandbox.services is not None
         report = self._sandbox.services.reconciler.tick()
         self._show_new()
-        done = [f"{name}: {', '.join(f'GQ-{i}' for i in ids)}" for name, ids in
-                (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended)) if ids]
+        done = [
+            f"{name}: {', '.join(f'GQ-{i}' for i in ids)}"
+            for name, ids in (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended))
+            if ids
+        ]
         self._say("  reconcile: " + ("; ".join(done) if done else "nothing due"))
 
     def _digest(self, args: list[str]) -> None:
@@ -222,7 +229,9 @@ class Shell:
         nudged = services.idle.check()
         blocked = services.blocked.check()
         self._show_new()
-        self._say(f"  budget warnings: {len(warnings)}; idle nudges: {', '.join(nudged) or 'none'}; blocked workloads: {len(blocked)}")
+        self._say(
+            f"  budget warnings: {len(warnings)}; idle nudges: {', '.join(nudged) or 'none'}; blocked workloads: {len(blocked)}"
+        )
 
     def _services(self):  # type: ignore[no-untyped-def]
         assert self._sandbox.services is not None
@@ -238,8 +247,10 @@ class Shell:
             hard, used = quota["spec"]["hard"], quota["status"]["used"]
             annotations = quota["metadata"].get("annotations") or {}
             requests = f"{used.get('requests.nvidia.com/gpu', '0')}/{hard.get('requests.nvidia.com/gpu', '-')}"
-            self._say(f"{namespace:<24}{name:<16}{requests:<26}{hard.get('limits.nvidia.com/gpu', '-'):<24}"
-                      f"{annotations.get('gpu-quota-bot.io/applied-by', '(by hand)')}")
+            self._say(
+                f"{namespace:<24}{name:<16}{requests:<26}{hard.get('limits.nvidia.com/gpu', '-'):<24}"
+                f"{annotations.get('gpu-quota-bot.io/applied-by', '(by hand)')}"
+            )
 
     def _kubectl(self, args: list[str]) -> None:
         kube = self._sandbox.kube
@@ -284,8 +295,10 @@ class Shell:
                     self._titles[record.ts or ""] = _title_of(record.blocks) or "a message"
                 self._section(title, lines)
             elif record.kind == "update":
-                self._section(f"{self._render.where(record.channel)} › {self._titles.get(record.ts or '', 'message')} updated",
-                              self._render.blocks(record.blocks, number))
+                self._section(
+                    f"{self._render.where(record.channel)} › {self._titles.get(record.ts or '', 'message')} updated",
+                    self._render.blocks(record.blocks, number),
+                )
             elif record.kind == "response":
                 lines = self._render.blocks(record.blocks, number) if record.blocks else [self._render.mrkdwn(record.text)]
                 self._section("only visible to you", lines)
@@ -336,7 +349,9 @@ class Shell:
         self._say(
             BANNER.format(
                 cluster="a REAL cluster" if real else "sandbox cluster",
-                cluster_note="changes go to the cluster of --kubeconfig!" if real else "frontier 4 GPUs, business 16, 24 allocatable",
+                cluster_note="changes go to the cluster of --kubeconfig!"
+                if real
+                else "frontier 4 GPUs, business 16, 24 allocatable",
                 people=", ".join(f"@{p.name}" for p in PEOPLE),
                 user=self._names[self._user],
             )
@@ -356,4 +371,3 @@ def _title_of(blocks: list[dict[str, Any]]) -> str | None:
             text = block["text"]["text"]
             return text.rsplit(" ", 1)[-1] if text.startswith("GPU quota request") else text
     return None
-

@@ -83,24 +83,41 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
         open_extend_form(client, respond, slash.trigger_id, parsed.request_id, problems=parsed.problems, reason=parsed.reason)
         return
     if isinstance(parsed, StatusCommand):
-        answer = attempt(lambda: blocks.status_lines(services.queries.status(user=user, namespace=parsed.namespace)), user=user, what="status")
+        answer = attempt(
+            lambda: blocks.status_lines(services.queries.status(user=user, namespace=parsed.namespace)), user=user, what="status"
+        )
         say(respond, answer, header="GPU quota status")
     elif isinstance(parsed, ListCommand):
-        answer = attempt(lambda: [blocks.pending_line(p) for p in services.queries.pending_for(user=user)] or ["Nothing pending for you."], user=user, what="list")
+        answer = attempt(
+            lambda: [blocks.pending_line(p) for p in services.queries.pending_for(user=user)] or ["Nothing pending for you."],
+            user=user,
+            what="list",
+        )
         say(respond, answer, header="Pending requests")
     elif isinstance(parsed, AuditCommand):
         answer = attempt(
-            lambda: blocks.audit_lines(services.queries.audit(user=user, namespace=parsed.namespace, request_id=parsed.request_id)) or ["No entries yet."],
+            lambda: (
+                blocks.audit_lines(services.queries.audit(user=user, namespace=parsed.namespace, request_id=parsed.request_id))
+                or ["No entries yet."]
+            ),
             user=user,
             what="audit",
         )
         say(respond, answer, header="Audit trail")
     elif isinstance(parsed, RequestCommand):
-        say(respond, attempt(lambda: submitted_text(services.requests.submit(requester=user, draft=parsed.draft)), user=user, what="request"))
+        say(
+            respond,
+            attempt(
+                lambda: submitted_text(services.requests.submit(requester=user, draft=parsed.draft)), user=user, what="request"
+            ),
+        )
     elif isinstance(parsed, CancelCommand):
         say(respond, attempt(lambda: services.requests.cancel(user=user, request_id=parsed.request_id), user=user, what="cancel"))
     elif isinstance(parsed, ReleaseCommand):
-        say(respond, attempt(lambda: services.requests.release(user=user, request_id=parsed.request_id), user=user, what="release"))
+        say(
+            respond,
+            attempt(lambda: services.requests.release(user=user, request_id=parsed.request_id), user=user, what="release"),
+        )
     elif isinstance(parsed, RetryCommand):
         say(respond, attempt(lambda: services.requests.retry(user=user, request_id=parsed.request_id), user=user, what="retry"))
     elif isinstance(parsed, ExtendCommand):
@@ -110,7 +127,9 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
             respond,
             attempt(
                 lambda: submitted_text(
-                    services.requests.extend(requester=user, request_id=parsed.request_id, duration=duration, reason=parsed.reason)
+                    services.requests.extend(
+                        requester=user, request_id=parsed.request_id, duration=duration, reason=parsed.reason
+                    )
                 ),
                 user=user,
                 what="extend",
@@ -139,15 +158,24 @@ def say(respond: Respond, answer: str | list[str], *, header: str | None = None)
     lines = [answer] if isinstance(answer, str) else answer
     text = "\n".join(lines)
     response = respond(
-        text=blocks.truncate(text, 3000), blocks=blocks.to_dicts(blocks.lines_to_blocks(lines, header=header)),
-        response_type="ephemeral", replace_original=False,
+        text=blocks.truncate(text, 3000),
+        blocks=blocks.to_dicts(blocks.lines_to_blocks(lines, header=header)),
+        response_type="ephemeral",
+        replace_original=False,
     )
     if response.status_code != 200:
         log.error("Slack refused the response (HTTP %s)", response.status_code)
 
 
 def open_form(
-    services: Services, user: str, draft: RequestDraft, client: WebClient, respond: Respond, *, trigger_id: str | None, channel_id: str | None
+    services: Services,
+    user: str,
+    draft: RequestDraft,
+    client: WebClient,
+    respond: Respond,
+    *,
+    trigger_id: str | None,
+    channel_id: str | None,
 ) -> None:
     """The request form, prefilled with ``draft``, its namespace list limited to what ``user`` may request for."""
     namespaces = attempt(lambda: services.access.requestable_namespaces(user), user=user, what="request form")
@@ -165,4 +193,7 @@ def open_view(client: WebClient, respond: Respond, trigger_id: str | None, view:
     try:
         slack_call("open the form", lambda: client.views_open(trigger_id=trigger_id, view=view))
     except GpuQuotaError as error:
-        say(respond, f":warning: Could not open the form ({error}). Type the whole command instead: `/gpu-quota {USAGE['request']}`")
+        say(
+            respond,
+            f":warning: Could not open the form ({error}). Type the whole command instead: `/gpu-quota {USAGE['request']}`",
+        )

@@ -42,7 +42,9 @@ def register(app: App, services: Services) -> None:
             return
         ack(response_action="update", view=notice_view("GPU quota request", ":hourglass_flowing_sand: Submitting…"))
         outcome = attempt(
-            lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)), user=form.user_id, what="request form"
+            lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
+            user=form.user_id,
+            what="request form",
         )
         show(client, body, notice_view("GPU quota request", outcome))
 

@@ -35,13 +35,22 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
     if services.digest is not None:
         jobs.append(("digest", CronTrigger.from_crontab(schedules.digest, timezone=zone), services.digest.run, 6 * 3600))
     if services.budget is not None:
-        jobs.append(("budget_warnings", CronTrigger.from_crontab(schedules.budget_warnings, timezone=zone), services.budget.check, 1800))
+        jobs.append(
+            ("budget_warnings", CronTrigger.from_crontab(schedules.budget_warnings, timezone=zone), services.budget.check, 1800)
+        )
     if services.idle is not None:
         jobs.append(("idle_nudges", CronTrigger.from_crontab(schedules.idle_nudges, timezone=zone), services.idle.check, 900))
     for job_id, trigger, work, grace in jobs:
         scheduler.add_job(
-            run_job, trigger, id=job_id, name=job_id, args=[job_id, work],
-            replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=grace,
+            run_job,
+            trigger,
+            id=job_id,
+            name=job_id,
+            args=[job_id, work],
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=grace,
         )
     return [job_id for job_id, *_ in jobs]
 

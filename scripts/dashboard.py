@@ -22,8 +22,15 @@ DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 DAILY_GPU_HOURS = f"sum by (namespace) ({running_gpu_samples(86400)}) * $sample_interval / 3600"
 
 
-def panel(panel_id: int, title: str, kind: str, targets: list[tuple[str, str]], grid: tuple[int, int, int, int],
-          unit: str = "short", stack: bool = False) -> dict[str, Any]:
+def panel(
+    panel_id: int,
+    title: str,
+    kind: str,
+    targets: list[tuple[str, str]],
+    grid: tuple[int, int, int, int],
+    unit: str = "short",
+    stack: bool = False,
+) -> dict[str, Any]:
     x, y, w, h = grid
     return {
         "id": panel_id,
@@ -31,32 +38,105 @@ def panel(panel_id: int, title: str, kind: str, targets: list[tuple[str, str]], 
         "type": kind,
         "datasource": DATASOURCE,
         "gridPos": {"x": x, "y": y, "w": w, "h": h},
-        "fieldConfig": {"defaults": {"unit": unit, "custom": {"stacking": {"mode": "normal" if stack else "none"}}}, "overrides": []},
-        "targets": [{"refId": chr(65 + i), "expr": expr, "legendFormat": legend, "datasource": DATASOURCE}
-                    for i, (expr, legend) in enumerate(targets)],
+        "fieldConfig": {
+            "defaults": {"unit": unit, "custom": {"stacking": {"mode": "normal" if stack else "none"}}},
+            "overrides": [],
+        },
+        "targets": [
+            {"refId": chr(65 + i), "expr": expr, "legendFormat": legend, "datasource": DATASOURCE}
+            for i, (expr, legend) in enumerate(targets)
+        ],
     }
 
 
 def dashboard() -> dict[str, Any]:
     health = [
-        panel(1, "Replicas and leader", "stat", [("sum(up{job=~\"$job\"})", "replicas up"), ("max(gpu_quota_leader)", "leader")], (0, 0, 6, 5)),
-        panel(2, "Requests by state", "timeseries", [("sum by (state) (max by (state, instance) (gpu_quota_requests))", "{{state}}")], (6, 0, 9, 8)),
-        panel(3, "Decisions", "timeseries", [("sum by (verdict) (increase(gpu_quota_decisions_total[$__rate_interval]))", "{{verdict}}")], (15, 0, 9, 8)),
-        panel(4, "Apply latency", "timeseries", [
-            ("histogram_quantile(0.5, sum by (le) (rate(gpu_quota_apply_seconds_bucket[$__rate_interval])))", "p50"),
-            ("histogram_quantile(0.95, sum by (le) (rate(gpu_quota_apply_seconds_bucket[$__rate_interval])))", "p95"),
-        ], (0, 8, 8, 8), unit="s"),
-        panel(5, "Applies by outcome", "timeseries", [("sum by (outcome) (increase(gpu_quota_applies_total[$__rate_interval]))", "{{outcome}}")], (8, 8, 8, 8)),
-        panel(6, "Errors by system and kind", "timeseries", [("sum by (system, kind) (rate(gpu_quota_errors_total[$__rate_interval]))", "{{system}} {{kind}}")], (16, 8, 8, 8), unit="reqps"),
-        panel(7, "Job runs", "timeseries", [("sum by (job, outcome) (increase(gpu_quota_job_runs_total[$__rate_interval]))", "{{job}} {{outcome}}")], (0, 16, 12, 8)),
-        panel(8, "Since each job last succeeded", "stat", [("time() - max by (job) (gpu_quota_job_last_success_timestamp_seconds)", "{{job}}")], (12, 16, 12, 8), unit="s"),
+        panel(
+            1,
+            "Replicas and leader",
+            "stat",
+            [('sum(up{job=~"$job"})', "replicas up"), ("max(gpu_quota_leader)", "leader")],
+            (0, 0, 6, 5),
+        ),
+        panel(
+            2,
+            "Requests by state",
+            "timeseries",
+            [("sum by (state) (max by (state, instance) (gpu_quota_requests))", "{{state}}")],
+            (6, 0, 9, 8),
+        ),
+        panel(
+            3,
+            "Decisions",
+            "timeseries",
+            [("sum by (verdict) (increase(gpu_quota_decisions_total[$__rate_interval]))", "{{verdict}}")],
+            (15, 0, 9, 8),
+        ),
+        panel(
+            4,
+            "Apply latency",
+            "timeseries",
+            [
+                ("histogram_quantile(0.5, sum by (le) (rate(gpu_quota_apply_seconds_bucket[$__rate_interval])))", "p50"),
+                ("histogram_quantile(0.95, sum by (le) (rate(gpu_quota_apply_seconds_bucket[$__rate_interval])))", "p95"),
+            ],
+            (0, 8, 8, 8),
+            unit="s",
+        ),
+        panel(
+            5,
+            "Applies by outcome",
+            "timeseries",
+            [("sum by (outcome) (increase(gpu_quota_applies_total[$__rate_interval]))", "{{outcome}}")],
+            (8, 8, 8, 8),
+        ),
+        panel(
+            6,
+            "Errors by system and kind",
+            "timeseries",
+            [("sum by (system, kind) (rate(gpu_quota_errors_total[$__rate_interval]))", "{{system}} {{kind}}")],
+            (16, 8, 8, 8),
+            unit="reqps",
+        ),
+        panel(
+            7,
+            "Job runs",
+            "timeseries",
+            [("sum by (job, outcome) (increase(gpu_quota_job_runs_total[$__rate_interval]))", "{{job}} {{outcome}}")],
+            (0, 16, 12, 8),
+        ),
+        panel(
+            8,
+            "Since each job last succeeded",
+            "stat",
+            [("time() - max by (job) (gpu_quota_job_last_success_timestamp_seconds)", "{{job}}")],
+            (12, 16, 12, 8),
+            unit="s",
+        ),
     ]
     cost = [
-        panel(9, "GPU-hours allocated per namespace (last 24 h, as in the digest)", "timeseries", [(DAILY_GPU_HOURS, "{{namespace}}")], (0, 25, 12, 9)),
-        panel(10, "Daily GPU cost per team (at $price per GPU-hour)", "timeseries", [(
-            f"sum by (label_$team_label) (({DAILY_GPU_HOURS}) * on (namespace) group_left (label_$team_label) "
-            f"max by (namespace, label_$team_label) (kube_namespace_labels)) * $price", "{{label_$team_label}}",
-        )], (12, 25, 12, 9), unit="currencyUSD", stack=True),
+        panel(
+            9,
+            "GPU-hours allocated per namespace (last 24 h, as in the digest)",
+            "timeseries",
+            [(DAILY_GPU_HOURS, "{{namespace}}")],
+            (0, 25, 12, 9),
+        ),
+        panel(
+            10,
+            "Daily GPU cost per team (at $price per GPU-hour)",
+            "timeseries",
+            [
+                (
+                    f"sum by (label_$team_label) (({DAILY_GPU_HOURS}) * on (namespace) group_left (label_$team_label) "
+                    f"max by (namespace, label_$team_label) (kube_namespace_labels)) * $price",
+                    "{{label_$team_label}}",
+                )
+            ],
+            (12, 25, 12, 9),
+            unit="currencyUSD",
+            stack=True,
+        ),
     ]
     return {
         "title": "gpu-quota-bot",
@@ -67,17 +147,43 @@ def dashboard() -> dict[str, Any]:
         "time": {"from": "now-7d", "to": "now"},
         "refresh": "1m",
         "tags": ["gpu", "quota", "cost"],
-        "templating": {"list": [
-            {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
-            {"name": "job", "type": "custom", "query": ".*gpu-quota-bot.*", "current": {"text": ".*gpu-quota-bot.*", "value": ".*gpu-quota-bot.*"}},
-            {"name": "sample_interval", "type": "constant", "query": "30", "label": "scrape interval (s) of kube-state-metrics"},
-            {"name": "price", "type": "textbox", "query": "0.95", "label": "price per GPU-hour"},
-            {"name": "team_label", "type": "textbox", "query": "team", "label": "namespace label naming the team"},
-        ]},
+        "templating": {
+            "list": [
+                {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Prometheus"},
+                {
+                    "name": "job",
+                    "type": "custom",
+                    "query": ".*gpu-quota-bot.*",
+                    "current": {"text": ".*gpu-quota-bot.*", "value": ".*gpu-quota-bot.*"},
+                },
+                {
+                    "name": "sample_interval",
+                    "type": "constant",
+                    "query": "30",
+                    "label": "scrape interval (s) of kube-state-metrics",
+                },
+                {"name": "price", "type": "textbox", "query": "0.95", "label": "price per GPU-hour"},
+                {"name": "team_label", "type": "textbox", "query": "team", "label": "namespace label naming the team"},
+            ]
+        },
         "panels": [
-            {"id": 100, "type": "row", "title": "The bot", "gridPos": {"x": 0, "y": 0, "w": 24, "h": 1}, "collapsed": False, "panels": []},
+            {
+                "id": 100,
+                "type": "row",
+                "title": "The bot",
+                "gridPos": {"x": 0, "y": 0, "w": 24, "h": 1},
+                "collapsed": False,
+                "panels": [],
+            },
             *health,
-            {"id": 101, "type": "row", "title": "GPU cost (the digest's queries)", "gridPos": {"x": 0, "y": 24, "w": 24, "h": 1}, "collapsed": False, "panels": []},
+            {
+                "id": 101,
+                "type": "row",
+                "title": "GPU cost (the digest's queries)",
+                "gridPos": {"x": 0, "y": 24, "w": 24, "h": 1},
+                "collapsed": False,
+                "panels": [],
+            },
             *cost,
         ],
     }

@@ -28,7 +28,9 @@ class FakeCluster:
     def add(self, namespace: str, hard: int | None, *, used: int = 0, limits: bool = True, name: str = "compute-quota") -> None:
         self.namespaces.add(namespace)
         if hard is not None:
-            self.quotas[(namespace, name)] = QuotaSnapshot(namespace, name, hard, used, hard if limits else None, self._next(), None)
+            self.quotas[(namespace, name)] = QuotaSnapshot(
+                namespace, name, hard, used, hard if limits else None, self._next(), None
+            )
 
     def edit(self, namespace: str, hard: int, name: str = "compute-quota") -> None:
         """A person running kubectl edit."""

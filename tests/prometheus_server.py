@@ -45,7 +45,8 @@ class PrometheusServer:
         self.data.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(self.data)],
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         )
         source.unlink()
         return self
@@ -54,10 +55,18 @@ class PrometheusServer:
         config = self.workdir / "prometheus.yml"
         config.write_text("global:\n  scrape_interval: 1h\n")
         self._process = subprocess.Popen(
-            ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={self.data}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--storage.tsdb.retention.time=400d",
-             "--query.max-samples=500000000", "--query.lookback-delta=4m", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=(self.workdir / "prometheus.log").open("wb"),
+            [
+                "prometheus",
+                f"--config.file={config}",
+                f"--storage.tsdb.path={self.data}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--storage.tsdb.retention.time=400d",
+                "--query.max-samples=500000000",
+                "--query.lookback-delta=4m",
+                "--log.level=warn",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=(self.workdir / "prometheus.log").open("wb"),
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -80,16 +80,24 @@ class KubernetesCluster:
         annotations = {APPLIED_ANNOTATION: str(gpus), APPLIED_BY_ANNOTATION: applied_by}
         dry = "All" if dry_run else None
         if previous is None:
-            body = {
+            body: Any = {  # the client takes the plain manifest as well as a V1ResourceQuota
                 "apiVersion": "v1",
                 "kind": "ResourceQuota",
-                "metadata": {"name": name, "namespace": namespace, "annotations": annotations,
-                             "labels": {"app.kubernetes.io/managed-by": FIELD_MANAGER}},
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": annotations,
+                    "labels": {"app.kubernetes.io/managed-by": FIELD_MANAGER},
+                },
                 "spec": {"hard": {GPU_REQUESTS: str(gpus)}},
             }
             action = f"create the ResourceQuota {name} in {namespace}"
             call = lambda: self._core.create_namespaced_resource_quota(  # noqa: E731
-                namespace, body, dry_run=dry, field_manager=FIELD_MANAGER, _request_timeout=self._timeout  # type: ignore[arg-type]
+                namespace,
+                body,
+                dry_run=dry,
+                field_manager=FIELD_MANAGER,
+                _request_timeout=self._timeout,
             )
         else:
             hard = {GPU_REQUESTS: str(gpus)}
@@ -101,8 +109,13 @@ class KubernetesCluster:
             }
             action = f"patch the ResourceQuota {name} in {namespace}"
             call = lambda: self._core.patch_namespaced_resource_quota(  # noqa: E731
-                name, namespace, patch, dry_run=dry, field_manager=FIELD_MANAGER,
-                _content_type=MERGE_PATCH, _request_timeout=self._timeout,
+                name,
+                namespace,
+                patch,
+                dry_run=dry,
+                field_manager=FIELD_MANAGER,
+                _content_type=MERGE_PATCH,
+                _request_timeout=self._timeout,
             )
         try:
             written = self._call(action + (" (dry run)" if dry_run else ""), call, allow_missing=True)
@@ -129,7 +142,9 @@ class KubernetesCluster:
     def quota_refusals(self) -> list[QuotaRefusal]:
         events = self._call(
             "list FailedCreate events",
-            lambda: self._core.list_event_for_all_namespaces(field_selector="reason=FailedCreate", _request_timeout=self._timeout),
+            lambda: self._core.list_event_for_all_namespaces(
+                field_selector="reason=FailedCreate", _request_timeout=self._timeout
+            ),
         )
         refusals = []
         for event in events.items:

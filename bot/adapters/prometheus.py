@@ -135,7 +135,9 @@ class PrometheusMetrics:
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
-        rows = self._instant(f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))", at=moment)
+        rows = self._instant(
+            f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))", at=moment
+        )
         return {metric.get("namespace", ""): value for metric, value in rows if value > 0}
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
@@ -163,7 +165,10 @@ class PrometheusMetrics:
         by_time = {int(_eval_time(w).timestamp()): w.day for w in run}
         result = self._call(
             lambda: self._client.custom_query_range(
-                query, start_time=_eval_time(run[0]), end_time=_eval_time(run[-1]), step=str(86400),
+                query,
+                start_time=_eval_time(run[0]),
+                end_time=_eval_time(run[-1]),
+                step=str(86400),
                 params={"timeout": f"{int(self._timeout)}s"},
             )
         )

@@ -200,9 +200,7 @@ def parse_request_words(words: list[str]) -> RequestDraft:
                 duration = parse_duration(rest.pop(0))
             except ValueError as error:
                 problems.append(str(error))
-    return RequestDraft(
-        namespace=namespace, amount=amount, duration=duration, reason=" ".join(rest), problems=tuple(problems)
-    )
+    return RequestDraft(namespace=namespace, amount=amount, duration=duration, reason=" ".join(rest), problems=tuple(problems))
 
 
 def _parse_request(args: list[str]) -> Command:

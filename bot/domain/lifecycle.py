@@ -37,9 +37,7 @@ class Verdict(StrEnum):
 
 
 REQUEST_TRANSITIONS: dict[RequestState, frozenset[RequestState]] = {
-    RequestState.PENDING: frozenset(
-        {RequestState.APPROVED, RequestState.DENIED, RequestState.CANCELLED, RequestState.EXPIRED}
-    ),
+    RequestState.PENDING: frozenset({RequestState.APPROVED, RequestState.DENIED, RequestState.CANCELLED, RequestState.EXPIRED}),
     RequestState.APPROVED: frozenset({RequestState.APPLIED, RequestState.FAILED}),
     RequestState.FAILED: frozenset({RequestState.APPROVED}),
     RequestState.APPLIED: frozenset(),

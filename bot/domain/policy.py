@@ -297,9 +297,7 @@ def approvals_required(team: Team, *, delta: int, permanent: bool, over_budget: 
     return required
 
 
-def limit_problems(
-    policy: Policy, namespace: str, *, current: int, delta: int, duration: timedelta | None
-) -> list[str]:
+def limit_problems(policy: Policy, namespace: str, *, current: int, delta: int, duration: timedelta | None) -> list[str]:
     """Why a change of ``delta`` GPUs to a quota of ``current`` breaks the team's limits (empty: it doesn't)."""
     team = policy.team_of(namespace)
     assert team is not None, "limit_problems needs a managed namespace"

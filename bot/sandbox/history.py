@@ -158,16 +158,31 @@ def write_openmetrics(history: History, out: TextIO) -> int:
     pods = history.pods
     family("kube_pod_container_resource_requests")
     for pod in pods:
-        labels = {"namespace": pod.namespace, "pod": pod.pod, "uid": f"uid-{pod.pod}", "container": "main",
-                  "node": pod.node if pod.scheduled else "", "resource": "nvidia_com_gpu", "unit": "integer"}
-        series("kube_pod_container_resource_requests", labels,
-               ((m, pod.gpus) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))))
+        labels = {
+            "namespace": pod.namespace,
+            "pod": pod.pod,
+            "uid": f"uid-{pod.pod}",
+            "container": "main",
+            "node": pod.node if pod.scheduled else "",
+            "resource": "nvidia_com_gpu",
+            "unit": "integer",
+        }
+        series(
+            "kube_pod_container_resource_requests",
+            labels,
+            ((m, pod.gpus) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))),
+        )
     family("kube_pod_status_phase")
     for pod in pods:
         labels = {"namespace": pod.namespace, "pod": pod.pod, "uid": f"uid-{pod.pod}", "phase": "Running"}
-        series("kube_pod_status_phase", labels,
-               ((m, 1.0 if pod.running_at(m) else 0.0)
-                for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))))
+        series(
+            "kube_pod_status_phase",
+            labels,
+            (
+                (m, 1.0 if pod.running_at(m) else 0.0)
+                for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))
+            ),
+        )
     for metric, scale, needs_profiling in (("DCGM_FI_DEV_GPU_UTIL", 100.0, False), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0, True)):
         family(metric)
         for pod in pods:
@@ -175,12 +190,24 @@ def write_openmetrics(history: History, out: TextIO) -> int:
                 continue
             for gpu in range(pod.gpus):
                 labels = _dcgm_labels(pod, gpu)
-                series(metric, labels,
-                       ((m, round(pod.utilisation_at(m, gpu) * scale, 4))
-                        for m in history.steps(max(pod.start, history.start), min(pod.end, history.end))))
+                series(
+                    metric,
+                    labels,
+                    (
+                        (m, round(pod.utilisation_at(m, gpu) * scale, 4))
+                        for m in history.steps(max(pod.start, history.start), min(pod.end, history.end))
+                    ),
+                )
         for gpu in range(history.unattached_gpus):
-            labels = {"gpu": str(gpu), "UUID": f"GPU-spare-{gpu}", "device": f"nvidia{gpu}", "modelName": A100,
-                      "Hostname": "gpu-node-spare", "namespace": "gpu-operator", "pod": "dcgm-exporter-spare"}
+            labels = {
+                "gpu": str(gpu),
+                "UUID": f"GPU-spare-{gpu}",
+                "device": f"nvidia{gpu}",
+                "modelName": A100,
+                "Hostname": "gpu-node-spare",
+                "namespace": "gpu-operator",
+                "pod": "dcgm-exporter-spare",
+            }
             series(metric, labels, ((m, 0.0) for m in history.steps(history.start, history.end)))
     family("kube_namespace_labels")
     for namespace, namespace_labels in sorted(history.namespace_labels.items()):
@@ -191,11 +218,23 @@ def write_openmetrics(history: History, out: TextIO) -> int:
 
 
 def _dcgm_labels(pod: PodRun, gpu: int) -> dict[str, str]:
-    labels = {"gpu": str(gpu), "UUID": f"GPU-{pod.pod}-{gpu}", "device": f"nvidia{gpu}", "modelName": pod.model,
-              "Hostname": pod.node}
+    labels = {
+        "gpu": str(gpu),
+        "UUID": f"GPU-{pod.pod}-{gpu}",
+        "device": f"nvidia{gpu}",
+        "modelName": pod.model,
+        "Hostname": pod.node,
+    }
     if pod.exported_labels:
-        labels.update({"namespace": "gpu-operator", "pod": f"dcgm-exporter-{pod.node}", "exported_namespace": pod.namespace,
-                       "exported_pod": pod.pod, "exported_container": "main"})
+        labels.update(
+            {
+                "namespace": "gpu-operator",
+                "pod": f"dcgm-exporter-{pod.node}",
+                "exported_namespace": pod.namespace,
+                "exported_pod": pod.pod,
+                "exported_container": "main",
+            }
+        )
     else:
         labels.update({"namespace": pod.namespace, "pod": pod.pod, "container": "main"})
     return labels
@@ -213,12 +252,27 @@ def sandbox_history(
     size = int(step.total_seconds())
     aligned = datetime.fromtimestamp(int(now.timestamp()) // size * size, timezone.utc)
     start, end = aligned - timedelta(days=days), aligned + timedelta(days=ahead)
-    history = History(step=step, start=start, end=end,
-                      namespace_labels={"ai-frontier-research": {"team": "frontier"}, "biz-model-serving": {"team": "business"}})
+    history = History(
+        step=step,
+        start=start,
+        end=end,
+        namespace_labels={"ai-frontier-research": {"team": "frontier"}, "biz-model-serving": {"team": "business"}},
+    )
     # Serving: a steady fleet on H100s, busy by day.
     for index in range(3):
-        history.pods.append(PodRun("biz-model-serving", f"serving-{index}", 4, f"gpu-node-{'abc'[index]}", H100,
-                                   start, end + timedelta(days=1), 0.55, wobble=0.3))
+        history.pods.append(
+            PodRun(
+                "biz-model-serving",
+                f"serving-{index}",
+                4,
+                f"gpu-node-{'abc'[index]}",
+                H100,
+                start,
+                end + timedelta(days=1),
+                0.55,
+                wobble=0.3,
+            )
+        )
     # Frontier: bursty experiments on A100s, some of them left idle.
     moment = start
     counter = 0
@@ -226,9 +280,19 @@ def sandbox_history(
         length = timedelta(hours=rng.choice([3, 6, 12, 20, 30]))
         gpus = rng.choice([1, 2, 2, 3])
         idle = rng.random() < 0.2
-        history.pods.append(PodRun("ai-frontier-research", f"experiment-{counter}", gpus, "gpu-node-a", A100,
-                                   moment, min(moment + length, end + timedelta(days=1)),
-                                   0.02 if idle else rng.uniform(0.4, 0.9), wobble=0.0 if idle else 0.1))
+        history.pods.append(
+            PodRun(
+                "ai-frontier-research",
+                f"experiment-{counter}",
+                gpus,
+                "gpu-node-a",
+                A100,
+                moment,
+                min(moment + length, end + timedelta(days=1)),
+                0.02 if idle else rng.uniform(0.4, 0.9),
+                wobble=0.0 if idle else 0.1,
+            )
+        )
         counter += 1
         moment += timedelta(hours=rng.choice([2, 4, 8, 16]))
     return history

@@ -94,8 +94,12 @@ class KubeApiStandIn:
             self.namespaces[name] = {
                 "apiVersion": "v1",
                 "kind": "Namespace",
-                "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **(labels or {})},
-                             "resourceVersion": self._next_rv(), "uid": f"ns-{name}"},
+                "metadata": {
+                    "name": name,
+                    "labels": {"kubernetes.io/metadata.name": name, **(labels or {})},
+                    "resourceVersion": self._next_rv(),
+                    "uid": f"ns-{name}",
+                },
                 "status": {"phase": "Active"},
             }
 
@@ -112,8 +116,10 @@ class KubeApiStandIn:
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"node-{name}"},
-                "status": {"allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
-                           "capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)}},
+                "status": {
+                    "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
+                    "capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
+                },
             }
 
     def add_quota(self, namespace: str, name: str, hard: dict[str, str], *, used_gpus: int = 0) -> None:
@@ -123,8 +129,13 @@ class KubeApiStandIn:
                 {
                     "apiVersion": "v1",
                     "kind": "ResourceQuota",
-                    "metadata": {"name": name, "namespace": namespace, "resourceVersion": self._next_rv(),
-                                 "uid": f"rq-{namespace}-{name}", "creationTimestamp": _now()},
+                    "metadata": {
+                        "name": name,
+                        "namespace": namespace,
+                        "resourceVersion": self._next_rv(),
+                        "uid": f"rq-{namespace}-{name}",
+                        "creationTimestamp": _now(),
+                    },
                     "spec": {"hard": dict(hard)},
                 }
             )
@@ -167,7 +178,11 @@ class KubeApiStandIn:
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.status:
-                return _status(fault.status, fault.message or _REASONS.get(fault.status, "error"), _REASONS.get(fault.status, "InternalError"))
+                return _status(
+                    fault.status,
+                    fault.message or _REASONS.get(fault.status, "error"),
+                    _REASONS.get(fault.status, "InternalError"),
+                )
         if incoming.headers.get("authorization") != f"Bearer {self.token}":
             return _status(401, "Unauthorized", "Unauthorized")
         for name, pattern in _ROUTES:
@@ -219,7 +234,9 @@ class KubeApiStandIn:
         if invalid:
             return invalid
         quota = copy.deepcopy(body)
-        quota["metadata"].update({"namespace": ns, "resourceVersion": self._next_rv(), "uid": f"rq-{ns}-{name}", "creationTimestamp": _now()})
+        quota["metadata"].update(
+            {"namespace": ns, "resourceVersion": self._next_rv(), "uid": f"rq-{ns}-{name}", "creationTimestamp": _now()}
+        )
         quota = self._with_status(quota)
         if incoming.query.get("dryRun") != "All":
             self.quotas[(ns, name)] = quota
@@ -228,7 +245,11 @@ class KubeApiStandIn:
     def _patch_quota(self, incoming: Incoming, body: Any, ns: str, name: str) -> Outgoing:
         content_type = incoming.headers.get("content-type", "")
         if content_type.split(";")[0] not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
-            return _status(415, f"the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {content_type})", "UnsupportedMediaType")
+            return _status(
+                415,
+                f"the body of the request was in an unknown format - accepted media types include: application/merge-patch+json, application/strategic-merge-patch+json (got {content_type})",
+                "UnsupportedMediaType",
+            )
         current = self.quotas.get((ns, name))
         if current is None:
             return _not_found("resourcequotas", name)
@@ -263,8 +284,11 @@ class KubeApiStandIn:
     def _with_status(self, quota: dict[str, Any]) -> dict[str, Any]:
         """What the quota controller does: status.hard mirrors spec.hard; status.used is the usage."""
         hard = dict((quota.get("spec") or {}).get("hard") or {})
-        used = {key: ("0" if key != "requests.nvidia.com/gpu" else str(self.used.get(quota["metadata"]["namespace"], 0)))
-                for key in hard if not key.startswith("limits.nvidia.com")}
+        used = {
+            key: ("0" if key != "requests.nvidia.com/gpu" else str(self.used.get(quota["metadata"]["namespace"], 0)))
+            for key in hard
+            if not key.startswith("limits.nvidia.com")
+        }
         quota["status"] = {"hard": hard, "used": used}
         return quota
 
@@ -272,8 +296,18 @@ class KubeApiStandIn:
         return str(next(self._rv))
 
 
-_REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
-            422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout"}
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+    504: "Timeout",
+}
 
 
 def _selected(items: list[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
@@ -288,7 +322,9 @@ def _selected(items: list[dict[str, Any]], selector: str) -> list[dict[str, Any]
     return [item for item in items if all(str(value(item, path)) == wanted for path, wanted in terms)]
 
 
-def quota_refusal_event(namespace: str, kind: str, name: str, *, requested: int, used: int, limited: int, count: int = 1) -> dict[str, Any]:
+def quota_refusal_event(
+    namespace: str, kind: str, name: str, *, requested: int, used: int, limited: int, count: int = 1
+) -> dict[str, Any]:
     """A ``FailedCreate`` event as the ReplicaSet/Job controller records it when the GPU quota is full."""
     gpu = "requests.nvidia.com/gpu"
     return {
@@ -303,7 +339,7 @@ def quota_refusal_event(namespace: str, kind: str, name: str, *, requested: int,
         "firstTimestamp": _now(),
         "source": {"component": "replicaset-controller" if kind == "ReplicaSet" else "job-controller"},
         "message": f'Error creating: pods "{name}-x7k2p" is forbidden: exceeded quota: compute-quota, '
-                   f"requested: {gpu}={requested}, used: {gpu}={used}, limited: {gpu}={limited}",
+        f"requested: {gpu}={requested}, used: {gpu}={used}, limited: {gpu}={limited}",
     }
 
 
@@ -325,17 +361,35 @@ def _invalid(name: str, hard: dict[str, Any]) -> Outgoing | None:
     for resource, value in hard.items():
         text = str(value)
         if not _QUANTITY.match(text):
-            return _status(422, f'ResourceQuota "{name}" is invalid: spec.hard[{resource}]: Invalid value: "{text}": '
-                                "must match the regex for a quantity", "Invalid")
+            return _status(
+                422,
+                f'ResourceQuota "{name}" is invalid: spec.hard[{resource}]: Invalid value: "{text}": '
+                "must match the regex for a quantity",
+                "Invalid",
+            )
         if text.startswith("-"):
-            return _status(422, f'ResourceQuota "{name}" is invalid: spec.hard[{resource}]: Invalid value: "{text}": '
-                                "must be greater than or equal to 0", "Invalid")
+            return _status(
+                422,
+                f'ResourceQuota "{name}" is invalid: spec.hard[{resource}]: Invalid value: "{text}": '
+                "must be greater than or equal to 0",
+                "Invalid",
+            )
     return None
 
 
 def _status(code: int, message: str, reason: str) -> Outgoing:
-    return Outgoing.json(code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                "message": message, "reason": reason, "code": code})
+    return Outgoing.json(
+        code,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": message,
+            "reason": reason,
+            "code": code,
+        },
+    )
 
 
 def _not_found(kind: str, name: str) -> Outgoing:

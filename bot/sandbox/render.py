@@ -7,10 +7,25 @@ from collections.abc import Callable
 from typing import Any
 
 EMOJI = {
-    ":white_check_mark:": "✅", ":x:": "❌", ":warning:": "⚠️ ", ":no_entry:": "⛔", ":no_entry_sign:": "🚫",
-    ":hourglass_flowing_sand:": "⏳", ":hourglass:": "⌛", ":+1:": "👍", ":zzz:": "💤", ":wastebasket:": "🗑 ",
-    ":gear:": "⚙️ ", ":inbox_tray:": "📥", ":repeat:": "🔁", ":alarm_clock:": "⏰", ":bar_chart:": "📊",
-    ":moneybag:": "💰", ":rotating_light:": "🚨", ":electric_plug:": "🔌", ":chart_with_upwards_trend:": "📈",
+    ":white_check_mark:": "✅",
+    ":x:": "❌",
+    ":warning:": "⚠️ ",
+    ":no_entry:": "⛔",
+    ":no_entry_sign:": "🚫",
+    ":hourglass_flowing_sand:": "⏳",
+    ":hourglass:": "⌛",
+    ":+1:": "👍",
+    ":zzz:": "💤",
+    ":wastebasket:": "🗑 ",
+    ":gear:": "⚙️ ",
+    ":inbox_tray:": "📥",
+    ":repeat:": "🔁",
+    ":alarm_clock:": "⏰",
+    ":bar_chart:": "📊",
+    ":moneybag:": "💰",
+    ":rotating_light:": "🚨",
+    ":electric_plug:": "🔌",
+    ":chart_with_upwards_trend:": "📈",
 }
 _DATE = re.compile(r"<!date\^\d+\^[^|>]*\|([^>]*)>")
 _USER = re.compile(r"<@([A-Z0-9]+)>")

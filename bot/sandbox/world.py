@@ -43,9 +43,7 @@ def sandbox_policy() -> Policy:
 
 
 def sandbox_slack(token: str) -> SlackApiStandIn:
-    return SlackApiStandIn(
-        token=token, users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS), usergroups=USERGROUPS
-    )
+    return SlackApiStandIn(token=token, users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS), usergroups=USERGROUPS)
 
 
 def seed_cluster(kube: KubeApiStandIn) -> None:

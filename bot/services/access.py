@@ -31,10 +31,7 @@ class Access:
 
     def requestable_namespaces(self, user_id: str) -> list[str]:
         return sorted(
-            ns.name
-            for team in self._policy.teams.values()
-            if self.may_request(user_id, team)
-            for ns in team.namespaces
+            ns.name for team in self._policy.teams.values() if self.may_request(user_id, team) for ns in team.namespaces
         )
 
     def teams_of(self, user_id: str) -> list[Team]:

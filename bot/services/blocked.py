@@ -77,8 +77,7 @@ class BlockedWatch:
         figures = shortfall(refusal.message)
         more = f"+{figures.missing}" if figures else "+1"
         detail = (
-            f" It asks for {figures.requested} GPU(s) while {figures.used} of {figures.limited} are in use."
-            if figures else ""
+            f" It asks for {figures.requested} GPU(s) while {figures.used} of {figures.limited} are in use." if figures else ""
         )
         text = (
             f":no_entry: *{refusal.kind} {refusal.name}* in *{refusal.namespace}* cannot start pods: the GPU quota is full "

@@ -75,8 +75,9 @@ class BudgetWatch:
         for team in teams:
             assert team.budget is not None
             spent = spend.team_cost(team.name, spend.days)
-            state = BudgetState(team.name, f"{today:%Y-%m}", spent, team.budget.monthly,
-                                month_end_forecast(spent, elapsed=elapsed, length=length))
+            state = BudgetState(
+                team.name, f"{today:%Y-%m}", spent, team.budget.monthly, month_end_forecast(spent, elapsed=elapsed, length=length)
+            )
             self._db.run(partial(self._remember, state=state))
             if team.notifications.budget_warnings:
                 sent.extend((team.name, key) for key in self._warn(team, state, elapsed=elapsed))
@@ -94,18 +95,27 @@ class BudgetWatch:
             row = TeamSpend(team=state.team)
             repo.session.add(row)
         row.month, row.spent, row.budget, row.forecast, row.measured_at = (
-            state.month, state.spent, state.budget, state.forecast, self._clock.now()
+            state.month,
+            state.spent,
+            state.budget,
+            state.forecast,
+            self._clock.now(),
         )
 
     def _warn(self, team: Team, state: BudgetState, *, elapsed: timedelta) -> list[str]:
         assert team.budget is not None
         already = self._db.run(
-            lambda repo: set(repo.session.scalars(
-                select(BudgetAlert.threshold).where(BudgetAlert.team == team.name, BudgetAlert.month == state.month)
-            ))
+            lambda repo: set(
+                repo.session.scalars(
+                    select(BudgetAlert.threshold).where(BudgetAlert.team == team.name, BudgetAlert.month == state.month)
+                )
+            )
         )
         due = thresholds_to_send(
-            percent=state.percent, forecast_percent=state.forecast_percent, thresholds=team.budget.thresholds, already_sent=already
+            percent=state.percent,
+            forecast_percent=state.forecast_percent,
+            thresholds=team.budget.thresholds,
+            already_sent=already,
         )
         if not due or not self._claim(team.name, state, due):
             return []
@@ -121,16 +131,18 @@ class BudgetWatch:
         try:
             with self._db.transaction() as repo:
                 for key in keys:
-                    repo.session.add(BudgetAlert(team=team, month=state.month, threshold=key, percent=state.percent, sent_at=self._clock.now()))
+                    repo.session.add(
+                        BudgetAlert(team=team, month=state.month, threshold=key, percent=state.percent, sent_at=self._clock.now())
+                    )
             return True
         except IntegrityError:
             return False
 
     def _unclaim(self, team: str, month: str, keys: list[str]) -> None:
         def forget(repo) -> None:  # type: ignore[no-untyped-def]
-            for alert in repo.session.scalars(select(BudgetAlert).where(
-                BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(keys)
-            )):
+            for alert in repo.session.scalars(
+                select(BudgetAlert).where(BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(keys))
+            ):
                 repo.session.delete(alert)
 
         self._db.run(forget)

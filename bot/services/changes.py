@@ -88,9 +88,7 @@ def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) ->
 
 
 class ChangeApplier:
-    def __init__(
-        self, *, policy: Policy, database: Database, sync: QuotaSync, announcer: Announcer, clock: Clock
-    ) -> None:
+    def __init__(self, *, policy: Policy, database: Database, sync: QuotaSync, announcer: Announcer, clock: Clock) -> None:
         self._policy = policy
         self._db = database
         self._sync = sync
@@ -273,8 +271,7 @@ class ChangeApplier:
             if first_attempt:
                 self._announce.thread(
                     grant.request_id,
-                    f":warning: The grant is over but the quota could not be put back yet: {error}. "
-                    "The bot keeps retrying.",
+                    f":warning: The grant is over but the quota could not be put back yet: {error}. The bot keeps retrying.",
                 )
             return False
 

@@ -142,18 +142,26 @@ class DigestService:
         month = add_lines(digest.month) if digest.month else None
         if month is not None:
             sections.append(ReportSection(heading="Per GPU model (month to date)", lines=_model_lines(month, currency)))
-            sections.append(ReportSection(heading="Utilisation and idle GPUs (month to date)", lines=[_usage_line(month, currency)]))
+            sections.append(
+                ReportSection(heading="Utilisation and idle GPUs (month to date)", lines=[_usage_line(month, currency)])
+            )
         if digest.expiring:
             sections.append(
                 ReportSection(
                     heading="Grants ending in the next 24 h",
-                    lines=[f"GQ-{g.request_id}: {g.gpus:+d} GPUs in {g.namespace}, ends {when(g.ends_at)}" for g in digest.expiring],
+                    lines=[
+                        f"GQ-{g.request_id}: {g.gpus:+d} GPUs in {g.namespace}, ends {when(g.ends_at)}" for g in digest.expiring
+                    ],
                 )
             )
         if len(digest.month) > 1:
             sections.append(
-                ReportSection(heading="Top consumers (month to date)",
-                              lines=[f"{i}. {line.namespace}: {money(line.cost, currency)}" for i, line in enumerate(digest.month[:TOP], 1)])
+                ReportSection(
+                    heading="Top consumers (month to date)",
+                    lines=[
+                        f"{i}. {line.namespace}: {money(line.cost, currency)}" for i, line in enumerate(digest.month[:TOP], 1)
+                    ],
+                )
             )
         attachment = None
         if with_chart:
@@ -163,7 +171,11 @@ class DigestService:
                 pace=budget_pace(digest.budget, digest.day) if digest.budget else None,
                 currency=currency,
             )
-            attachment = Attachment(f"gpu-cost-{digest.team.name}-{digest.day.isoformat()}.png", f"{digest.team.label} GPU cost, {digest.day:%B %Y}", png)
+            attachment = Attachment(
+                f"gpu-cost-{digest.team.name}-{digest.day.isoformat()}.png",
+                f"{digest.team.label} GPU cost, {digest.day:%B %Y}",
+                png,
+            )
         return Report(
             title=f"GPU cost digest · {digest.team.label} · {digest.day:%a %d %b %Y}",
             summary=_team_summary(digest, currency),
@@ -184,14 +196,22 @@ class DigestService:
         budgets = sum(t.budget or 0.0 for t in digest.teams)
         sections = [
             ReportSection(heading="Per team (month to date)", lines=lines),
-            ReportSection(heading="Top namespaces (month to date)",
-                          lines=[f"{i}. {line.namespace} ({self._team_label(line.team)}): {money(line.cost, currency)}"
-                                 for i, line in enumerate(digest.top, 1)]),
+            ReportSection(
+                heading="Top namespaces (month to date)",
+                lines=[
+                    f"{i}. {line.namespace} ({self._team_label(line.team)}): {money(line.cost, currency)}"
+                    for i, line in enumerate(digest.top, 1)
+                ],
+            ),
         ]
         attachment = None
         if with_chart:
-            png = self._chart(title="GPU cost per day, by team", daily=digest.daily,
-                              pace=budget_pace(budgets, digest.day) if budgets else None, currency=currency)
+            png = self._chart(
+                title="GPU cost per day, by team",
+                daily=digest.daily,
+                pace=budget_pace(budgets, digest.day) if budgets else None,
+                currency=currency,
+            )
             attachment = Attachment(f"gpu-cost-org-{digest.day.isoformat()}.png", f"GPU cost by team, {digest.day:%B %Y}", png)
         yesterday = sum(line.cost for t in digest.teams for line in t.yesterday)
         return Report(
@@ -242,7 +262,11 @@ class DigestService:
     def _days_to_post(self, yesterday: date) -> list[date]:
         first = yesterday - timedelta(days=CATCH_UP_DAYS - 1)
         posted = self._db.run(
-            lambda repo: set(repo.session.scalars(select(DigestRun.day).where(DigestRun.scope == ORG, DigestRun.status == "posted", DigestRun.day >= first)))
+            lambda repo: set(
+                repo.session.scalars(
+                    select(DigestRun.day).where(DigestRun.scope == ORG, DigestRun.status == "posted", DigestRun.day >= first)
+                )
+            )
         )
         latest = max(posted, default=None)
         start = latest + timedelta(days=1) if latest else yesterday
@@ -290,7 +314,9 @@ def _team_summary(digest: TeamDigest, currency: str) -> str:
     )
     if digest.budget:
         text += f", {digest.spent / digest.budget:.0%} of the {money(digest.budget, currency)} budget."
-        text += f" Month-end forecast at the current burn: {money(digest.forecast, currency)} ({digest.forecast / digest.budget:.0%})"
+        text += (
+            f" Month-end forecast at the current burn: {money(digest.forecast, currency)} ({digest.forecast / digest.budget:.0%})"
+        )
         if digest.spent >= digest.budget:
             text += " :rotating_light: the budget is spent"
         elif digest.forecast > digest.budget and digest.exhausts_at is not None:
@@ -304,7 +330,9 @@ def _namespace_lines(digest: TeamDigest, currency: str) -> list[str]:
     for line in digest.month:
         day = yesterday.get(line.namespace)
         day_text = f"{day.gpu_hours:,.1f} GPU-h · {money(day.cost, currency)}" if day else "0 GPU-h"
-        lines.append(f"*{line.namespace}*: yesterday {day_text} · month {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}")
+        lines.append(
+            f"*{line.namespace}*: yesterday {day_text} · month {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}"
+        )
     return lines or ["No GPU use recorded this month."]
 
 

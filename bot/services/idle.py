@@ -51,7 +51,9 @@ class IdleWatch:
         now = self._clock.now()
         settings = self._policy.metrics
         try:
-            idle = self._metrics.idle_namespaces(now, window=settings.idle_window, threshold=settings.idle_threshold_percent / 100)
+            idle = self._metrics.idle_namespaces(
+                now, window=settings.idle_window, threshold=settings.idle_threshold_percent / 100
+            )
             held = self._metrics.allocated_at(now) if idle else {}
         except GpuQuotaError as error:
             self._health.failed(str(error))
@@ -62,7 +64,9 @@ class IdleWatch:
             for namespace in (ns.name for ns in team.namespaces):
                 if namespace not in idle:
                     self._db.run(partial(self._episode_over, namespace=namespace))
-                elif team.notifications.idle_nudges and self._nudge(team.channel, namespace, held.get(namespace, 0.0), idle[namespace]):
+                elif team.notifications.idle_nudges and self._nudge(
+                    team.channel, namespace, held.get(namespace, 0.0), idle[namespace]
+                ):
                     nudged.append(namespace)
         return nudged
 

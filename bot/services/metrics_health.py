@@ -45,7 +45,8 @@ class MetricsHealth:
             outage = self._db.run(self._close)
         if outage is not None and outage.notified_at is not None and self._policy.admin_channel:
             self._announce.post(
-                self._policy.admin_channel, f":white_check_mark: GPU metrics are back (unavailable since {when(outage.started_at)})."
+                self._policy.admin_channel,
+                f":white_check_mark: GPU metrics are back (unavailable since {when(outage.started_at)}).",
             )
 
     def _open_or_start(self, repo, cause: str) -> MetricsOutage:  # type: ignore[no-untyped-def]

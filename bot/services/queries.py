@@ -121,7 +121,9 @@ class Queries:
                 lines.append(_pending_line(request))
         return lines
 
-    def audit(self, *, user: str, namespace: str | None = None, request_id: int | None = None, limit: int = 20) -> list[AuditLine]:
+    def audit(
+        self, *, user: str, namespace: str | None = None, request_id: int | None = None, limit: int = 20
+    ) -> list[AuditLine]:
         if namespace is None and request_id is not None:
             request = self._db.run(lambda repo: repo.request(request_id))
             if request is None:

@@ -92,7 +92,9 @@ class RequestService:
     def submit(self, *, requester: str, draft: RequestDraft) -> Submitted:
         """Record a new request, post it for approval, and apply it at once if policy auto-approves."""
         if not draft.complete:
-            raise UserError("The request is incomplete: " + "; ".join(draft.problems or ("namespace, GPUs and a reason are needed",)))
+            raise UserError(
+                "The request is incomplete: " + "; ".join(draft.problems or ("namespace, GPUs and a reason are needed",))
+            )
         assert draft.namespace is not None and draft.amount is not None
         team = self._team_for_request(requester, draft.namespace)
         snapshot = self._read_quota(draft.namespace)
@@ -198,7 +200,11 @@ class RequestService:
                 action="request_submitted",
                 namespace=new.namespace,
                 request_id=request.id,
-                after={"amount": new.amount_text, "delta": new.delta, "duration": format_duration(new.duration) if new.duration else "permanent"},
+                after={
+                    "amount": new.amount_text,
+                    "delta": new.delta,
+                    "duration": format_duration(new.duration) if new.duration else "permanent",
+                },
                 detail=new.reason,
             )
             if auto:
@@ -233,7 +239,9 @@ class RequestService:
         except NamespaceNotFound:
             raise UserError(f"The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.") from None
         except GpuQuotaError as error:
-            raise UserError(f"Could not read the quota of `{namespace}` from the cluster ({error}). Nothing was submitted; try again.") from error
+            raise UserError(
+                f"Could not read the quota of `{namespace}` from the cluster ({error}). Nothing was submitted; try again."
+            ) from error
 
     def _capacity(self, namespace: str, delta: int) -> CapacityImpact | None:
         """Allocatable GPUs vs all managed quotas after the change; None (and a log line) if unknown."""
@@ -258,16 +266,17 @@ class RequestService:
         team = self._policy.teams.get(request.team)
         if request.state == RequestState.PENDING and request.requester_id != user:
             if team is None or not self._access.may_decide(user, team):
-                raise UserError(f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}.")
+                raise UserError(
+                    f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
+                )
 
         def record(repo: Repository) -> RequestRow:
             now = self._clock.now()
-            row = repo.request(request_id)
-            assert row is not None
-            if row.state != RequestState.PENDING:
-                raise UserError(already_decided(row))
+            row = pending(repo, request_id)
             if row.requester_id == user:
-                raise UserError(f"You cannot {verdict} your own request {format_request_id(request_id)}; `cancel` it instead if you no longer need it.")
+                raise UserError(
+                    f"You cannot {verdict} your own request {format_request_id(request_id)}; `cancel` it instead if you no longer need it."
+                )
             earlier = next((d for d in row.decisions if d.user_id == user), None)
             if earlier is not None:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
@@ -308,10 +317,7 @@ class RequestService:
 
         def cancel(repo: Repository) -> None:
             now = self._clock.now()
-            row = repo.request(request_id)
-            assert row is not None
-            if row.state != RequestState.PENDING:
-                raise UserError(already_decided(row))
+            row = pending(repo, request_id)
             move_request(row, RequestState.CANCELLED, now=now)
             row.decided_at = now
             repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
@@ -329,7 +335,9 @@ class RequestService:
         team = self._policy.teams.get(request.team)
         allowed = request.requester_id == user or (team is not None and self._access.may_decide(user, team))
         if not allowed:
-            raise UserError(f"Only the requester, an approver of the team or an admin can release {format_request_id(request_id)}.")
+            raise UserError(
+                f"Only the requester, an approver of the team or an admin can release {format_request_id(request_id)}."
+            )
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE:
             raise UserError(f"{format_request_id(request_id)} has no active grant to release.")
@@ -368,6 +376,15 @@ class RequestService:
         if request is None:
             raise UserError(f"{format_request_id(request_id)} does not exist.")
         return request
+
+
+def pending(repo: Repository, request_id: int) -> RequestRow:
+    """The request, read inside the transaction; a UserError if it is no longer pending."""
+    row = repo.request(request_id)
+    assert row is not None, "the request was loaded before the transaction"
+    if row.state != RequestState.PENDING:
+        raise UserError(already_decided(row))
+    return row
 
 
 def already_decided(request: RequestRow) -> str:

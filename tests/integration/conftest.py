@@ -42,7 +42,10 @@ class SlackOverHttp:
 
     def post(self, body: str, *, headers: dict[str, str] | None = None, timestamp: int | None = None) -> requests.Response:
         response = self.http.post(
-            f"{self.base_url}/slack/events", data=body.encode(), headers=headers or self.side.sign(body, timestamp=timestamp), timeout=30
+            f"{self.base_url}/slack/events",
+            data=body.encode(),
+            headers=headers or self.side.sign(body, timestamp=timestamp),
+            timeout=30,
         )
         assert self.sandbox.executor.wait_idle(timeout=30)
         return response
@@ -53,8 +56,11 @@ class SlackOverHttp:
     def click(self, user: str, button: dict[str, Any], message: Recorded | None = None) -> requests.Response:
         return self.post(
             self.side.block_action(
-                user_id=user, action_id=button["action_id"], value=button.get("value", ""),
-                channel_id=message.channel if message else None, message_ts=message.ts if message else None,
+                user_id=user,
+                action_id=button["action_id"],
+                value=button.get("value", ""),
+                channel_id=message.channel if message else None,
+                message_ts=message.ts if message else None,
             )
         )
 
@@ -139,5 +145,3 @@ def stand_ins() -> Iterator[tuple]:
     yield slack, kube
     slack.stop()
     kube.stop()
-
-

@@ -61,8 +61,6 @@ def ok(url: str) -> bool:
         return False
 
 
-
-
 def metric(base_url: str, name: str, **labels: str) -> float | None:
     """One sample from a process's /metrics, or None when it is not there."""
     try:

@@ -20,10 +20,19 @@ KUBERNETES = "1.30.0"
 CRDS = {"ServiceMonitor", "PrometheusRule"}  # Prometheus Operator kinds: not in the core schemas
 
 NON_DEFAULT = [
-    "replicaCount=3", "database.external=true", "socketMode=false", "secret.create=true", "secret.name=bot-tokens",
-    "secret.slackBotToken=xoxb-1", "secret.slackSigningSecret=s3cret", "secret.databaseUrl=postgresql://bot@db/bot",
-    "serviceMonitor.enabled=true", "prometheusRule.enabled=true", "env.PROMETHEUS_URL=http://prometheus:9090",
-    "service.type=NodePort", "image.tag=1.2.3",
+    "replicaCount=3",
+    "database.external=true",
+    "socketMode=false",
+    "secret.create=true",
+    "secret.name=bot-tokens",
+    "secret.slackBotToken=xoxb-1",
+    "secret.slackSigningSecret=s3cret",
+    "secret.databaseUrl=postgresql://bot@db/bot",
+    "serviceMonitor.enabled=true",
+    "prometheusRule.enabled=true",
+    "env.PROMETHEUS_URL=http://prometheus:9090",
+    "service.type=NodePort",
+    "image.tag=1.2.3",
 ]
 
 
@@ -55,7 +64,11 @@ def test_lint_is_clean() -> None:
 
 
 @pytest.mark.helm
-@pytest.mark.parametrize("sets", [[], NON_DEFAULT, ["rbac.clusterWideWrites=true", "serviceAccount.name=custom"]], ids=["default", "production", "cluster-wide"])
+@pytest.mark.parametrize(
+    "sets",
+    [[], NON_DEFAULT, ["rbac.clusterWideWrites=true", "serviceAccount.name=custom"]],
+    ids=["default", "production", "cluster-wide"],
+)
 def test_every_object_is_valid_kubernetes(sets: list[str]) -> None:
     objects = render(*sets)
     assert objects
@@ -104,7 +117,9 @@ def test_writes_are_limited_to_the_managed_namespaces() -> None:
     assert cluster_verbs == {"get", "list"} and not {"create", "patch"} & cluster_verbs
     roles = of(objects, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["ai-frontier-research", "biz-model-serving"]
-    assert all(r["rules"] == [{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["get", "create", "patch"]}] for r in roles)
+    assert all(
+        r["rules"] == [{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["get", "create", "patch"]}] for r in roles
+    )
     bindings = of(objects, "RoleBinding") + of(objects, "ClusterRoleBinding")
     assert {(b["subjects"][0]["name"], b["subjects"][0]["namespace"]) for b in bindings} == {("gpu-gpu-quota-bot", "gpu-system")}
 
@@ -118,7 +133,9 @@ def test_the_pod_is_hardened_and_probed() -> None:
     containers = pod["initContainers"] + pod["containers"]
     for container in containers:
         assert container["securityContext"] == {
-            "allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]},
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
         }
         assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
     bot = pod["containers"][0]
@@ -171,7 +188,9 @@ def test_unsafe_values_are_refused(sets: list[str], message: str) -> None:
 def test_alert_rules_are_valid_prometheus_rules() -> None:
     if shutil.which("promtool") is None:
         pytest.fail("promtool is missing: ./scripts/test installs Debian's prometheus package")
-    result = subprocess.run(["promtool", "check", "rules", str(CHART / "files" / "alert-rules.yaml")], capture_output=True, text=True)
+    result = subprocess.run(
+        ["promtool", "check", "rules", str(CHART / "files" / "alert-rules.yaml")], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

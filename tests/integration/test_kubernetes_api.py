@@ -77,12 +77,19 @@ def test_a_write_between_read_and_patch_is_a_409_then_adopted(sandbox: Sandbox) 
 def test_forbidden_fails_the_request_and_an_admin_retries(sandbox: Sandbox) -> None:
     refused_before = REGISTRY.get_sample_value("gpu_quota_errors_total", {"system": "kubernetes", "kind": "permanent"}) or 0
     request_id = submit(sandbox, "request ai-frontier-research +4 for 3d train")
-    kube(sandbox).fail("PATCH", QUOTA_PATH, 403, message='resourcequotas "compute-quota" is forbidden: User "system:serviceaccount:gpu:bot" cannot patch resource')
+    kube(sandbox).fail(
+        "PATCH",
+        QUOTA_PATH,
+        403,
+        message='resourcequotas "compute-quota" is forbidden: User "system:serviceaccount:gpu:bot" cannot patch resource',
+    )
     approve(sandbox, request_id)
     current, reason = state(sandbox, request_id)
     assert current == RequestState.FAILED and "HTTP 403" in (reason or "") and "RBAC" in (reason or "")
     assert kube(sandbox).hard("ai-frontier-research", "compute-quota") == "4"
-    assert REGISTRY.get_sample_value("gpu_quota_errors_total", {"system": "kubernetes", "kind": "permanent"}) == refused_before + 1
+    assert (
+        REGISTRY.get_sample_value("gpu_quota_errors_total", {"system": "kubernetes", "kind": "permanent"}) == refused_before + 1
+    )
     assert sandbox.services.requests.retry(user="U0PAT", request_id=request_id) == "GQ-1 is applied."
     assert kube(sandbox).hard("ai-frontier-research", "compute-quota") == "8"
 

@@ -45,12 +45,14 @@ def upgrade_keeps_the_first_schemas_data(url: str) -> None:
     engine = create_db_engine(url)
     try:
         with engine.begin() as connection:
-            connection.execute(text(
-                "INSERT INTO requests (kind, state, namespace, team, requester_id, amount_text, delta, reason,"
-                " approvals_required, auto_approved, hard_before, channel_id, created_at, decide_by, updated_at, version)"
-                " VALUES ('change', 'pending', 'ns-a', 't', 'U1', '+1', 1, 'r', 1, false, 4, 'C1',"
-                " '2026-11-01 00:00:00', '2026-11-02 00:00:00', '2026-11-01 00:00:00', 1)"
-            ))
+            connection.execute(
+                text(
+                    "INSERT INTO requests (kind, state, namespace, team, requester_id, amount_text, delta, reason,"
+                    " approvals_required, auto_approved, hard_before, channel_id, created_at, decide_by, updated_at, version)"
+                    " VALUES ('change', 'pending', 'ns-a', 't', 'U1', '+1', 1, 'r', 1, false, 4, 'C1',"
+                    " '2026-11-01 00:00:00', '2026-11-02 00:00:00', '2026-11-01 00:00:00', 1)"
+                )
+            )
         upgrade(url)
         assert current_revision(url) == head_revision()
         with engine.connect() as connection:

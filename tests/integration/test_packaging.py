@@ -42,13 +42,42 @@ def test_the_wheel_installs_and_runs_like_the_image(tmp_path: Path) -> None:
 
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", venv)
-    run(venv / "bin" / "pip", "install", "--quiet", "--disable-pip-version-check", "--no-index", "--find-links", wheels, "gpu-quota-bot")
+    run(
+        venv / "bin" / "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-index",
+        "--find-links",
+        wheels,
+        "gpu-quota-bot",
+    )
 
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "PROMETHEUS", "PYTHONPATH"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "PROMETHEUS", "PYTHONPATH"))
+    }
     out = run(venv / "bin" / "gpu-quota-bot", "--help", env=clean, cwd=tmp_path)
     for command in ("run", "shell", "digest", "check-config", "db"):
         assert command in out
-    migrated = run(venv / "bin" / "gpu-quota-bot", "db", "upgrade", env={**clean, "DATABASE_URL": f"sqlite:///{tmp_path}/bot.db"}, cwd=tmp_path)
+    migrated = run(
+        venv / "bin" / "gpu-quota-bot",
+        "db",
+        "upgrade",
+        env={**clean, "DATABASE_URL": f"sqlite:///{tmp_path}/bot.db"},
+        cwd=tmp_path,
+    )
     assert "database schema at 0002" in migrated  # the migrations ship in the wheel
-    digest = run(venv / "bin" / "gpu-quota-bot", "digest", "--print", "--team", "frontier", "--chart-dir", tmp_path, env=clean, cwd=tmp_path)
+    digest = run(
+        venv / "bin" / "gpu-quota-bot",
+        "digest",
+        "--print",
+        "--team",
+        "frontier",
+        "--chart-dir",
+        tmp_path,
+        env=clean,
+        cwd=tmp_path,
+    )
     assert "GPU cost digest" in digest  # and so does the sandbox policy

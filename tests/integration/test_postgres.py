@@ -101,8 +101,10 @@ def test_the_advisory_lock_has_one_holder_and_is_lost_with_its_connection(postgr
         assert not second.acquire() and not second.held()
         conninfo = make_url(postgres_url).set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect(conninfo, autocommit=True) as admin:  # the leader's connection dies
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'gpu-quota-bot-leader'"
-                          " AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)")
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'gpu-quota-bot-leader'"
+                " AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)"
+            )
         assert not first.held()
         assert second.acquire() and second.held()
     finally:

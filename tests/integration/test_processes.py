@@ -59,9 +59,13 @@ def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins:
         side = SlackSide(signing_secret=SIGNING_SECRET, response_url_base=slack.response_url("r"), names={})
         body = side.slash_command(user_id="U0ALICE", text="request ai-frontier-research +4 for 3d fine-tune")
         assert requests.post(f"{base}/slack/events", data=body, headers=side.sign(body), timeout=10).status_code == 200
-        message = wait_for(lambda: next((r for r in slack.records if r.kind == "message" and r.channel == "C0FRONTIER"), None),
-                           what="the request message")
-        click = side.block_action(user_id="U0LEE", action_id="gq_approve", value="1", channel_id=message.channel, message_ts=message.ts)
+        message = wait_for(
+            lambda: next((r for r in slack.records if r.kind == "message" and r.channel == "C0FRONTIER"), None),
+            what="the request message",
+        )
+        click = side.block_action(
+            user_id="U0LEE", action_id="gq_approve", value="1", channel_id=message.channel, message_ts=message.ts
+        )
         assert requests.post(f"{base}/slack/events", data=click, headers=side.sign(click), timeout=10).status_code == 200
         wait_for(lambda: kube.hard("ai-frontier-research", "compute-quota") == "8", what="the quota patch")
         forged = dict(side.sign(click), **{"x-slack-signature": "v0=" + "1" * 64})
@@ -97,8 +101,12 @@ def test_run_refuses_a_rejected_token_without_printing_it(tmp_path: Path, stand_
     slack, kube = stand_ins
     wrong = "xoxb-wrong-token-123"
     result = subprocess.run(
-        bot_command("run"), env=run_env(tmp_path, slack, kube, SLACK_BOT_TOKEN=wrong), capture_output=True, text=True,
-        timeout=60, cwd=ROOT,
+        bot_command("run"),
+        env=run_env(tmp_path, slack, kube, SLACK_BOT_TOKEN=wrong),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert result.returncode == 2
     assert "SLACK_BOT_TOKEN" in result.stderr and "invalid_auth" in result.stderr
@@ -110,8 +118,12 @@ def test_run_refuses_a_broken_policy_file(tmp_path: Path, stand_ins: tuple) -> N
     policy = tmp_path / "policy.yaml"
     policy.write_text("teams:\n  t:\n    channel: C1\n    namespaces: [Bad_Name]\n    approvers: {users: [U1]}\n")
     result = subprocess.run(
-        bot_command("run"), env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)), capture_output=True,
-        text=True, timeout=60, cwd=ROOT,
+        bot_command("run"),
+        env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert result.returncode == 2
     assert "teams.t.namespaces.0.name" in result.stderr and "not a valid Kubernetes namespace name" in result.stderr
@@ -120,8 +132,12 @@ def test_run_refuses_a_broken_policy_file(tmp_path: Path, stand_ins: tuple) -> N
 def test_invalid_setting_values_are_named(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
     result = subprocess.run(
-        bot_command("run"), env=run_env(tmp_path, slack, kube, PORT="not-a-port"), capture_output=True, text=True,
-        timeout=60, cwd=ROOT,
+        bot_command("run"),
+        env=run_env(tmp_path, slack, kube, PORT="not-a-port"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert result.returncode == 2 and "PORT" in result.stderr
 
@@ -130,7 +146,11 @@ def test_digest_print_works_on_a_fresh_machine(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "PROMETHEUS", "DATABASE_URL"))}
     result = subprocess.run(
         bot_command("digest", "--print", "--date", "2026-11-20", "--chart-dir", str(tmp_path)),
-        env=env, capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr
     assert "SANDBOX metrics" in result.stdout
@@ -153,8 +173,14 @@ def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> N
         "    namespaces: [ai-frontier-research, not-in-cluster]\n"
         "    approvers: {users: [U0LEE, U0GHOST]}\n"
     )
-    result = subprocess.run(bot_command("check-config"), env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)),
-                            capture_output=True, text=True, timeout=60, cwd=ROOT)
+    result = subprocess.run(
+        bot_command("check-config"),
+        env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert result.returncode == 1
     problems = sorted(line for line in result.stderr.splitlines() if line.startswith("problem:"))
     assert problems == [
@@ -169,8 +195,9 @@ def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> N
 
 def test_check_config_passes_a_sound_configuration(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
-    result = subprocess.run(bot_command("check-config"), env=run_env(tmp_path, slack, kube), capture_output=True, text=True,
-                            timeout=60, cwd=ROOT)
+    result = subprocess.run(
+        bot_command("check-config"), env=run_env(tmp_path, slack, kube), capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
     assert result.returncode == 0, result.stderr
     assert "configuration OK" in result.stdout and "skipped Prometheus" in result.stdout
 
@@ -180,11 +207,13 @@ def test_digest_post_goes_to_slack_once(tmp_path: Path, stand_ins: tuple) -> Non
     env = run_env(tmp_path, slack, kube)
     for name in ("GPU_QUOTA_CONFIG", "PROMETHEUS_URL"):  # the sandbox policy and metrics
         env.pop(name, None)
-    first = subprocess.run(bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True,
-                           timeout=120, cwd=ROOT)
+    first = subprocess.run(
+        bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert first.returncode == 0, first.stderr
     assert "posted the digests of 2026-11-20: frontier, business, *" in first.stdout
     assert {r.channel for r in slack.records if r.kind == "file"} == {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}
-    again = subprocess.run(bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True,
-                           timeout=120, cwd=ROOT)
+    again = subprocess.run(
+        bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert "nothing new (already posted)" in again.stdout

@@ -39,12 +39,19 @@ POLICY = {
     "metrics": {"team_label": "team", "idle_threshold_percent": 5, "idle_window": "6h", "sample_interval": "5m"},
     "teams": {
         "research": {
-            "display_name": "Research", "channel": "C0FRONTIER", "namespaces": ["ns-train", "ns-idle"],
-            "approvers": {"users": ["U0LEE"]}, "members": {"users": ["U0ALICE"]}, "budget": {"monthly": 1500},
+            "display_name": "Research",
+            "channel": "C0FRONTIER",
+            "namespaces": ["ns-train", "ns-idle"],
+            "approvers": {"users": ["U0LEE"]},
+            "members": {"users": ["U0ALICE"]},
+            "budget": {"monthly": 1500},
         },
         "serving": {
-            "display_name": "Serving", "channel": "C0BIZ", "namespaces": ["ns-serve", "ns-pending"],
-            "approvers": {"users": ["U0MAYA"]}, "budget": {"monthly": 20000},
+            "display_name": "Serving",
+            "channel": "C0BIZ",
+            "namespaces": ["ns-serve", "ns-pending"],
+            "approvers": {"users": ["U0MAYA"]},
+            "budget": {"monthly": 20000},
         },
     },
 }
@@ -52,8 +59,13 @@ POLICY = {
 
 def truth_history() -> History:
     at = lambda *args: datetime(*args, tzinfo=UTC)  # noqa: E731
-    history = History(step=STEP, start=START, end=END, unattached_gpus=2,
-                      namespace_labels={"ns-train": {"team": "research"}, "ns-other": {"team": "analytics"}})
+    history = History(
+        step=STEP,
+        start=START,
+        end=END,
+        unattached_gpus=2,
+        namespace_labels={"ns-train": {"team": "research"}, "ns-other": {"team": "analytics"}},
+    )
     history.pods += [
         PodRun("ns-train", "train-1", 2, "node-a", A100, START, END, 0.6, wobble=0.3),
         PodRun("ns-train", "burst", 1, "node-b", H100, at(2026, 10, 25, 7, 35), at(2026, 10, 25, 15, 10), 0.5, profiling=False),
@@ -95,7 +107,9 @@ def close(measured: float | None, expected: float | None) -> bool:
 
 
 @pytest.mark.prometheus
-@pytest.mark.parametrize("day", [date(2026, 10, 24), date(2026, 10, 25), date(2026, 10, 31), date(2026, 11, 1), date(2026, 11, 2)])
+@pytest.mark.parametrize(
+    "day", [date(2026, 10, 24), date(2026, 10, 25), date(2026, 10, 31), date(2026, 11, 1), date(2026, 11, 2)]
+)
 def test_figures_match_the_truth_within_one_percent(prometheus: PrometheusServer, policy: Policy, day: date) -> None:
     measured = SpendReader(policy=policy, metrics=real(prometheus, policy)).month_through(day)
     expected = SpendReader(policy=policy, metrics=truth(policy)).month_through(day)
@@ -107,11 +121,19 @@ def test_figures_match_the_truth_within_one_percent(prometheus: PrometheusServer
         for namespace, line in want.items():
             other = got[namespace]
             for field in ("gpu_hours", "cost", "idle_hours", "idle_cost", "utilisation"):
-                assert close(getattr(other, field), getattr(line, field)), (namespace, days[-1], field, getattr(other, field), getattr(line, field))
+                assert close(getattr(other, field), getattr(line, field)), (
+                    namespace,
+                    days[-1],
+                    field,
+                    getattr(other, field),
+                    getattr(line, field),
+                )
 
 
 @pytest.mark.prometheus
-def test_the_dst_day_has_25_hours_and_pending_pods_and_spare_gpus_cost_nothing(prometheus: PrometheusServer, policy: Policy) -> None:
+def test_the_dst_day_has_25_hours_and_pending_pods_and_spare_gpus_cost_nothing(
+    prometheus: PrometheusServer, policy: Policy
+) -> None:
     spend = SpendReader(policy=policy, metrics=real(prometheus, policy)).month_through(date(2026, 10, 25))
     day = {line.namespace: line for line in spend.lines([date(2026, 10, 25)])}
     assert day["ns-idle"].gpu_hours == pytest.approx(4 * 25)  # 4 GPUs all day long, and the day had 25 hours
@@ -170,9 +192,17 @@ class FlakyProxy:
             return Outgoing(401, b"Unauthorized")
         if not self.up:
             return Outgoing(503, b"upstream connect error or disconnect/reset before headers")
-        answer = requests.request(incoming.method, self.target + incoming.path, params=incoming.query, data=incoming.body,
-                                  headers={"content-type": incoming.headers.get("content-type", "")}, timeout=30)
-        return Outgoing(answer.status_code, answer.content, {"Content-Type": answer.headers.get("content-type", "application/json")})
+        answer = requests.request(
+            incoming.method,
+            self.target + incoming.path,
+            params=incoming.query,
+            data=incoming.body,
+            headers={"content-type": incoming.headers.get("content-type", "")},
+            timeout=30,
+        )
+        return Outgoing(
+            answer.status_code, answer.content, {"Content-Type": answer.headers.get("content-type", "application/json")}
+        )
 
     def stop(self) -> None:
         self._server.stop()
@@ -280,9 +310,18 @@ def test_idle_nudge_and_snooze_through_slack(policy: Policy, proxy: FlakyProxy) 
         assert box.services.idle.check() == ["ns-idle"]
         nudge = messages(box, "C0FRONTIER")[-1]
         assert "*ns-idle* holds 4 GPUs" in nudge.text
-        snooze = next(e for b in nudge.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Snooze 24 h")
-        box.send(box.side.block_action(user_id="U0ALICE", action_id=snooze["action_id"], value=snooze["value"],
-                                       channel_id=nudge.channel, message_ts=nudge.ts))
+        snooze = next(
+            e for b in nudge.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Snooze 24 h"
+        )
+        box.send(
+            box.side.block_action(
+                user_id="U0ALICE",
+                action_id=snooze["action_id"],
+                value=snooze["value"],
+                channel_id=nudge.channel,
+                message_ts=nudge.ts,
+            )
+        )
         assert "snoozed until" in [r.text for r in box.slack.records if r.kind == "response"][-1]
         box.clock.advance(timedelta(hours=1))
         assert box.services.idle.check() == []
@@ -301,8 +340,11 @@ def test_blocked_workload_alert_opens_a_prefilled_request(policy: Policy, proxy:
         alert = messages(box, "C0FRONTIER")[-1]
         assert "*Job finetune* in *ns-train* cannot start pods" in alert.text
         more = next(e for b in alert.blocks if b["type"] == "actions" for e in b["elements"])
-        box.send(box.side.block_action(user_id="U0ALICE", action_id=more["action_id"], value=more["value"],
-                                       channel_id=alert.channel, message_ts=alert.ts))
+        box.send(
+            box.side.block_action(
+                user_id="U0ALICE", action_id=more["action_id"], value=more["value"], channel_id=alert.channel, message_ts=alert.ts
+            )
+        )
         form = [r for r in box.slack.records if r.kind == "view_open"][-1].view
         inputs = {b["block_id"]: b["element"] for b in form["blocks"] if b["type"] == "input"}
         assert inputs["namespace"]["initial_option"]["value"] == "ns-train" and inputs["gpus"]["initial_value"] == "+2"

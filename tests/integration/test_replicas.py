@@ -27,10 +27,15 @@ def prometheus(tmp_path: Path) -> Iterator[PrometheusServer]:
     step = timedelta(minutes=5)
     end = datetime.fromtimestamp((datetime.now(timezone.utc) - timedelta(hours=3)).timestamp() // 300 * 300, timezone.utc)
     start = end - timedelta(days=2)
-    history = History(step=step, start=start, end=end, pods=[
-        PodRun("ai-frontier-research", "train", 2, "n1", A100, start, end, 0.6),
-        PodRun("biz-model-serving", "serve", 4, "n2", H100, start, end, 0.4),
-    ])
+    history = History(
+        step=step,
+        start=start,
+        end=end,
+        pods=[
+            PodRun("ai-frontier-research", "train", 2, "n1", A100, start, end, 0.6),
+            PodRun("biz-model-serving", "serve", 4, "n2", H100, start, end, 0.4),
+        ],
+    )
     server = PrometheusServer(tmp_path / "prometheus").load(history).start()
     yield server
     server.stop()
@@ -41,8 +46,9 @@ class Replica:
         self.name = name
         self.base = f"http://127.0.0.1:{env['PORT']}"
         self.log = log_dir / f"{name}.log"
-        self.process = subprocess.Popen(bot_command("run"), env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                                        stderr=self.log.open("w"))
+        self.process = subprocess.Popen(
+            bot_command("run"), env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=self.log.open("w")
+        )
 
     def leader(self) -> bool:
         return metric(self.base, "gpu_quota_leader") == 1.0
@@ -62,8 +68,13 @@ def test_two_replicas(tmp_path: Path, stand_ins: tuple, postgres_url: str, prome
     slack, kube = stand_ins
     policy = tmp_path / "policy.yaml"
     policy.write_text((ROOT / "bot" / "sandbox" / "policy.yaml").read_text() + "\nmetrics:\n  sample_interval: 5m\n")
-    common = dict(DATABASE_URL=postgres_url, PROMETHEUS_URL=prometheus.url, GPU_QUOTA_CONFIG=str(policy),
-                  LEADER_CHECK_SECONDS="0.5", RECONCILE_INTERVAL_SECONDS="5")
+    common = dict(
+        DATABASE_URL=postgres_url,
+        PROMETHEUS_URL=prometheus.url,
+        GPU_QUOTA_CONFIG=str(policy),
+        LEADER_CHECK_SECONDS="0.5",
+        RECONCILE_INTERVAL_SECONDS="5",
+    )
     replicas = [Replica(name, run_env(tmp_path, slack, kube, **common), tmp_path) for name in ("a", "b")]
     try:
         for replica in replicas:
@@ -74,7 +85,9 @@ def test_two_replicas(tmp_path: Path, stand_ins: tuple, postgres_url: str, prome
 
         # Exactly one digest per team and day, though both replicas started at once.
         digest_channels = {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}
-        wait_for(lambda: digest_channels <= {r.channel for r in slack.records if r.kind == "file"}, timeout=60, what="the digests")
+        wait_for(
+            lambda: digest_channels <= {r.channel for r in slack.records if r.kind == "file"}, timeout=60, what="the digests"
+        )
         wait_for(lambda: leader.job_runs("reconcile") >= 2, timeout=30, what="the leader's reconcile runs")
         digests = [r for r in slack.records if r.kind == "message" and "GPU cost" in str(r.blocks)]
         assert sorted(r.channel for r in digests) == sorted(digest_channels)
@@ -84,11 +97,21 @@ def test_two_replicas(tmp_path: Path, stand_ins: tuple, postgres_url: str, prome
         side = SlackSide(signing_secret=SIGNING_SECRET, response_url_base=slack.response_url("r"), names={})
         body = side.slash_command(user_id="U0ALICE", text="request ai-frontier-research +4 for 3d fine-tune")
         requests.post(f"{replicas[0].base}/slack/events", data=body, headers=side.sign(body), timeout=10)
-        card = wait_for(lambda: next((r for r in slack.records if r.kind == "message" and r.channel == "C0FRONTIER"
-                                      and "GQ-1" in r.text), None), what="the request message")
+        card = wait_for(
+            lambda: next(
+                (r for r in slack.records if r.kind == "message" and r.channel == "C0FRONTIER" and "GQ-1" in r.text), None
+            ),
+            what="the request message",
+        )
         click = side.block_action(user_id="U0LEE", action_id="gq_approve", value="1", channel_id=card.channel, message_ts=card.ts)
-        threads = [threading.Thread(target=requests.post, args=(f"{r.base}/slack/events",),
-                                    kwargs={"data": click, "headers": side.sign(click), "timeout": 10}) for r in replicas]
+        threads = [
+            threading.Thread(
+                target=requests.post,
+                args=(f"{r.base}/slack/events",),
+                kwargs={"data": click, "headers": side.sign(click), "timeout": 10},
+            )
+            for r in replicas
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

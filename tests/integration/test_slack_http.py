@@ -158,7 +158,9 @@ def test_reminder_buttons_extend_and_release(slack: SlackOverHttp, clock: Manual
     extension = slack.request_message()
     assert "Extension GQ-2 of GQ-1" in slack.current_text(extension)
 
-    release = next(e for b in reminder.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Release now")
+    release = next(
+        e for b in reminder.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Release now"
+    )
     slack.click(ALICE, release, reminder)
     assert slack.responses()[-1] == "Released GQ-1: 4 GPUs given back to ai-frontier-research."
     assert quota(slack) == "4"

@@ -60,7 +60,10 @@ class World:
         return row
 
     def audit_actions(self, request_id: int | None = None, namespace: str | None = None) -> list[str]:
-        return [e.action for e in self.database.run(lambda r: list(r.audit_trail(request_id=request_id, namespace=namespace, limit=500)))]
+        return [
+            e.action
+            for e in self.database.run(lambda r: list(r.audit_trail(request_id=request_id, namespace=namespace, limit=500)))
+        ]
 
     def replies(self) -> list[str]:
         return [s.text for s in self.notifier.of("reply")]
@@ -84,8 +87,13 @@ def world() -> World:
     policy = parse_policy(POLICY)
     sleeps: list[float] = []
     services = build_services(
-        policy=policy, database=database, cluster=cluster, notifier=notifier,
-        directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}), clock=clock,
-        retry_delays=(0.5, 1.0), sleep=sleeps.append,
+        policy=policy,
+        database=database,
+        cluster=cluster,
+        notifier=notifier,
+        directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}),
+        clock=clock,
+        retry_delays=(0.5, 1.0),
+        sleep=sleeps.append,
     )
     return World(services, cluster, notifier, clock, database, policy, sleeps)

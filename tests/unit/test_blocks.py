@@ -16,12 +16,33 @@ NOW = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 
 def card(**changes: object) -> RequestCard:
     base = RequestCard(
-        request_id=17, kind=RequestKind.CHANGE, state=RequestState.PENDING, namespace="ai-frontier-research",
-        team_label="Frontier research", requester_id="U0ALICE", amount_text="+4", delta=4, hard_before=4, used_before=3,
-        duration=timedelta(days=3), reason="fine-tune on the new corpus", approvals=(), approvals_required=1,
-        denied_by=None, auto_approved=False, capacity=CapacityImpact(24, 24), cost=720.0, cost_basis="for the grant",
-        currency="USD", decide_by=NOW + timedelta(hours=24), grant_ends_at=None, grant_state=None, extends_id=None,
-        failure_reason=None, channel_id="C0FRONTIER", message_ts=None,
+        request_id=17,
+        kind=RequestKind.CHANGE,
+        state=RequestState.PENDING,
+        namespace="ai-frontier-research",
+        team_label="Frontier research",
+        requester_id="U0ALICE",
+        amount_text="+4",
+        delta=4,
+        hard_before=4,
+        used_before=3,
+        duration=timedelta(days=3),
+        reason="fine-tune on the new corpus",
+        approvals=(),
+        approvals_required=1,
+        denied_by=None,
+        auto_approved=False,
+        capacity=CapacityImpact(24, 24),
+        cost=720.0,
+        cost_basis="for the grant",
+        currency="USD",
+        decide_by=NOW + timedelta(hours=24),
+        grant_ends_at=None,
+        grant_state=None,
+        extends_id=None,
+        failure_reason=None,
+        channel_id="C0FRONTIER",
+        message_ts=None,
     )
     return replace(base, **changes)
 
@@ -36,15 +57,28 @@ def buttons(block_list: list) -> list[dict]:
 
 def test_pending_request_shows_everything_an_approver_needs() -> None:
     text = rendered(blocks.request_message(card()))
-    for expected in ["GQ-17", "<@U0ALICE>", "ai-frontier-research", "Frontier research", "4 hard / 3 used",
-                     "4 → *8* (+4)", "3d from approval", "720.00 USD for the grant", "24 allocatable",
-                     "fine-tune on the new corpus", "0 of 1"]:
+    for expected in [
+        "GQ-17",
+        "<@U0ALICE>",
+        "ai-frontier-research",
+        "Frontier research",
+        "4 hard / 3 used",
+        "4 → *8* (+4)",
+        "3d from approval",
+        "720.00 USD for the grant",
+        "24 allocatable",
+        "fine-tune on the new corpus",
+        "0 of 1",
+    ]:
         assert expected in text
 
 
 def test_pending_request_has_approve_and_deny_with_the_request_id() -> None:
     found = buttons(blocks.request_message(card()))
-    assert [(b["action_id"], b["value"]) for b in found] == [(ids.ACTION_IDS[ActionKind.APPROVE], "17"), (ids.ACTION_IDS[ActionKind.DENY], "17")]
+    assert [(b["action_id"], b["value"]) for b in found] == [
+        (ids.ACTION_IDS[ActionKind.APPROVE], "17"),
+        (ids.ACTION_IDS[ActionKind.DENY], "17"),
+    ]
     assert found[1]["confirm"]["confirm"]["text"] == "Deny"
 
 
@@ -100,8 +134,9 @@ def test_short_lists_are_packed_whole() -> None:
 
 
 def test_request_form_is_prefilled_and_lists_problems() -> None:
-    draft = RequestDraft(namespace="ai-frontier-research", amount=GpuAmount(4, True), duration=timedelta(days=3),
-                         problems=("a reason is needed",))
+    draft = RequestDraft(
+        namespace="ai-frontier-research", amount=GpuAmount(4, True), duration=timedelta(days=3), problems=("a reason is needed",)
+    )
     view = blocks.request_form(draft, ["ai-frontier-research", "biz-model-serving"], channel_id="C0GENERAL").to_dict()
     assert view["callback_id"] == ids.REQUEST_FORM
     inputs = {b["block_id"]: b["element"] for b in view["blocks"] if b["type"] == "input"}

@@ -19,7 +19,9 @@ def test_chart_of_an_empty_month_still_renders() -> None:
 
 
 def test_huge_reports_stay_within_slack_limits() -> None:
-    sections = [ReportSection(heading=f"Section {s}", lines=[f"namespace-{s}-{i}: " + "x" * 120 for i in range(300)]) for s in range(4)]
+    sections = [
+        ReportSection(heading=f"Section {s}", lines=[f"namespace-{s}-{i}: " + "x" * 120 for i in range(300)]) for s in range(4)
+    ]
     report = Report(title="T" * 400, summary="s" * 5000, sections=sections, actions=[Action(ActionKind.SNOOZE, "Snooze", "ns")])
     blocks = to_dicts(report_blocks(report))
     assert len(blocks) <= 50

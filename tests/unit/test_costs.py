@@ -43,7 +43,10 @@ def test_month_windows_tile_the_month_without_gaps() -> None:
     assert month_length(date(2028, 2, 1), ZoneInfo("UTC")) == timedelta(days=29)
 
 
-@given(st.dates(min_value=date(2000, 1, 1), max_value=date(2100, 12, 31)), st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"]))
+@given(
+    st.dates(min_value=date(2000, 1, 1), max_value=date(2100, 12, 31)),
+    st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe"]),
+)
 def test_windows_of_a_month_always_add_up_to_its_length(day: date, zone_name: str) -> None:
     zone = ZoneInfo(zone_name)
     last = (day.replace(day=28) + timedelta(days=4)).replace(day=1) - timedelta(days=1)
@@ -54,11 +57,15 @@ def test_windows_of_a_month_always_add_up_to_its_length(day: date, zone_name: st
 def test_today_so_far_starts_at_local_midnight() -> None:
     now = datetime(2026, 11, 1, 10, 30, tzinfo=timezone.utc)
     window = today_so_far(now, BERLIN)
-    assert window.day == date(2026, 11, 1) and window.start == datetime(2026, 10, 31, 23, tzinfo=timezone.utc) and window.end == now
+    assert (
+        window.day == date(2026, 11, 1) and window.start == datetime(2026, 10, 31, 23, tzinfo=timezone.utc) and window.end == now
+    )
 
 
 def test_allocated_hours_are_priced_in_the_model_proportions_dcgm_saw() -> None:
-    usage = NamespaceUsage(allocated_hours=30.0, model_hours={"A100": 10.0, "H100": 20.0}, idle_model_hours={"H100": 4.0}, util_hours=15.0)
+    usage = NamespaceUsage(
+        allocated_hours=30.0, model_hours={"A100": 10.0, "H100": 20.0}, idle_model_hours={"H100": 4.0}, util_hours=15.0
+    )
     line = price("ns", "team", usage, PRICING)
     assert line.by_model == {"A100": (10.0, 20.0), "H100": (20.0, 100.0)}
     assert line.cost == 120.0 and line.gpu_hours == 30.0
@@ -114,7 +121,12 @@ def test_a_month_is_read_in_runs_of_equal_length_days() -> None:
 
     runs = _runs_of_equal_length(month_windows(date(2026, 10, 31), BERLIN))
     assert [(run[0].day.day, run[-1].day.day, run[0].seconds // 3600) for run in runs] == [
-        (1, 7, 24), (8, 14, 24), (15, 21, 24), (22, 24, 24), (25, 25, 25), (26, 31, 24)
+        (1, 7, 24),
+        (8, 14, 24),
+        (15, 21, 24),
+        (22, 24, 24),
+        (25, 25, 25),
+        (26, 31, 24),
     ]
     partial = today_so_far(datetime(2026, 11, 3, 10, tzinfo=timezone.utc), BERLIN)
     runs = _runs_of_equal_length([*month_windows(date(2026, 11, 2), BERLIN), partial])

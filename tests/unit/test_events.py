@@ -25,11 +25,13 @@ def test_form_submission_reads_text_and_select_inputs() -> None:
         "view": {
             "callback_id": ids.REQUEST_FORM,
             "private_metadata": json.dumps({"channel": "C9"}),
-            "state": {"values": {
-                ids.NAMESPACE_BLOCK: {ids.INPUT_ACTION: {"type": "static_select", "selected_option": {"value": "ns-a"}}},
-                ids.GPUS_BLOCK: {ids.INPUT_ACTION: {"type": "plain_text_input", "value": " +2 "}},
-                ids.DURATION_BLOCK: {ids.INPUT_ACTION: {"type": "plain_text_input", "value": None}},
-            }},
+            "state": {
+                "values": {
+                    ids.NAMESPACE_BLOCK: {ids.INPUT_ACTION: {"type": "static_select", "selected_option": {"value": "ns-a"}}},
+                    ids.GPUS_BLOCK: {ids.INPUT_ACTION: {"type": "plain_text_input", "value": " +2 "}},
+                    ids.DURATION_BLOCK: {ids.INPUT_ACTION: {"type": "plain_text_input", "value": None}},
+                }
+            },
         },
     }
     form = FormSubmission.from_body(body)
@@ -42,7 +44,11 @@ def test_broken_metadata_is_ignored() -> None:
 
 
 def test_form_fields_are_checked_one_by_one() -> None:
-    draft, errors = draft_from_form({ids.NAMESPACE_BLOCK: "ns-a", ids.GPUS_BLOCK: "+2", ids.DURATION_BLOCK: "", ids.REASON_BLOCK: "r"})
+    draft, errors = draft_from_form(
+        {ids.NAMESPACE_BLOCK: "ns-a", ids.GPUS_BLOCK: "+2", ids.DURATION_BLOCK: "", ids.REASON_BLOCK: "r"}
+    )
     assert errors == {} and draft.amount == GpuAmount(2, True) and draft.duration is None and draft.complete
-    _, errors = draft_from_form({ids.NAMESPACE_BLOCK: "", ids.GPUS_BLOCK: "lots", ids.DURATION_BLOCK: "soon", ids.REASON_BLOCK: ""})
+    _, errors = draft_from_form(
+        {ids.NAMESPACE_BLOCK: "", ids.GPUS_BLOCK: "lots", ids.DURATION_BLOCK: "soon", ids.REASON_BLOCK: ""}
+    )
     assert set(errors) == {ids.NAMESPACE_BLOCK, ids.GPUS_BLOCK, ids.DURATION_BLOCK, ids.REASON_BLOCK}

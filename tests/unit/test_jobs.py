@@ -31,10 +31,14 @@ def policy_dict(**frontier: object) -> dict:
         "metrics": {"idle_window": "6h", "idle_threshold_percent": 5},
         "teams": {
             "frontier": {
-                "channel": "C0FRONTIER", "namespaces": ["ai-frontier-research"], "approvers": {"users": ["U0LEE"]},
+                "channel": "C0FRONTIER",
+                "namespaces": ["ai-frontier-research"],
+                "approvers": {"users": ["U0LEE"]},
                 "members": {"users": ["U0ALICE"]},
                 "owners": {"users": ["U0LEE"], "usergroups": ["S0LEADS"]},
-                "budget": {"monthly": 1000}, "auto_approve": None, **frontier,
+                "budget": {"monthly": 1000},
+                "auto_approve": None,
+                **frontier,
             },
             "business": {"channel": "C0BIZ", "namespaces": ["biz-model-serving"], "approvers": {"users": ["U0MAYA"]}},
         },
@@ -45,7 +49,9 @@ def history() -> History:
     """Frontier trains on 2 A100s around the clock (2 x 24 x 2 = 96 a day); business holds 4 idle H100s."""
     end = datetime(2027, 1, 1, tzinfo=UTC)
     return History(
-        step=timedelta(minutes=5), start=MONTH_START, end=end,
+        step=timedelta(minutes=5),
+        start=MONTH_START,
+        end=end,
         pods=[
             PodRun("ai-frontier-research", "train", 2, "n1", A100, MONTH_START, end, 0.7),
             PodRun("biz-model-serving", "parked", 4, "n2", H100, MONTH_START, end, 0.01),
@@ -78,8 +84,14 @@ def make_jobs(raw: dict, database: Database | None = None, clock: ManualClock | 
     metrics = FailingMetrics(HistoryMetrics(history()))
     metrics.up = True
     services = build_services(
-        policy=parse_policy(raw), database=database, cluster=cluster, notifier=notifier, directory=FakeDirectory(),
-        clock=clock, metrics=metrics, sleep=lambda _: None,
+        policy=parse_policy(raw),
+        database=database,
+        cluster=cluster,
+        notifier=notifier,
+        directory=FakeDirectory(),
+        clock=clock,
+        metrics=metrics,
+        sleep=lambda _: None,
     )
     return Jobs(services, notifier, cluster, clock, database, metrics)
 
@@ -238,8 +250,7 @@ def test_only_the_team_may_snooze(jobs: Jobs) -> None:
 
 def refusal(name: str, namespace: str = "ai-frontier-research") -> QuotaRefusal:
     gpu = "requests.nvidia.com/gpu"
-    message = (f'pods "{name}-x" is forbidden: exceeded quota: compute-quota, requested: {gpu}=2, '
-               f"used: {gpu}=4, limited: {gpu}=4")
+    message = f'pods "{name}-x" is forbidden: exceeded quota: compute-quota, requested: {gpu}=2, used: {gpu}=4, limited: {gpu}=4'
     return QuotaRefusal(namespace, "Job", name, f"uid-{name}", message, 3, None)
 
 
@@ -254,8 +265,10 @@ def test_blocked_workloads_are_reported_once_with_a_prefilled_request(jobs: Jobs
 
 
 def test_quota_messages_are_read_whatever_else_they_list() -> None:
-    message = ("exceeded quota: compute-quota, requested: limits.cpu=4,requests.nvidia.com/gpu=3, "
-               "used: limits.cpu=10,requests.nvidia.com/gpu=6, limited: limits.cpu=40,requests.nvidia.com/gpu=8")
+    message = (
+        "exceeded quota: compute-quota, requested: limits.cpu=4,requests.nvidia.com/gpu=3, "
+        "used: limits.cpu=10,requests.nvidia.com/gpu=6, limited: limits.cpu=40,requests.nvidia.com/gpu=8"
+    )
     figures = shortfall(message)
     assert figures is not None and (figures.requested, figures.used, figures.limited, figures.missing) == (3, 6, 8, 1)
     assert shortfall("exceeded quota: compute-quota, requested: pods=1") is None

@@ -58,6 +58,10 @@ def test_a_request_is_applied_at_most_once_along_any_path(targets: list[RequestS
 def test_grants_only_move_forward() -> None:
     check_grant_transition(GrantState.ACTIVE, GrantState.ENDING)
     check_grant_transition(GrantState.ENDING, GrantState.ENDED)
-    for current, target in [(GrantState.ENDED, GrantState.ACTIVE), (GrantState.ACTIVE, GrantState.ENDED), (GrantState.ENDING, GrantState.ACTIVE)]:
+    for current, target in [
+        (GrantState.ENDED, GrantState.ACTIVE),
+        (GrantState.ACTIVE, GrantState.ENDED),
+        (GrantState.ENDING, GrantState.ACTIVE),
+    ]:
         with pytest.raises(InvalidTransition):
             check_grant_transition(current, target)

@@ -51,9 +51,7 @@ def test_desired_never_goes_below_zero() -> None:
     assert desired_gpus(-3, 1) == 0
 
 
-@given(
-    base=st.integers(0, 64), grants=st.integers(0, 64), edited=st.integers(0, 128), later_grants=st.integers(0, 64)
-)
+@given(base=st.integers(0, 64), grants=st.integers(0, 64), edited=st.integers(0, 128), later_grants=st.integers(0, 64))
 def test_adopting_a_hand_edit_keeps_the_persons_number_and_later_grant_changes_apply_on_top(
     base: int, grants: int, edited: int, later_grants: int
 ) -> None:

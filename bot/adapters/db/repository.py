@@ -121,9 +121,7 @@ class Repository:
             )
         )
 
-    def audit_trail(
-        self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20
-    ) -> Sequence[AuditRow]:
+    def audit_trail(self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20) -> Sequence[AuditRow]:
         """The newest ``limit`` entries (oldest first) for a namespace or a request."""
         query = select(AuditRow)
         conditions = []

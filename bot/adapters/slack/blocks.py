@@ -179,9 +179,7 @@ def message_blocks(text: str, actions: Sequence[Action] = ()) -> list[Block]:
         blocks.append(
             ActionsBlock(
                 elements=[
-                    ButtonElement(
-                        text=truncate(a.label, 75), action_id=ids.ACTION_IDS[a.kind], value=a.value, style=a.style
-                    )
+                    ButtonElement(text=truncate(a.label, 75), action_id=ids.ACTION_IDS[a.kind], value=a.value, style=a.style)
                     for a in actions
                 ]
             )

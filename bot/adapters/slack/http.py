@@ -94,6 +94,8 @@ def _status(code: int) -> str:
         return f"{code} Unknown"
 
 
-def _reply(start_response: Callable[..., Any], code: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> list[bytes]:
+def _reply(
+    start_response: Callable[..., Any], code: int, body: bytes, content_type: str = "text/plain; charset=utf-8"
+) -> list[bytes]:
     start_response(_status(code), [("Content-Type", content_type), ("Content-Length", str(len(body)))])
     return [body]

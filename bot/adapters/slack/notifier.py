@@ -130,7 +130,10 @@ class SlackNotifier:
             slack_call(
                 f"upload {attachment.filename} to <#{channel_id}>",
                 lambda: self._client.files_upload_v2(
-                    channel=ref.channel_id, content=attachment.content, filename=attachment.filename, title=attachment.title,
+                    channel=ref.channel_id,
+                    content=attachment.content,
+                    filename=attachment.filename,
+                    title=attachment.title,
                 ),
             )
         return ref
