@@ -20,9 +20,13 @@ def daily_cost_chart(
     pace: float | None,
     currency: str,
 ) -> bytes:
-    """Stacked bars: one per day, one colour per part (namespace or team); a dashed line at ``pace``."""
+    """Stacked bars: one per day, one colour per part (namespace or team); a dashed line at ``pace``.
+
+    The ``MAX_PARTS - 1`` largest parts get their own colour; the rest are stacked as one "others".
+    """
+    daily = _top_parts(daily)
     days = sorted(daily)
-    parts = sorted({part for values in daily.values() for part in values})
+    parts = sorted({part for values in daily.values() for part in values}, key=lambda p: (p == OTHERS, p))
     figure = Figure(figsize=(9, 4.2), dpi=100, layout="constrained")
     axes = figure.subplots()
     bottoms = [0.0] * len(days)
@@ -42,3 +46,22 @@ def daily_cost_chart(
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
     return buffer.getvalue()
+
+
+MAX_PARTS = 10
+OTHERS = "others"
+
+
+def _top_parts(daily: Mapping[date, Mapping[str, float]]) -> dict[date, dict[str, float]]:
+    totals: dict[str, float] = {}
+    for values in daily.values():
+        for part, value in values.items():
+            totals[part] = totals.get(part, 0.0) + value
+    if len(totals) <= MAX_PARTS:
+        return {day: dict(values) for day, values in daily.items()}
+    kept = set(sorted(totals, key=lambda part: totals[part], reverse=True)[: MAX_PARTS - 1])
+    grouped: dict[date, dict[str, float]] = {}
+    for day, values in daily.items():
+        grouped[day] = {part: value for part, value in values.items() if part in kept}
+        grouped[day][OTHERS] = sum(value for part, value in values.items() if part not in kept)
+    return grouped

@@ -14,6 +14,20 @@ def test_chart_is_a_png() -> None:
     assert png.startswith(PNG) and len(png) > 5000
 
 
+def test_many_parts_are_grouped_and_the_chart_still_lays_out() -> None:
+    import warnings
+
+    from bot.adapters.chart import MAX_PARTS, OTHERS, _top_parts
+
+    daily = {date(2026, 11, d): {f"namespace-{i:03d}": float(i) for i in range(150)} for d in range(1, 31)}
+    grouped = _top_parts(daily)
+    assert len(grouped[date(2026, 11, 1)]) == MAX_PARTS and OTHERS in grouped[date(2026, 11, 1)]
+    assert sum(grouped[date(2026, 11, 1)].values()) == sum(daily[date(2026, 11, 1)].values())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. "constrained_layout not applied": a legend too big for the figure
+        assert daily_cost_chart(title="t", daily=daily, pace=100.0, currency="USD").startswith(PNG)
+
+
 def test_chart_of_an_empty_month_still_renders() -> None:
     assert daily_cost_chart(title="t", daily={}, pace=None, currency="USD").startswith(PNG)
 
