@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,16 +29,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.adapters.chart import daily_cost_chart  # noqa: E402
 from bot.adapters.db.database import Database  # noqa: E402
 from bot.adapters.db.models import Base  # noqa: E402
 from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
 from bot.adapters.slack.blocks import report_blocks, to_dicts  # noqa: E402
+from bot.bootstrap import build_digest  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
 from bot.domain.policy import parse_policy  # noqa: E402
-from bot.sandbox.history import A100, H100, History, PodRun, write_openmetrics  # noqa: E402
-from bot.services.digest import DigestService  # noqa: E402
-from bot.services.spend import SpendReader  # noqa: E402
+from bot.sandbox.history import A100, H100, History, PodRun  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
 UTC = timezone.utc
@@ -84,16 +81,7 @@ def backfill(server: PrometheusServer, namespaces: int) -> tuple[int, float]:
 
     def import_chunk(index: int) -> int:
         start, end = chunks[index]
-        source = server.workdir / f"chunk-{index}.om"
-        with source.open("w", encoding="utf-8", buffering=1 << 22) as out:
-            written = write_openmetrics(history(namespaces, start, end), out)
-        subprocess.run(
-            ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(server.data)],
-            check=True,
-            capture_output=True,
-        )
-        source.unlink()
-        return written
+        return server.add_blocks(history(namespaces, start, end), name=f"chunk-{index}")
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         samples = sum(pool.map(import_chunk, range(len(chunks))))
@@ -120,15 +108,7 @@ def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
     database = Database.from_url("sqlite://")
     Base.metadata.create_all(database.engine)
     clock = ManualClock(MONTH + timedelta(days=DAYS, hours=8))
-    service = DigestService(
-        policy=the_policy,
-        spend=SpendReader(policy=the_policy, metrics=metrics),
-        database=database,
-        announcer=None,
-        health=None,
-        clock=clock,
-        chart=daily_cost_chart,
-    )
+    service = build_digest(policy=the_policy, metrics=metrics, database=database, clock=clock)
     day = date(2026, 10, 31)
     builds, renders = [], []
     for _ in range(RUNS):

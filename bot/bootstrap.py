@@ -72,9 +72,7 @@ def build_services(
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         spend = SpendReader(policy=policy, metrics=metrics)
-        digest = DigestService(
-            policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock, chart=chart
-        )
+        digest = build_digest(policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart)
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
         idle = IdleWatch(
             policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock
@@ -104,6 +102,28 @@ def build_services(
         digest=digest,
         budget=budget,
         idle=idle,
+    )
+
+
+def build_digest(
+    *,
+    policy: Policy,
+    metrics: MetricsSource,
+    database: Database,
+    clock: Clock,
+    announcer: Announcer | None = None,
+    chart: Callable[..., bytes] = daily_cost_chart,
+) -> DigestService:
+    """The digest service; without an announcer it builds reports (``digest --print``) but cannot post them."""
+    health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
+    return DigestService(
+        policy=policy,
+        spend=SpendReader(policy=policy, metrics=metrics),
+        database=database,
+        announcer=announcer,
+        health=health,
+        clock=clock,
+        chart=chart,
     )
 
 

@@ -11,12 +11,12 @@ import sys
 from datetime import date, timedelta
 from pathlib import Path
 
-from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.db.models import Base
 from bot.adapters.slack.blocks import report_blocks, to_dicts
 from bot.adapters.slack.notifier import SlackNotifier, make_web_client
+from bot.bootstrap import build_digest
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.sandbox.history import HistoryMetrics, sandbox_history
@@ -25,9 +25,7 @@ from bot.sandbox.world import CHANNELS, PEOPLE, sandbox_policy
 from bot.server import metrics_source
 from bot.services.announce import Announcer
 from bot.services.digest import DigestService
-from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import MetricsSource, Report
-from bot.services.spend import SpendReader
 from bot.settings import Settings, SettingsError, load_settings
 
 
@@ -107,16 +105,5 @@ def _database(settings: Settings, *, sandbox: bool) -> Database:
 
 
 def _service(policy: Policy, metrics: MetricsSource, database: Database, *, notifier: SlackNotifier | None) -> DigestService:
-    """The digest service; without a notifier (--print) it builds reports but cannot post them."""
-    clock = SystemClock()
     announcer = Announcer(notifier=notifier, policy=policy, database=database) if notifier is not None else None
-    health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
-    return DigestService(
-        policy=policy,
-        spend=SpendReader(policy=policy, metrics=metrics),
-        database=database,
-        announcer=announcer,
-        health=health,
-        clock=clock,
-        chart=daily_cost_chart,
-    )
+    return build_digest(policy=policy, metrics=metrics, database=database, clock=SystemClock(), announcer=announcer)

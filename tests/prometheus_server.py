@@ -39,9 +39,15 @@ class PrometheusServer:
 
     def load(self, history: History) -> PrometheusServer:
         """Backfill ``history`` (it must end at least 3 hours ago: promtool leaves the head to the server)."""
-        source = self.workdir / "history.om"
-        with source.open("w", encoding="utf-8") as out:
-            self.samples = write_openmetrics(history, out)
+        self.samples = self.add_blocks(history)
+        return self
+
+    def add_blocks(self, history: History, *, name: str = "history") -> int:
+        """Write ``history`` as OpenMetrics and turn it into blocks with promtool; returns the samples.
+        Safe to call from several threads with different names (the benchmark imports chunks in parallel)."""
+        source = self.workdir / f"{name}.om"
+        with source.open("w", encoding="utf-8", buffering=1 << 22) as out:
+            samples = write_openmetrics(history, out)
         self.data.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(self.data)],
@@ -49,7 +55,7 @@ class PrometheusServer:
             capture_output=True,
         )
         source.unlink()
-        return self
+        return samples
 
     def start(self, *, timeout: float = 60.0) -> PrometheusServer:
         config = self.workdir / "prometheus.yml"
