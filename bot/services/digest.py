@@ -102,17 +102,18 @@ class DigestService:
         teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
         managed = set(self._policy.managed_namespaces())
         month_days = sorted(spend.days)
+        every_namespace = spend.lines(month_days)
         others: dict[str, float] = {}
-        for line in spend.lines(month_days):
+        for line in every_namespace:
             if line.namespace not in managed:
                 others[line.team] = others.get(line.team, 0.0) + line.cost
         daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
-        return OrgDigest(day=day, teams=teams, others=others, top=spend.lines(month_days)[:TOP], daily=daily)
+        return OrgDigest(day=day, teams=teams, others=others, top=every_namespace[:TOP], daily=daily)
 
     def _team_digest(self, team: Team, day: date, spend: Spend, expiring: list[ExpiringGrant]) -> TeamDigest:
         zone = self._policy.schedules.zone
-        month_days = sorted(spend.days)
-        spent = spend.team_cost(team.name, month_days)
+        month = spend.lines(sorted(spend.days), team=team.name)
+        spent = sum(line.cost for line in month)
         month_start = day_window(day.replace(day=1), zone).start
         elapsed = day_window(day, zone).end - month_start
         budget = team.budget.monthly if team.budget else None
@@ -121,7 +122,7 @@ class DigestService:
             team=team,
             day=day,
             yesterday=spend.lines([day], team=team.name),
-            month=spend.lines(month_days, team=team.name),
+            month=month,
             daily=spend.daily_team_costs(team.name),
             spent=spent,
             forecast=month_end_forecast(spent, elapsed=elapsed, length=month_length(day, zone)),

@@ -91,11 +91,16 @@ class SlackOverHttp:
 
     def buttons(self, message: Recorded) -> dict[str, dict[str, Any]]:
         current = self.sandbox.slack.messages[(message.channel or "", message.ts or "")]
-        return {e["text"]["text"]: e for b in current.blocks if b["type"] == "actions" for e in b["elements"]}
+        return buttons_of(current.blocks)
 
     def current_text(self, message: Recorded) -> str:
         current = self.sandbox.slack.messages[(message.channel or "", message.ts or "")]
         return json.dumps(current.blocks, ensure_ascii=False)
+
+
+def buttons_of(blocks: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The buttons of a message, by label."""
+    return {e["text"]["text"]: e for b in blocks if b["type"] == "actions" for e in b["elements"]}
 
 
 def serve(app: Any) -> tuple[str, Any]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -20,6 +21,13 @@ SANDBOX_POLICY = ROOT / "bot" / "sandbox" / "policy.yaml"
 
 def bot_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "bot.cli", *args]
+
+
+def run_bot(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``gpu-quota-bot ARGS`` to completion from the project root."""
+    return subprocess.run(bot_command(*args), env=env, input=stdin, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 def wait_for(condition: Callable[[], object], *, timeout: float = 20.0, what: str = "condition") -> object:

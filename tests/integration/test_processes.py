@@ -12,11 +12,11 @@ import requests
 
 from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
-from tests.integration.processes import ROOT, bot_command, metric, ok, run_env, wait_for
+from tests.integration.processes import ROOT, bot_command, metric, ok, run_bot, run_env, wait_for
 
 
 def test_shell_demo_tells_the_whole_story() -> None:
-    result = subprocess.run(bot_command("shell", "--demo"), capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = run_bot("shell", "--demo", timeout=120)
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "SANDBOX" in out and "no real cluster" in out
@@ -43,7 +43,7 @@ def test_shell_reads_typed_lines_and_fills_forms() -> None:
             "quit",
         ]
     )
-    result = subprocess.run(bot_command("shell"), input=typed, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    result = run_bot("shell", stdin=typed, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "GQ-1 submitted" in result.stdout
     assert "ai-frontier-research    compute-quota   3/6" in result.stdout
@@ -91,7 +91,7 @@ def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins:
 
 def test_run_names_every_missing_setting(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA"))}
-    result = subprocess.run(bot_command("run"), env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
+    result = run_bot("run", env=env)
     assert result.returncode == 2
     for setting in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "GPU_QUOTA_CONFIG"):
         assert setting in result.stderr
@@ -100,14 +100,7 @@ def test_run_names_every_missing_setting(tmp_path: Path) -> None:
 def test_run_refuses_a_rejected_token_without_printing_it(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
     wrong = "xoxb-wrong-token-123"
-    result = subprocess.run(
-        bot_command("run"),
-        env=run_env(tmp_path, slack, kube, SLACK_BOT_TOKEN=wrong),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    result = run_bot("run", env=run_env(tmp_path, slack, kube, SLACK_BOT_TOKEN=wrong))
     assert result.returncode == 2
     assert "SLACK_BOT_TOKEN" in result.stderr and "invalid_auth" in result.stderr
     assert wrong not in result.stderr + result.stdout
@@ -117,41 +110,20 @@ def test_run_refuses_a_broken_policy_file(tmp_path: Path, stand_ins: tuple) -> N
     slack, kube = stand_ins
     policy = tmp_path / "policy.yaml"
     policy.write_text("teams:\n  t:\n    channel: C1\n    namespaces: [Bad_Name]\n    approvers: {users: [U1]}\n")
-    result = subprocess.run(
-        bot_command("run"),
-        env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    result = run_bot("run", env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)))
     assert result.returncode == 2
     assert "teams.t.namespaces.0.name" in result.stderr and "not a valid Kubernetes namespace name" in result.stderr
 
 
 def test_invalid_setting_values_are_named(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
-    result = subprocess.run(
-        bot_command("run"),
-        env=run_env(tmp_path, slack, kube, PORT="not-a-port"),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    result = run_bot("run", env=run_env(tmp_path, slack, kube, PORT="not-a-port"))
     assert result.returncode == 2 and "PORT" in result.stderr
 
 
 def test_digest_print_works_on_a_fresh_machine(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "PROMETHEUS", "DATABASE_URL"))}
-    result = subprocess.run(
-        bot_command("digest", "--print", "--date", "2026-11-20", "--chart-dir", str(tmp_path)),
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    result = run_bot("digest", "--print", "--date", "2026-11-20", "--chart-dir", str(tmp_path), env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "SANDBOX metrics" in result.stdout
     assert "GPU cost digest · Frontier research · Fri 20 Nov 2026" in result.stdout
@@ -173,14 +145,7 @@ def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> N
         "    namespaces: [ai-frontier-research, not-in-cluster]\n"
         "    approvers: {users: [U0LEE, U0GHOST]}\n"
     )
-    result = subprocess.run(
-        bot_command("check-config"),
-        env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=ROOT,
-    )
+    result = run_bot("check-config", env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)))
     assert result.returncode == 1
     problems = sorted(line for line in result.stderr.splitlines() if line.startswith("problem:"))
     assert problems == [
@@ -195,9 +160,7 @@ def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> N
 
 def test_check_config_passes_a_sound_configuration(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
-    result = subprocess.run(
-        bot_command("check-config"), env=run_env(tmp_path, slack, kube), capture_output=True, text=True, timeout=60, cwd=ROOT
-    )
+    result = run_bot("check-config", env=run_env(tmp_path, slack, kube))
     assert result.returncode == 0, result.stderr
     assert "configuration OK" in result.stdout and "skipped Prometheus" in result.stdout
 
@@ -207,13 +170,9 @@ def test_digest_post_goes_to_slack_once(tmp_path: Path, stand_ins: tuple) -> Non
     env = run_env(tmp_path, slack, kube)
     for name in ("GPU_QUOTA_CONFIG", "PROMETHEUS_URL"):  # the sandbox policy and metrics
         env.pop(name, None)
-    first = subprocess.run(
-        bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
+    first = run_bot("digest", "--post", "--date", "2026-11-20", env=env, timeout=120)
     assert first.returncode == 0, first.stderr
     assert "posted the digests of 2026-11-20: frontier, business, *" in first.stdout
     assert {r.channel for r in slack.records if r.kind == "file"} == {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}
-    again = subprocess.run(
-        bot_command("digest", "--post", "--date", "2026-11-20"), env=env, capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
+    again = run_bot("digest", "--post", "--date", "2026-11-20", env=env, timeout=120)
     assert "nothing new (already posted)" in again.stdout

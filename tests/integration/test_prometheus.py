@@ -25,6 +25,7 @@ from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
 from bot.sandbox.kube_api import quota_refusal_event
 from bot.sandbox.session import Sandbox
 from bot.services.spend import SpendReader
+from tests.integration.conftest import buttons_of
 from tests.prometheus_server import PrometheusServer, binaries_available
 
 UTC = timezone.utc
@@ -310,9 +311,7 @@ def test_idle_nudge_and_snooze_through_slack(policy: Policy, proxy: FlakyProxy) 
         assert box.services.idle.check() == ["ns-idle"]
         nudge = messages(box, "C0FRONTIER")[-1]
         assert "*ns-idle* holds 4 GPUs" in nudge.text
-        snooze = next(
-            e for b in nudge.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Snooze 24 h"
-        )
+        snooze = buttons_of(nudge.blocks)["Snooze 24 h"]
         box.send(
             box.side.block_action(
                 user_id="U0ALICE",
@@ -339,7 +338,7 @@ def test_blocked_workload_alert_opens_a_prefilled_request(policy: Policy, proxy:
         assert box.services.blocked.check() == []
         alert = messages(box, "C0FRONTIER")[-1]
         assert "*Job finetune* in *ns-train* cannot start pods" in alert.text
-        more = next(e for b in alert.blocks if b["type"] == "actions" for e in b["elements"])
+        more = buttons_of(alert.blocks)["Request more"]
         box.send(
             box.side.block_action(
                 user_id="U0ALICE", action_id=more["action_id"], value=more["value"], channel_id=alert.channel, message_ts=alert.ts

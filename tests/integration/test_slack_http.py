@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from bot.adapters.slack import ids
 from bot.clock import ManualClock
-from tests.integration.conftest import SlackOverHttp
+from tests.integration.conftest import SlackOverHttp, buttons_of
 
 ALICE, LEE, BOB, PAT, DANA = "U0ALICE", "U0LEE", "U0BOB", "U0PAT", "U0DANA"
 REQUEST = "request ai-frontier-research +4 for 3d fine-tune on the new corpus"
@@ -149,7 +149,7 @@ def test_reminder_buttons_extend_and_release(slack: SlackOverHttp, clock: Manual
     slack.sandbox.services.reconciler.tick()
     reminder = [r for r in slack.records("message") if r.channel == "D" + ALICE][-1]
     assert "go back" in reminder.text
-    extend = next(e for b in reminder.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Extend")
+    extend = buttons_of(reminder.blocks)["Extend"]
     slack.click(ALICE, extend, reminder)
     form = slack.records("view_open")[-1].view
     assert form["callback_id"] == ids.EXTEND_FORM
@@ -158,9 +158,7 @@ def test_reminder_buttons_extend_and_release(slack: SlackOverHttp, clock: Manual
     extension = slack.request_message()
     assert "Extension GQ-2 of GQ-1" in slack.current_text(extension)
 
-    release = next(
-        e for b in reminder.blocks if b["type"] == "actions" for e in b["elements"] if e["text"]["text"] == "Release now"
-    )
+    release = buttons_of(reminder.blocks)["Release now"]
     slack.click(ALICE, release, reminder)
     assert slack.responses()[-1] == "Released GQ-1: 4 GPUs given back to ai-frontier-research."
     assert quota(slack) == "4"
