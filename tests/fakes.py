@@ -152,7 +152,7 @@ class FakeNotifier:
 class FakeDirectory:
     groups: dict[str, frozenset[str]] = field(default_factory=dict)
 
-    def usergroup_members(self, usergroup_id: str) -> frozenset[str]:
+    def usergroup_members(self, usergroup_id: str, *, fresh: bool = False) -> frozenset[str]:
         return self.groups.get(usergroup_id, frozenset())
 
 

@@ -152,6 +152,6 @@ class Notifier(Protocol):
 
 
 class Directory(Protocol):
-    def usergroup_members(self, usergroup_id: str) -> frozenset[str]:
-        """User ids in a Slack user group (cached by the adapter)."""
+    def usergroup_members(self, usergroup_id: str, *, fresh: bool = False) -> frozenset[str]:
+        """User ids in a Slack user group: cached briefly by the adapter, read anew when ``fresh`` (decisions)."""
         ...

@@ -117,7 +117,7 @@ class Queries:
         for request in pending:
             team = self._policy.teams.get(request.team)
             mine = request.requester_id == user
-            if mine or (team is not None and self._access.may_decide(user, team)):
+            if mine or (team is not None and self._access.may_decide(user, team, fresh=False)):
                 lines.append(_pending_line(request))
         return lines
 
@@ -133,7 +133,7 @@ class Queries:
             team = self._policy.team_of(namespace or "")
             if team is None:
                 raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
-        if team is None or not (self._access.may_request(user, team) or self._access.is_admin(user)):
+        if team is None or not (self._access.may_request(user, team, fresh=False) or self._access.is_admin(user, fresh=False)):
             raise UserError("Only the team, its approvers and admins can read this audit trail.")
         rows = self._db.run(lambda repo: list(repo.audit_trail(namespace=namespace, request_id=request_id, limit=limit)))
         return [AuditLine(r.at, r.actor, r.action, r.namespace, r.request_id, r.before, r.after, r.detail) for r in rows]

@@ -152,7 +152,11 @@ class SlackNotifier:
 
 
 class SlackDirectory:
-    """User group members from ``usergroups.users.list``, cached for ``ttl`` seconds."""
+    """User group members from ``usergroups.users.list``, cached for ``ttl`` seconds for display only.
+
+    ``fresh=True`` (every decision) always asks Slack and refreshes the cache: a removed approver
+    must not approve on a stale list.
+    """
 
     def __init__(self, client: WebClient, *, ttl: float = 300.0, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._client = client
@@ -161,11 +165,11 @@ class SlackDirectory:
         self._cache: dict[str, tuple[float, frozenset[str]]] = {}
         self._lock = threading.Lock()
 
-    def usergroup_members(self, usergroup_id: str) -> frozenset[str]:
+    def usergroup_members(self, usergroup_id: str, *, fresh: bool = False) -> frozenset[str]:
         now = self._monotonic()
         with self._lock:
             cached = self._cache.get(usergroup_id)
-            if cached and now - cached[0] < self._ttl:
+            if cached and not fresh and now - cached[0] < self._ttl:
                 return cached[1]
         response: Any = slack_call(
             f"list the members of the user group {usergroup_id}",
