@@ -59,7 +59,7 @@ DEMO = [
     "quota",
     "# Strategy shift: the platform slows frontier work down to 1 GPU (permanent: two approvals).",
     "as pat",
-    "/gpu-quota request ai-frontier-research 1 slow down frontier work: GPUs move to proven business models",
+    "/gpu-quota request ai-frontier-research 1 permanent slow down frontier work: GPUs move to proven business models",
     "as lee",
     "click 5",
     "as dana",

@@ -3,6 +3,7 @@ Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload al
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ from handlers.outcome import attempt
 if TYPE_CHECKING:
     from bot.bootstrap import Services
 
+log = logging.getLogger(__name__)
+
 
 def register(app: App, services: Services) -> None:
     def on_click(ack: Ack, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
@@ -29,15 +32,21 @@ def register(app: App, services: Services) -> None:
             open_form(services, user, click.prefill(), client, respond, trigger_id=click.trigger_id, channel_id=None)
             return
         if click.kind == ActionKind.SNOOZE:
-            idle = services.idle
-            if idle is not None:
-                say(respond, attempt(lambda: idle.snooze(user=user, namespace=click.value), user=user, what="snooze"))
+            idle, namespace = services.idle, click.namespace
+            if namespace is None:
+                invalid_button(respond, click)
+            elif idle is not None:
+                say(respond, attempt(lambda: idle.snooze(user=user, namespace=namespace), user=user, what="snooze"))
             return
         request_id = click.request_id
         if request_id is None:
-            say(respond, ":no_entry_sign: This button carries no request id; it may come from an old message.")
+            invalid_button(respond, click)
             return
         if click.kind == ActionKind.EXTEND:
+            refused = attempt(lambda: services.requests.check_extendable(request_id), user=user, what=f"extend GQ-{request_id}")
+            if refused is not None:
+                say(respond, refused)
+                return
             open_extend_form(client, respond, click.trigger_id, request_id)
             return
         work: dict[ActionKind, Callable[[], str]] = {
@@ -50,3 +59,9 @@ def register(app: App, services: Services) -> None:
 
     for action_id in ids.ACTION_IDS.values():
         app.action(action_id)(on_click)
+
+
+def invalid_button(respond: Respond, click: ButtonClick) -> None:
+    """A button value the bot did not make: forged, or from a message it no longer understands."""
+    log.warning("invalid %s button value from %s: %r", click.kind, click.user_id, click.value[:100])
+    say(respond, ":no_entry_sign: This button is not valid (it does not name a request the bot made); nothing was done.")

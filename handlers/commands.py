@@ -26,6 +26,7 @@ from bot.domain.commands import (
     StatusCommand,
     parse_command,
 )
+from bot.domain.durations import MAX_DURATION
 from bot.errors import GpuQuotaError
 from bot.services.text import channel
 from handlers.outcome import attempt
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HELP = {
-    "request": "Ask for GPUs: `+4` more, `-2` fewer or `8` in total, `for 3d` (90m, 12h, 2w) or permanent without `for`. "
-    "Example: `/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus`",
+    "request": "Ask for GPUs: `+4` more, `-2` fewer or `8` in total; then either `for 3d` (90m, 12h, 3d or 2w, "
+    f"at most {MAX_DURATION.days}d) or the word `permanent` (a new base quota; nothing else makes a change permanent). "
+    "Examples: `/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus`, "
+    "`/gpu-quota request biz-model-serving +2 permanent new serving replica`",
     "status": "Quota (hard/used), active grants and pending requests of a namespace, or of your teams' namespaces.",
     "list": "Pending requests you made or may decide.",
     "cancel": "Withdraw your pending request.",
@@ -80,6 +83,10 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
         open_form(services, user, parsed.draft, client, respond, trigger_id=slash.trigger_id, channel_id=slash.channel_id)
         return
     if isinstance(parsed, ExtendCommand) and parsed.problems:
+        refused = attempt(lambda: services.requests.check_extendable(parsed.request_id), user=user, what="extend")
+        if refused is not None:
+            say(respond, refused)
+            return
         open_extend_form(client, respond, slash.trigger_id, parsed.request_id, problems=parsed.problems, reason=parsed.reason)
         return
     if isinstance(parsed, StatusCommand):

@@ -56,7 +56,11 @@ def register(app: App, services: Services) -> None:
         except ValueError as error:
             ack(response_action="errors", errors={ids.DURATION_BLOCK: str(error)})
             return
-        request_id = int(form.metadata.get("request_id", 0))
+        request_id = form.request_id
+        if request_id is None:
+            log.warning("extend form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
+            ack(response_action="errors", errors={ids.DURATION_BLOCK: "This form is not valid; use the Extend button again."})
+            return
         ack(response_action="update", view=notice_view("Extend a grant", ":hourglass_flowing_sand: Submitting…"))
         outcome = attempt(
             lambda: submitted_text(

@@ -2,7 +2,9 @@
 
 Parsing never raises: bad input becomes a ``Malformed`` command with a message for the person, and a
 ``request`` with missing or invalid parts becomes a draft that lists its problems (the handler then
-opens the request form prefilled with what was valid).
+opens the request form prefilled with what was valid). A bad duration is the exception: it is
+answered at once, because the form must never turn a typo into a permanent change. Control
+characters are removed from the text before anything else reads it.
 """
 
 from __future__ import annotations
@@ -11,12 +13,24 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from bot.domain.durations import parse_duration
+from bot.domain.durations import ALLOWED, parse_duration
 
 NAMESPACE_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _AMOUNT_PATTERN = re.compile(r"([+-]?)(\d{1,6})")
-_REQUEST_ID_PATTERN = re.compile(r"(?:gq-|#)?(\d{1,12})", re.IGNORECASE)
+_REQUEST_ID_PATTERN = re.compile(r"(?:gq-|#)?(\d{1,10})", re.IGNORECASE | re.ASCII)
 REQUEST_ID_PREFIX = "GQ-"
+# Request ids are the database's integer primary keys: anything above is forged or mistyped, and
+# must not reach a query (10**23 overflows the driver).
+MAX_REQUEST_ID = 2**31 - 1
+# C0 control characters (and DEL) but newline and tab: a NUL is refused by PostgreSQL, the rest
+# are invisible in Slack and would hide what a reason really says.
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+PERMANENT_WORD = "permanent"
+
+
+def clean_text(text: str) -> str:
+    """User text without control characters (newline and tab stay)."""
+    return _CONTROL_CHARACTERS.sub("", text)
 
 
 def format_request_id(request_id: int) -> str:
@@ -24,9 +38,12 @@ def format_request_id(request_id: int) -> str:
 
 
 def parse_request_id(text: str) -> int | None:
-    """``GQ-17``, ``gq-17``, ``#17`` or ``17`` -> 17; anything else -> None."""
+    """``GQ-17``, ``gq-17``, ``#17`` or ``17`` -> 17; anything else (0, too large) -> None."""
     match = _REQUEST_ID_PATTERN.fullmatch(text.strip())
-    return int(match.group(1)) if match else None
+    if match is None:
+        return None
+    request_id = int(match.group(1))
+    return request_id if 0 < request_id <= MAX_REQUEST_ID else None
 
 
 def is_namespace_name(text: str) -> bool:
@@ -66,13 +83,19 @@ class RequestDraft:
 
     namespace: str | None = None
     amount: GpuAmount | None = None
-    duration: timedelta | None = None  # None: a permanent change
+    duration: timedelta | None = None  # with ``permanent`` False: not chosen yet
     reason: str = ""
     problems: tuple[str, ...] = ()
+    permanent: bool = False  # only ever by an explicit choice: the word or the form's radio button
+
+    @property
+    def term_chosen(self) -> bool:
+        """Exactly one of a duration and ``permanent`` was given."""
+        return (self.duration is not None) != self.permanent
 
     @property
     def complete(self) -> bool:
-        return bool(self.namespace and self.amount and self.reason.strip() and not self.problems)
+        return bool(self.namespace and self.amount and self.reason.strip() and self.term_chosen and not self.problems)
 
 
 @dataclass(frozen=True)
@@ -146,7 +169,7 @@ Command = (
 )
 
 USAGE = {
-    "request": "request <namespace> <+N|-N|N> [for <duration>] <reason>",
+    "request": "request <namespace> <+N|-N|N> for <duration>|permanent <reason>",
     "status": "status [namespace]",
     "list": "list",
     "cancel": "cancel <request id>",
@@ -160,7 +183,7 @@ USAGE = {
 
 def parse_command(text: str) -> Command:
     """Turn the text after ``/gpu-quota`` into a command."""
-    words = text.split()
+    words = clean_text(text).split()
     if not words:
         return HelpCommand()
     verb, args = words[0].lower(), words[1:]
@@ -171,11 +194,15 @@ def parse_command(text: str) -> Command:
 
 
 def parse_request_words(words: list[str]) -> RequestDraft:
-    """Parse ``<namespace> <gpus> [for <duration>] <reason>``, keeping what is valid."""
+    """Parse ``<namespace> <gpus> for <duration>|permanent <reason>``, keeping what is valid.
+
+    Raises ValueError (naming it) for a bad duration.
+    """
     problems: list[str] = []
     namespace: str | None = None
     amount: GpuAmount | None = None
     duration: timedelta | None = None
+    permanent = False
     rest = list(words)
 
     if rest and not _AMOUNT_PATTERN.fullmatch(rest[0]):
@@ -194,17 +221,34 @@ def parse_request_words(words: list[str]) -> RequestDraft:
     if rest and rest[0].lower() == "for":
         rest.pop(0)
         if not rest:
-            problems.append("'for' needs a duration, e.g. for 3d")
-        else:
-            try:
-                duration = parse_duration(rest.pop(0))
-            except ValueError as error:
-                problems.append(str(error))
-    return RequestDraft(namespace=namespace, amount=amount, duration=duration, reason=" ".join(rest), problems=tuple(problems))
+            raise ValueError(f"`for` needs a duration: {ALLOWED}")
+        duration = _duration_after_for(rest.pop(0))
+    elif rest and rest[0].lower() == PERMANENT_WORD:
+        rest.pop(0)
+        permanent = True
+    else:
+        problems.append(f"say how long: `for 3d` ({ALLOWED}) or `{PERMANENT_WORD}`")
+    return RequestDraft(
+        namespace=namespace,
+        amount=amount,
+        duration=duration,
+        permanent=permanent,
+        reason=" ".join(rest),
+        problems=tuple(problems),
+    )
+
+
+def _duration_after_for(word: str) -> timedelta:
+    if word.lower() == PERMANENT_WORD:
+        raise ValueError(f"a permanent change is written `{PERMANENT_WORD}`, without `for`")
+    return parse_duration(word)
 
 
 def _parse_request(args: list[str]) -> Command:
-    return RequestCommand(parse_request_words(args))
+    try:
+        return RequestCommand(parse_request_words(args))
+    except ValueError as error:
+        return Malformed(f"Not submitted: {error}.", usage=(USAGE["request"],))
 
 
 def _parse_status(args: list[str]) -> Command:

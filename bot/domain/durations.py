@@ -10,6 +10,7 @@ _PART = re.compile(r"(\d+)([wdhms])")
 _WHOLE = re.compile(r"(?:\d+[wdhms])+")
 # Anything longer than a year is a typo, not a plan; it also keeps datetime arithmetic in range.
 MAX_DURATION = timedelta(days=366)
+ALLOWED = f"use 90m, 12h, 3d or 2w, at most {MAX_DURATION.days}d"
 
 
 def parse_duration(text: str) -> timedelta:
@@ -18,15 +19,21 @@ def parse_duration(text: str) -> timedelta:
     Raises ValueError with a message fit for a person.
     """
     cleaned = text.strip().lower()
+    shown = _shown(text)
     if not _WHOLE.fullmatch(cleaned):
-        raise ValueError(f"'{text}' is not a duration: use minutes, hours, days or weeks, e.g. 90m, 12h, 3d, 2w")
+        raise ValueError(f"{shown} is not a duration: {ALLOWED}")
     seconds = sum(int(number) * UNIT_SECONDS[unit] for number, unit in _PART.findall(cleaned))
     if seconds <= 0:
-        raise ValueError(f"'{text}' is zero: a duration must be longer than that")
-    duration = timedelta(seconds=seconds)
-    if duration > MAX_DURATION:
-        raise ValueError(f"'{text}' is longer than a year: ask for a permanent change instead")
-    return duration
+        raise ValueError(f"{shown} is zero: {ALLOWED}")
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"{shown} is too long: {ALLOWED} (for longer, ask for a permanent change)")
+    return timedelta(seconds=seconds)
+
+
+def _shown(text: str) -> str:
+    """The typed duration as quoted in an error: trimmed, so a pasted paragraph stays one line."""
+    word = " ".join(text.split())
+    return f"`{word[:30]}…`" if len(word) > 30 else f"`{word}`"
 
 
 def format_duration(duration: timedelta) -> str:

@@ -83,16 +83,16 @@ class SlackSide:
         return urlencode({"payload": json.dumps(payload)})
 
     def view_submission(self, *, user_id: str, view: dict[str, Any], values: dict[str, str]) -> str:
-        """Submit ``view`` with ``values`` per input block (select inputs get ``selected_option``)."""
+        """Submit ``view`` with ``values`` per input block (select and radio inputs get ``selected_option``)."""
         state: dict[str, Any] = {}
         for block in view.get("blocks", []):
             if block.get("type") != "input":
                 continue
             element = block["element"]
             value = values.get(block["block_id"], "")
-            if element["type"] == "static_select":
+            if element["type"] in ("static_select", "radio_buttons"):
                 option = next((o for o in element.get("options", []) if o["value"] == value), None)
-                entry: dict[str, Any] = {"type": "static_select", "selected_option": option}
+                entry: dict[str, Any] = {"type": element["type"], "selected_option": option}
             else:
                 entry = {"type": element["type"], "value": value or None}
             state[block["block_id"]] = {element["action_id"]: entry}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.models import DecisionRow, RequestRow
+from bot.adapters.db.models import DecisionRow, GrantRow, RequestRow
 from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import RequestDraft, format_request_id
@@ -121,9 +121,7 @@ class RequestService:
     def extend(self, *, requester: str, request_id: int, duration: timedelta, reason: str) -> Submitted:
         """Ask for more time on an active grant: a new request that needs approval like any other."""
         original = self._load(request_id)
-        grant = self._db.run(lambda repo: repo.grant_of(request_id))
-        if grant is None or grant.state != GrantState.ACTIVE:
-            raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
+        grant = self._active_grant(request_id)
         team = self._team_for_request(requester, original.namespace)
         now = self._clock.now()
         new_end = max(grant.ends_at, now) + duration
@@ -148,6 +146,18 @@ class RequestService:
                 extends_request_id=request_id,
             ),
         )
+
+    def check_extendable(self, request_id: int) -> None:
+        """Raise UserError unless the request has a grant to extend (asked before the extend form opens)."""
+        self._load(request_id)
+        self._active_grant(request_id)
+
+    def _active_grant(self, request_id: int) -> GrantRow:
+        """The request's grant if it is active now; after downtime one may be past its end before the reconcile ends it."""
+        grant = self._db.run(lambda repo: repo.grant_of(request_id))
+        if grant is None or grant.state != GrantState.ACTIVE or grant.ends_at <= self._clock.now():
+            raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
+        return grant
 
     def _create(self, requester: str, new: _NewRequest) -> Submitted:
         capacity = self._capacity(new.namespace, 0 if new.kind == RequestKind.EXTENSION else new.delta)

@@ -81,8 +81,8 @@ def test_two_approvers_racing_on_a_request_that_needs_both(pg_sandbox: Sandbox) 
 
 @pytest.mark.postgres
 def test_concurrent_permanent_changes_to_one_namespace_both_count(pg_sandbox: Sandbox) -> None:
-    first = submit(pg_sandbox, "request biz-model-serving 18 launch A", "U0BOB")
-    second = submit(pg_sandbox, "request biz-model-serving 18 launch B", "U0BOB")  # +2 each, read against 16
+    first = submit(pg_sandbox, "request biz-model-serving 18 permanent launch A", "U0BOB")
+    second = submit(pg_sandbox, "request biz-model-serving 18 permanent launch B", "U0BOB")  # +2 each, read against 16
     at_once(decide(pg_sandbox, first, "U0MAYA"), decide(pg_sandbox, second, "U0PAT"))
     assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving")).base_gpus == 20
     assert pg_sandbox.kube.hard("biz-model-serving", "compute-quota") == "20"

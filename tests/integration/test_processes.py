@@ -35,6 +35,7 @@ def test_shell_reads_typed_lines_and_fills_forms() -> None:
             "/gpu-quota request ai-frontier-research +2",  # incomplete: the form opens
             "",  # namespace: keep
             "",  # GPUs: keep +2
+            "temporary",  # temporary or permanent: no default
             "12h",  # duration
             "evaluation sweep",  # reason
             "as lee",

@@ -85,7 +85,7 @@ def test_people_who_may_not_decide_are_told_why(slack: SlackOverHttp) -> None:
 
 
 def test_double_click_counts_once(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 hiring two researchers")  # permanent: 2 approvals
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # permanent: 2 approvals
     message = slack.request_message()
     approve = slack.buttons(message)["Approve"]
     slack.click(LEE, approve, message)
@@ -113,7 +113,8 @@ def test_incomplete_command_opens_the_prefilled_form(slack: SlackOverHttp) -> No
     assert [o["value"] for o in inputs["namespace"]["options"]] == ["ai-frontier-research"]  # alice may request there only
     assert inputs["gpus"]["initial_value"] == "+4" and inputs["duration"]["initial_value"] == "3d"
 
-    values = {"namespace": "ai-frontier-research", "gpus": "+4", "duration": "3 days", "reason": ""}
+    assert inputs["term"]["initial_option"]["value"] == "temporary"  # the typed `for 3d` chose it
+    values = {"namespace": "ai-frontier-research", "gpus": "+4", "term": "temporary", "duration": "3 days", "reason": ""}
     answer = slack.submit(ALICE, opened, values).json()
     assert answer["response_action"] == "errors" and set(answer["errors"]) == {"duration", "reason"}
 

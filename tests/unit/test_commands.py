@@ -31,16 +31,50 @@ def test_full_request_is_complete() -> None:
     assert draft.reason == "fine-tune on the new corpus"
 
 
-def test_request_without_for_is_permanent() -> None:
-    command = parse_command("request biz-model-serving 8 serving capacity for launch")
+def test_permanent_only_by_the_word() -> None:
+    command = parse_command("request biz-model-serving 8 permanent serving capacity for launch")
     assert isinstance(command, RequestCommand)
-    assert command.draft.duration is None
+    assert command.draft.permanent and command.draft.duration is None and command.draft.complete
     assert command.draft.amount == GpuAmount(8, False)
     assert command.draft.reason == "serving capacity for launch"
 
 
+def test_a_request_without_for_or_permanent_is_incomplete_not_permanent() -> None:
+    command = parse_command("request biz-model-serving 8 serving capacity for launch")
+    assert isinstance(command, RequestCommand)
+    assert not command.draft.complete and not command.draft.permanent
+    assert any("`permanent`" in p for p in command.draft.problems)
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("request ai-frontier-research +4 for -3d x", "`-3d` is not a duration: use 90m, 12h, 3d or 2w, at most 366d"),
+        ("request ai-frontier-research +4 for 99y x", "`99y` is not a duration"),
+        ("request ai-frontier-research +4 for 400d x", "`400d` is too long"),
+        ("request ai-frontier-research +4 for permanent x", "written `permanent`, without `for`"),
+        ("request ai-frontier-research +4 for", "`for` needs a duration"),
+    ],
+)
+def test_a_bad_duration_is_an_error_naming_it(text: str, named: str) -> None:
+    command = parse_command(text)
+    assert isinstance(command, Malformed)
+    assert named in command.message
+
+
+def test_control_characters_are_removed() -> None:
+    command = parse_command("request ai-frontier-research +4 for 3d a\x00b\x1b[31mc\x7f")
+    assert isinstance(command, RequestCommand)
+    assert command.draft.reason == "ab[31mc"
+
+
+@pytest.mark.parametrize("text", ["0", "GQ-0", str(2**31), "99999999999", str(10**23), "²", "-1"])
+def test_request_ids_out_of_range_are_not_ids(text: str) -> None:
+    assert parse_request_id(text) is None
+
+
 def test_decrease_is_allowed() -> None:
-    command = parse_command("request ai-frontier-research -3 slow down")
+    command = parse_command("request ai-frontier-research -3 permanent slow down")
     assert isinstance(command, RequestCommand)
     assert command.draft.amount == GpuAmount(-3, True)
 
@@ -62,11 +96,10 @@ def test_incomplete_requests_become_drafts_that_keep_the_valid_parts(text: str, 
         assert getattr(command.draft, field) == value
 
 
-def test_for_without_a_duration_is_a_problem_not_a_permanent_request() -> None:
+def test_for_without_a_duration_is_an_error_not_a_permanent_request() -> None:
     command = parse_command("request ai-frontier-research +4 for three days to train")
-    assert isinstance(command, RequestCommand)
-    assert not command.draft.complete
-    assert any("duration" in p for p in command.draft.problems)
+    assert isinstance(command, Malformed)
+    assert "`three` is not a duration" in command.message
 
 
 @pytest.mark.parametrize("text", ["request Bad_Namespace +1 x", "request ai-frontier-research four reason"])
@@ -136,13 +169,11 @@ reasons = st.lists(st.from_regex(r"[A-Za-z][A-Za-z0-9,.:]{0,12}", fullmatch=True
 
 @given(namespaces, amounts, durations, reasons)
 def test_typed_requests_round_trip(namespace: str, amount: GpuAmount, duration: timedelta | None, reason: str) -> None:
-    span = f" for {format_duration(duration)}" if duration else ""
-    if duration is None and reason.split()[0].lower() == "for":
-        reason = "because " + reason
+    span = f" for {format_duration(duration)}" if duration else " permanent"
     command = parse_command(f"request {namespace} {amount}{span} {reason}")
     assert isinstance(command, RequestCommand)
     draft = command.draft
-    assert draft.complete
+    assert draft.complete and draft.permanent == (duration is None)
     assert (draft.namespace, draft.amount, draft.duration, draft.reason) == (namespace, amount, duration, reason)
 
 

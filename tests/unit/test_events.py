@@ -44,11 +44,45 @@ def test_broken_metadata_is_ignored() -> None:
 
 
 def test_form_fields_are_checked_one_by_one() -> None:
-    draft, errors = draft_from_form(
-        {ids.NAMESPACE_BLOCK: "ns-a", ids.GPUS_BLOCK: "+2", ids.DURATION_BLOCK: "", ids.REASON_BLOCK: "r"}
-    )
-    assert errors == {} and draft.amount == GpuAmount(2, True) and draft.duration is None and draft.complete
+    fields = {ids.NAMESPACE_BLOCK: "ns-a", ids.GPUS_BLOCK: "+2", ids.DURATION_BLOCK: "", ids.REASON_BLOCK: "r"}
+    draft, errors = draft_from_form(fields | {ids.TERM_BLOCK: ids.PERMANENT})
+    assert errors == {} and draft.amount == GpuAmount(2, True) and draft.duration is None and draft.permanent
+    assert draft.complete
+    _, errors = draft_from_form(fields)  # an empty duration is not a choice of permanent
+    assert set(errors) == {ids.TERM_BLOCK}
     _, errors = draft_from_form(
-        {ids.NAMESPACE_BLOCK: "", ids.GPUS_BLOCK: "lots", ids.DURATION_BLOCK: "soon", ids.REASON_BLOCK: ""}
+        {ids.NAMESPACE_BLOCK: "", ids.GPUS_BLOCK: "lots", ids.TERM_BLOCK: ids.TEMPORARY, ids.DURATION_BLOCK: "soon"}
     )
     assert set(errors) == {ids.NAMESPACE_BLOCK, ids.GPUS_BLOCK, ids.DURATION_BLOCK, ids.REASON_BLOCK}
+
+
+def test_button_values_the_bot_did_not_make_are_not_ids() -> None:
+    body = {"user": {"id": "U2"}, "actions": [{"action_id": ids.ACTION_IDS[ActionKind.APPROVE], "value": ""}]}
+    for value in (str(10**23), str(2**31), "0", "-3", "²", "١٢", "17 ", "abc"):
+        body["actions"][0]["value"] = value
+        assert ButtonClick.from_body(body).request_id is None, value
+    body["actions"][0]["value"] = str(2**31 - 1)
+    assert ButtonClick.from_body(body).request_id == 2**31 - 1
+
+
+def test_forged_request_more_and_snooze_values_are_dropped() -> None:
+    body = {"user": {"id": "U2"}, "actions": [{"action_id": ids.ACTION_IDS[ActionKind.REQUEST_MORE], "value": ""}]}
+    for value in ("[" * 1500, '{"namespace": ["x"], "gpus": "+1"}', '{"namespace": "Bad_NS"}', "[]"):
+        body["actions"][0]["value"] = value
+        assert ButtonClick.from_body(body).prefill().namespace is None
+    body["actions"][0]["value"] = "../etc"
+    assert ButtonClick.from_body(body).namespace is None
+
+
+def test_form_text_loses_control_characters() -> None:
+    body = {
+        "view": {
+            "state": {"values": {ids.REASON_BLOCK: {ids.INPUT_ACTION: {"type": "plain_text_input", "value": "a\x00b\tc\n"}}}}
+        }
+    }
+    assert FormSubmission.from_body(body).values == {ids.REASON_BLOCK: "ab\tc"}
+
+
+def test_extend_form_metadata_must_name_a_valid_request() -> None:
+    for metadata, expected in (({"request_id": 7}, 7), ({"request_id": 10**23}, None), ({}, None), ({"request_id": "x"}, None)):
+        assert FormSubmission.from_body({"view": {"private_metadata": json.dumps(metadata)}}).request_id == expected

@@ -50,7 +50,7 @@ def test_approval_applies_the_grant_safely(world: World) -> None:
 def test_absolute_totals_and_decreases(world: World) -> None:
     world.submit("request ai-frontier-research 6 for 1d more room")
     assert world.request(1).delta == 2
-    world.submit("request ai-frontier-research -3 slow down frontier work", user="U0PAT")
+    world.submit("request ai-frontier-research -3 permanent slow down frontier work", user="U0PAT")
     assert world.request(2).delta == -3 and world.request(2).approvals_required == 2
 
 
@@ -61,8 +61,8 @@ def test_absolute_totals_and_decreases(world: World) -> None:
         ("request ai-frontier-research +1 for 1d x", "U0BOB", "Only members of Frontier research"),
         ("request ai-frontier-research +13 for 1d x", "U0ALICE", "at most 16 GPUs"),
         ("request ai-frontier-research +1 for 15d x", "U0ALICE", "at most 2w"),
-        ("request ai-frontier-research -5 x", "U0ALICE", "cannot go down"),
-        ("request ai-frontier-research 4 x", "U0ALICE", "nothing to change"),
+        ("request ai-frontier-research -5 permanent x", "U0ALICE", "cannot go down"),
+        ("request ai-frontier-research 4 permanent x", "U0ALICE", "nothing to change"),
     ],
 )
 def test_requests_the_policy_refuses(world: World, text: str, user: str, message: str) -> None:
@@ -120,7 +120,7 @@ def test_double_click_and_late_clicks(world: World) -> None:
 
 
 def test_two_approvals_for_permanent_changes(world: World) -> None:
-    world.submit("request ai-frontier-research 6 the team grows")
+    world.submit("request ai-frontier-research 6 permanent the team grows")
     assert approve(world, 1) == "You approved GQ-1 (1 of 2); it needs 1 more."
     assert world.request(1).state == RequestState.PENDING and world.cluster.writes == []
     approve(world, 1, "U0KIM")
@@ -200,7 +200,7 @@ def test_a_hand_edit_before_approval_is_adopted_not_overwritten(world: World) ->
 
 
 def test_decrease_below_usage_explains_what_happens(world: World) -> None:
-    world.submit("request ai-frontier-research 1 slow down", user="U0PAT")
+    world.submit("request ai-frontier-research 1 permanent slow down", user="U0PAT")
     approve(world, 1)
     approve(world, 1, "U0KIM")
     assert world.cluster.hard("ai-frontier-research") == 1

@@ -21,6 +21,7 @@ from slack_sdk.models.blocks import (
     MarkdownTextObject,
     Option,
     PlainTextInputElement,
+    RadioButtonsElement,
     SectionBlock,
     StaticSelectElement,
 )
@@ -28,7 +29,7 @@ from slack_sdk.models.views import View
 
 from bot.adapters.slack import ids
 from bot.domain.commands import RequestDraft, format_request_id
-from bot.domain.durations import format_duration
+from bot.domain.durations import ALLOWED, format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.services.cards import RequestCard
 from bot.services.ports import Action, ActionKind, Report
@@ -291,11 +292,12 @@ def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: 
             element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=str(draft.amount) if draft.amount else None),
         )
     )
+    blocks.append(_term_input(draft))
     blocks.append(
         InputBlock(
             block_id=ids.DURATION_BLOCK,
             label="For how long",
-            hint="e.g. 90m, 12h, 3d, 2w. Leave empty for a permanent change.",
+            hint=f"Temporary only: {ALLOWED}.",
             optional=True,
             element=PlainTextInputElement(
                 action_id=ids.INPUT_ACTION, initial_value=format_duration(draft.duration) if draft.duration else None
@@ -311,6 +313,24 @@ def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: 
         close="Cancel",
         private_metadata=json.dumps({"channel": channel_id}),
         blocks=blocks,
+    )
+
+
+def _term_input(draft: RequestDraft) -> InputBlock:
+    """Temporary or permanent: preselected only when the typed command said which, never by default."""
+    options = [
+        Option(text="Temporary: for the duration below", value=ids.TEMPORARY),
+        Option(text="Permanent: a new base quota", value=ids.PERMANENT),
+    ]
+    chosen = ids.PERMANENT if draft.permanent else ids.TEMPORARY if draft.duration is not None else None
+    return InputBlock(
+        block_id=ids.TERM_BLOCK,
+        label="Temporary or permanent",
+        element=RadioButtonsElement(
+            action_id=ids.INPUT_ACTION,
+            options=options,
+            initial_option=next((o for o in options if o.value == chosen), None),
+        ),
     )
 
 

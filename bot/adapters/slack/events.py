@@ -1,4 +1,8 @@
-"""Slack payloads, translated once into typed values. Nothing else digs into ``body[...]``."""
+"""Slack payloads, translated once into typed values. Nothing else digs into ``body[...]``.
+
+User text is cleaned of control characters here, and button values are checked here: a value the
+bot did not make (forged, or cut) becomes None, never an exception further in.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.adapters.slack import ids
-from bot.domain.commands import GpuAmount, RequestDraft, is_namespace_name
-from bot.domain.durations import parse_duration
+from bot.domain.commands import GpuAmount, RequestDraft, clean_text, is_namespace_name, parse_request_id
+from bot.domain.durations import ALLOWED, parse_duration
 from bot.services.ports import ActionKind
 
 
@@ -38,8 +42,13 @@ class ButtonClick:
 
     @property
     def request_id(self) -> int | None:
-        """The request a button is about (Approve, Deny, Retry, Extend, Release carry its id)."""
-        return int(self.value) if self.value.isdigit() else None
+        """The request a button is about (Approve, Deny, Retry, Extend, Release carry its id); None when not a valid id."""
+        return parse_request_id(self.value) if self.value.isascii() and self.value.isdigit() else None
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace a Snooze button is about; None when the value is not a namespace name."""
+        return self.value if is_namespace_name(self.value) else None
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> ButtonClick:
@@ -55,8 +64,12 @@ class ButtonClick:
         """The draft a [Request more] button carries (JSON: namespace and GPUs)."""
         try:
             data = json.loads(self.value)
-            return RequestDraft(namespace=data.get("namespace"), amount=GpuAmount.parse(str(data.get("gpus", "+1"))))
-        except (ValueError, AttributeError):
+            namespace = data.get("namespace")
+            return RequestDraft(
+                namespace=namespace if isinstance(namespace, str) and is_namespace_name(namespace) else None,
+                amount=GpuAmount.parse(str(data.get("gpus", "+1"))),
+            )
+        except (ValueError, AttributeError, RecursionError):
             return RequestDraft()
 
 
@@ -75,7 +88,7 @@ class FormSubmission:
             value = element.get("value")
             if value is None:
                 value = (element.get("selected_option") or {}).get("value")
-            values[block_id] = (value or "").strip()
+            values[block_id] = clean_text(value or "").strip()
         try:
             metadata = json.loads(view.get("private_metadata") or "{}")
         except ValueError:
@@ -85,6 +98,11 @@ class FormSubmission:
             values=values,
             metadata=metadata if isinstance(metadata, dict) else {},
         )
+
+    @property
+    def request_id(self) -> int | None:
+        """The request an extend form is about (its private metadata); None when missing or not valid."""
+        return parse_request_id(str(self.metadata.get("request_id", "")))
 
 
 def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str]]:
@@ -98,14 +116,24 @@ def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str
         amount = GpuAmount.parse(values.get(ids.GPUS_BLOCK, ""))
     except ValueError as error:
         errors[ids.GPUS_BLOCK] = str(error)
+    term = values.get(ids.TERM_BLOCK, "")
+    typed_duration = values.get(ids.DURATION_BLOCK, "")
     duration = None
-    if values.get(ids.DURATION_BLOCK):
+    if term not in (ids.TEMPORARY, ids.PERMANENT):
+        errors[ids.TERM_BLOCK] = "Choose temporary (for the duration below) or permanent."
+    elif term == ids.PERMANENT and typed_duration:
+        errors[ids.DURATION_BLOCK] = "A permanent change has no duration: clear this field, or choose temporary."
+    elif term == ids.TEMPORARY and not typed_duration:
+        errors[ids.DURATION_BLOCK] = f"How long? {ALLOWED[0].upper()}{ALLOWED[1:]}."
+    elif term == ids.TEMPORARY:
         try:
-            duration = parse_duration(values[ids.DURATION_BLOCK])
+            duration = parse_duration(typed_duration)
         except ValueError as error:
             errors[ids.DURATION_BLOCK] = str(error)
     reason = values.get(ids.REASON_BLOCK, "")
     if not reason:
         errors[ids.REASON_BLOCK] = "Say why: approvers read it and the audit trail keeps it."
-    draft = RequestDraft(namespace=namespace or None, amount=amount, duration=duration, reason=reason)
+    draft = RequestDraft(
+        namespace=namespace or None, amount=amount, duration=duration, permanent=term == ids.PERMANENT, reason=reason
+    )
     return draft, errors

@@ -23,6 +23,9 @@ EXTEND_FORM = "gq_extend_form"
 # Input blocks of the forms; each holds one element whose action_id is INPUT_ACTION.
 NAMESPACE_BLOCK = "namespace"
 GPUS_BLOCK = "gpus"
+TERM_BLOCK = "term"  # radio buttons: TEMPORARY or PERMANENT, no default
+TEMPORARY = "temporary"
+PERMANENT = "permanent"
 DURATION_BLOCK = "duration"
 REASON_BLOCK = "reason"
 INPUT_ACTION = "value"
