@@ -3,7 +3,8 @@
 Checks the settings and the policy file, then, for each system it can reach, that the namespaces
 (Kubernetes), the users, user groups and channels (Slack) and the GPU metrics (Prometheus) are
 there. Prints one line per problem and exits 1 if there is any; systems it cannot reach are
-reported as skipped, not as problems.
+reported as skipped, not as problems; a setting that cannot work (a DATABASE_URL that does not
+parse or answer, a missing or corrupt kubeconfig) is a problem.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from typing import Any
 
 from slack_sdk import WebClient
 
-from bot.adapters.kube import KubernetesCluster
 from bot.adapters.slack.notifier import make_web_client, slack_call
+from bot.cli import SettingsProblem, check_database, load_cluster
 from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError
 from bot.settings import Settings, SettingsError, load_settings
@@ -30,6 +31,10 @@ def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lamb
         problems.extend(str(error).splitlines())
         return _finish(problems, out, err)
     problems.extend(settings.runtime_problems())
+    try:
+        check_database(settings.database_url)
+    except SettingsProblem as error:
+        problems.append(str(error))
     if settings.gpu_quota_config is None:
         return _finish(problems, out, err)
     try:
@@ -53,7 +58,10 @@ def _finish(problems: list[str], out: Callable[[str], None], err: Callable[[str]
 
 def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
     try:
-        cluster = KubernetesCluster.from_environment(settings.kubeconfig, timeout=(5.0, 10.0))
+        cluster = load_cluster(settings.kubeconfig, timeout=(5.0, 10.0))
+    except SettingsProblem as error:
+        return [str(error)]  # a missing or corrupt kubeconfig is a problem to fix, not an unreachable cluster
+    try:
         missing = [ns for ns in policy.managed_namespaces() if not cluster.namespace_exists(ns)]
     except GpuQuotaError as error:
         out(f"skipped the namespaces: cannot reach the cluster ({error})")

@@ -1,16 +1,89 @@
-"""The ``gpu-quota-bot`` command: run, shell, db, check-config."""
+"""The ``gpu-quota-bot`` command: run, shell, db, check-config.
+
+Every problem a person can fix (a setting, a file, a database that cannot be reached) ends as one
+line on stderr and exit code 2, never a traceback; secrets in URLs are never shown.
+``check_database`` and ``load_cluster`` are the start-up checks every subcommand shares.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.domain.policy import PolicyError
+from bot.errors import GpuQuotaError
+
+if TYPE_CHECKING:
+    from bot.adapters.kube import KubernetesCluster
+
+SETTINGS_EXIT = 2
 
 
 class SettingsProblem(Exception):
     """A setting the command needs is wrong; the message names it."""
+
+
+def check_database(url: str, *, setting: str = "DATABASE_URL") -> None:
+    """Raise SettingsProblem (naming ``setting``) unless ``url`` parses and the database answers."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, SQLAlchemyError
+
+    from bot.adapters.db.database import create_db_engine, normalize_database_url
+
+    usage = "use postgresql://USER@HOST:5432/DB or sqlite:///PATH"
+    try:
+        parsed = make_url(normalize_database_url(url))
+    except (ArgumentError, ValueError):
+        raise SettingsProblem(f"{setting} is not a database URL: {usage}") from None
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        _check_sqlite_file(Path(parsed.database), setting)
+        return
+    try:
+        engine = create_db_engine(url)
+    except NoSuchModuleError:
+        raise SettingsProblem(f"{setting}: unknown kind of database '{parsed.drivername}': {usage}") from None
+    except (ArgumentError, ValueError, TypeError) as error:
+        raise SettingsProblem(f"{setting} is not a usable database URL ({type(error).__name__}): {usage}") from None
+    except ImportError as error:
+        raise SettingsProblem(f"{setting}: the driver for '{parsed.drivername}' is not installed ({error.name})") from None
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as error:
+        cause = error.orig if isinstance(error, DBAPIError) else error
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        shown = parsed.render_as_string(hide_password=True)
+        raise SettingsProblem(f"{setting}: cannot reach the database {shown}: {reason}") from None
+    finally:
+        engine.dispose()
+
+
+def _check_sqlite_file(path: Path, setting: str) -> None:
+    """A SQLite file that exists, or a directory it can be created in (without creating it: check-config reads only)."""
+    import os
+
+    if path.exists():
+        if not path.is_file() or not os.access(path, os.R_OK | os.W_OK):
+            raise SettingsProblem(f"{setting}: {path} is not a readable and writable SQLite file")
+        return
+    if not path.parent.is_dir() or not os.access(path.parent, os.W_OK | os.X_OK):
+        raise SettingsProblem(f"{setting}: cannot create {path}: the directory {path.parent} does not exist or is not writable")
+
+
+def load_cluster(
+    kubeconfig: Path | None, *, setting: str = "KUBECONFIG", timeout: tuple[float, float] = (5.0, 20.0)
+) -> KubernetesCluster:
+    """The cluster client, or SettingsProblem naming ``setting`` when the configuration is missing or corrupt."""
+    from bot.adapters.kube import KubernetesCluster
+
+    if kubeconfig is not None and not kubeconfig.is_file():
+        raise SettingsProblem(f"{setting} {kubeconfig}: no such file")
+    try:
+        return KubernetesCluster.from_environment(kubeconfig, timeout=timeout)
+    except GpuQuotaError as error:
+        raise SettingsProblem(f"{setting}: {error}") from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from bot.server import serve
 
+            _check_run_settings()
             return serve()
         if args.command == "shell":
             return _shell(args)
@@ -54,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             return run(args)
     except (PolicyError, SettingsProblem) as error:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
-        return 2
+        return SETTINGS_EXIT
+    except GpuQuotaError as error:  # a system the command needs said no; its message is safe to show
+        print(f"gpu-quota-bot: {error}", file=sys.stderr)
+        return 1
     return 1
 
 
@@ -65,6 +142,10 @@ def _shell(args: argparse.Namespace) -> int:
     from bot.sandbox.session import Sandbox
     from bot.shell import DEMO, Shell
 
+    if args.kubeconfig is not None:
+        load_cluster(args.kubeconfig, setting="--kubeconfig")
+    if args.database is not None:
+        check_database(args.database, setting="--database")
     configure_logging(level="WARNING", fmt="text")
     logging.getLogger("bot").setLevel(logging.ERROR)
     sandbox = Sandbox(kubeconfig=args.kubeconfig, database_url=args.database).start()
@@ -75,6 +156,23 @@ def _shell(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_run_settings() -> None:
+    """Before ``run`` logs or migrates anything: a bad DATABASE_URL or kubeconfig is one line.
+
+    The other settings are checked and reported by ``serve`` itself.
+    """
+    from bot.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError:
+        return
+    if settings.runtime_problems():
+        return  # ``serve`` names every missing setting at once
+    check_database(settings.database_url)
+    load_cluster(settings.kubeconfig)
+
+
 def _db(action: str) -> int:
     from bot.adapters.db.migrate import current_revision, head_revision, upgrade
     from bot.settings import SettingsError, load_settings
@@ -83,6 +181,7 @@ def _db(action: str) -> int:
         settings = load_settings()
     except SettingsError as error:
         raise SettingsProblem(str(error)) from None
+    check_database(settings.database_url)
     if action == "upgrade":
         upgrade(settings.database_url)
         print(f"database schema at {head_revision()}")

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import urllib3
+import yaml
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
@@ -58,6 +59,11 @@ class KubernetesCluster:
                 config.load_incluster_config(client_configuration=configuration)
         except (ConfigException, OSError) as error:
             raise PermanentError(f"cannot load the Kubernetes configuration: {error}") from error
+        except (yaml.YAMLError, ValueError, TypeError, AttributeError, KeyError) as error:
+            # A corrupted file: the loader trips over it in many ways (bad YAML, wrong shapes, bad base64).
+            raise PermanentError(
+                f"cannot load the Kubernetes configuration: {path or default} is not a valid kubeconfig ({type(error).__name__})"
+            ) from error
         return cls(client.ApiClient(configuration), timeout=timeout)
 
     # --- QuotaCluster ------------------------------------------------------------------------

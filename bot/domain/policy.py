@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
+from apscheduler.triggers.cron import CronTrigger
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bot.domain.commands import is_namespace_name
@@ -151,8 +152,15 @@ class Pricing(_Frozen):
 
 
 def _cron(value: Any) -> Any:
-    if isinstance(value, str) and len(value.split()) != 5:
+    """Checked with APScheduler's own parser, the one ``run`` uses: what passes here cannot crash start-up."""
+    if not isinstance(value, str):
+        return value  # pydantic's str check names the type
+    if len(value.split()) != 5:
         raise ValueError(f"'{value}' is not a cron expression (five fields: minute hour day month weekday)")
+    try:
+        CronTrigger.from_crontab(value, timezone="UTC")
+    except ValueError as error:
+        raise ValueError(f"'{value}' is not a valid cron expression ({error})") from None
     return value
 
 

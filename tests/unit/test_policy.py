@@ -98,3 +98,16 @@ def test_auto_approval_only_for_small_short_increases_within_capacity() -> None:
     assert not auto_approvable(team, delta=-1, duration=four_hours, within_capacity=True)
     no_rule = parse_policy(minimal()).teams["t"]
     assert not auto_approvable(no_rule, delta=1, duration=four_hours, within_capacity=True)
+
+
+@pytest.mark.parametrize("cron", ["99 * * * *", "*/0 * * * *", "0 25 * * *", "0 9 * * 8", "5-1 * * * *"])
+def test_a_cron_apscheduler_cannot_run_is_a_policy_error_naming_the_schedule(cron: str) -> None:
+    with pytest.raises(PolicyError) as error:
+        parse_policy({**minimal(), "schedules": {"budget_warnings": cron}}, source="p.yaml")
+    (line,) = str(error.value).splitlines()
+    assert line.startswith("p.yaml: schedules.budget_warnings: ") and f"'{cron}' is not a valid cron expression" in line
+
+
+def test_valid_crons_with_names_and_ranges_load() -> None:
+    policy = parse_policy({**minimal(), "schedules": {"digest": "30 8 * * mon-fri", "idle_nudges": "*/15 8-18 * * *"}})
+    assert policy.schedules.digest == "30 8 * * mon-fri"
