@@ -23,9 +23,11 @@ from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
 from bot.services.changes import ChangeApplier
 from bot.services.digest import DigestService
+from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
+from bot.services.inbox import EventInbox
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Directory, MetricsSource, Notifier, QuotaCluster
+from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
@@ -45,6 +47,8 @@ class Services:
     reconciler: Reconciler
     sync: QuotaSync
     blocked: BlockedWatch
+    home: HomeService
+    inbox: EventInbox
     # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.
     digest: DigestService | None = None
     budget: BudgetWatch | None = None
@@ -58,6 +62,7 @@ def build_services(
     cluster: QuotaCluster,
     notifier: Notifier,
     directory: Directory,
+    home_tabs: HomePublisher,
     clock: Clock,
     metrics: MetricsSource | None = None,
     chart: Callable[..., bytes] = daily_cost_chart,
@@ -88,6 +93,7 @@ def build_services(
         clock=clock,
         over_budget=budget.over_budget if budget is not None else lambda team: False,
     )
+    queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock)
     return Services(
         policy=policy,
         database=database,
@@ -95,10 +101,12 @@ def build_services(
         clock=clock,
         access=access,
         requests=requests,
-        queries=Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock),
+        queries=queries,
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,
         blocked=BlockedWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
+        home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
+        inbox=EventInbox(database=database, clock=clock),
         digest=digest,
         budget=budget,
         idle=idle,

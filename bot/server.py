@@ -23,6 +23,7 @@ from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.prometheus import PrometheusMetrics
+from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
 from bot.bootstrap import Services, build_bolt_app, build_services
@@ -76,6 +77,7 @@ def serve() -> int:
         cluster=cluster,
         notifier=SlackNotifier(client),
         directory=SlackDirectory(client),
+        home_tabs=SlackHomeTabs(client),
         clock=SystemClock(),
         metrics=metrics,
     )

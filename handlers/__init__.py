@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from slack_bolt import App
 
-from handlers import actions, commands, forms
+from handlers import actions, commands, events, forms
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
@@ -19,3 +19,4 @@ def register(app: App, services: Services) -> None:
     commands.register(app, services)
     actions.register(app, services)
     forms.register(app, services)
+    events.register(app, services)  # last: its catch-all answers any event the others did not take

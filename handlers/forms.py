@@ -1,4 +1,4 @@
-"""Modal submissions: the request form and the extend form.
+"""Modal submissions: the request form, the extend form and the deny form.
 
 Field errors go back inline (``response_action=errors``). A valid form is acknowledged by turning
 the modal into a "submitting" notice, which is then updated with the outcome.
@@ -18,6 +18,7 @@ from bot.adapters.slack import ids
 from bot.adapters.slack.events import FormSubmission, draft_from_form
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.durations import parse_duration
+from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
 from handlers.commands import submitted_text
 from handlers.outcome import attempt
@@ -72,6 +73,22 @@ def register(app: App, services: Services) -> None:
             what="extend form",
         )
         show(client, body, notice_view("Extend a grant", outcome))
+
+    @app.view(ids.DENY_FORM)
+    def on_deny_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        form = FormSubmission.from_body(body)
+        reason = form.values.get(ids.REASON_BLOCK, "")
+        if not reason:
+            ack(response_action="errors", errors={ids.REASON_BLOCK: "Say why: the requester reads it."})
+            return
+        request_id = int(form.metadata.get("request_id", 0))
+        ack(response_action="update", view=notice_view("Deny a request", ":hourglass_flowing_sand: Denying…"))
+        outcome = attempt(
+            lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason),
+            user=form.user_id,
+            what="deny form",
+        )
+        show(client, body, notice_view("Deny a request", outcome))
 
 
 def show(client: WebClient, body: dict[str, Any], view: View) -> None:

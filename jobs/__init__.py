@@ -30,6 +30,7 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
     jobs: list[tuple[str, Any, Callable[[], object], int]] = [
         ("reconcile", IntervalTrigger(seconds=reconcile_seconds), services.reconciler.tick, reconcile_seconds),
         ("sweep", IntervalTrigger(seconds=sweep_seconds), services.reconciler.sweep, sweep_seconds),
+        ("home_tabs", IntervalTrigger(seconds=reconcile_seconds), services.home.refresh_changed, reconcile_seconds),
         ("blocked_workloads", CronTrigger.from_crontab(schedules.blocked_workloads, timezone=zone), services.blocked.check, 300),
     ]
     if services.digest is not None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.cards import RequestCard
+from bot.services.home import HomeView
 from bot.services.ports import Action, MessageRef, QuotaRefusal, Report
 
 
@@ -146,6 +147,16 @@ class FakeNotifier:
         cards = [s.card for s in self.sent if s.card is not None]
         assert cards, "no request message was sent"
         return cards[-1]
+
+
+@dataclass
+class FakeHomeTabs:
+    """App Home tabs as published, newest last."""
+
+    published: list[HomeView] = field(default_factory=list)
+
+    def publish_home(self, view: HomeView) -> None:
+        self.published.append(view)
 
 
 @dataclass

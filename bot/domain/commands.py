@@ -9,6 +9,7 @@ characters are removed from the text before anything else reads it.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -189,8 +190,43 @@ def parse_command(text: str) -> Command:
     verb, args = words[0].lower(), words[1:]
     parser = _PARSERS.get(verb)
     if parser is None:
-        return Malformed(f"I don't know `{words[0]}`.", usage=tuple(USAGE.values()))
+        return Malformed(f"I don't know `{words[0]}`.{_did_you_mean(verb)}", usage=tuple(USAGE.values()))
     return parser(args)
+
+
+def _did_you_mean(word: str) -> str:
+    """`` Did you mean `status`?`` for a mistyped verb; empty when nothing is close."""
+    close = difflib.get_close_matches(word, USAGE, n=1, cutoff=0.6)
+    return f" Did you mean `{close[0]}`?" if close else ""
+
+
+@dataclass(frozen=True)
+class ThreadDecision:
+    """``approve`` or ``deny <reason>`` typed as a reply in a request's thread."""
+
+    approve: bool
+    reason: str = ""
+
+
+_LEADING_MENTIONS = re.compile(r"^(?:\s*<@[A-Z0-9]+(?:\|[^>]*)?>)+")
+
+
+def parse_thread_decision(text: str) -> ThreadDecision | None:
+    """A decision typed in a request's thread, or None for an ordinary reply (left alone).
+
+    ``approve`` must stand alone (an "approve of the idea, but..." reply is chat, not a decision);
+    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored.
+    """
+    words = _LEADING_MENTIONS.sub("", text).strip().split(maxsplit=1)
+    if not words:
+        return None
+    verb = words[0].lower().rstrip(".!")
+    rest = words[1].strip() if len(words) > 1 else ""
+    if verb in ("approve", "approved") and not rest.strip(".! "):
+        return ThreadDecision(approve=True)
+    if verb in ("deny", "denied"):
+        return ThreadDecision(approve=False, reason=rest)
+    return None
 
 
 def parse_request_words(words: list[str]) -> RequestDraft:
@@ -297,7 +333,12 @@ def _parse_audit(args: list[str]) -> Command:
 
 
 def _parse_help(args: list[str]) -> Command:
-    return HelpCommand(topic=args[0].lower() if args else None)
+    if not args:
+        return HelpCommand()
+    topic = args[0].lower()
+    if topic not in USAGE:
+        return Malformed(f"There is no command `{args[0]}`.{_did_you_mean(topic)} The commands are:", usage=tuple(USAGE.values()))
+    return HelpCommand(topic=topic)
 
 
 _PARSERS = {

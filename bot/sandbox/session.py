@@ -15,6 +15,7 @@ from slack_bolt import App, BoltResponse
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import bolt_request
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.bootstrap import Services, build_bolt_app, build_services
@@ -79,6 +80,7 @@ class Sandbox:
             cluster=KubernetesCluster.from_environment(kubeconfig, timeout=self._kube_timeout),
             notifier=SlackNotifier(client),
             directory=SlackDirectory(client),
+            home_tabs=SlackHomeTabs(client),
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),
             retry_delays=self._retry_delays,

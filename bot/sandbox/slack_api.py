@@ -60,6 +60,7 @@ class SlackApiStandIn:
         self.records: list[Recorded] = []
         self.messages: dict[tuple[str, str], Recorded] = {}
         self.views: dict[str, dict[str, Any]] = {}
+        self.homes: dict[str, dict[str, Any]] = {}  # user id -> the App Home view published for them
         self._uploads: dict[str, dict[str, Any]] = {}
         self._failures: dict[str, _Failure] = {}
         self._seq = itertools.count(1)
@@ -228,6 +229,18 @@ class SlackApiStandIn:
         view["id"] = view_id
         self.views[view_id] = view
         self.records.append(Recorded(seq=next(self._seq), kind="view_update", view=view))
+        return {"ok": True, "view": view}
+
+    def _api_views_publish(self, params: dict[str, Any]) -> dict[str, Any]:
+        user = str(params.get("user_id", ""))
+        view = _view(params.get("view"))
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_found"}
+        if view.get("type") != "home":
+            return {"ok": False, "error": "invalid_arguments"}
+        view["id"] = f"V{next(self._seq)}"
+        self.homes[user] = view
+        self.records.append(Recorded(seq=next(self._seq), kind="home", channel=user, view=view))
         return {"ok": True, "view": view}
 
     def _api_files_getUploadURLExternal(self, params: dict[str, Any]) -> dict[str, Any]:

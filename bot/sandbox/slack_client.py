@@ -32,7 +32,8 @@ class SlackSide:
         stamp = str(timestamp if timestamp is not None else int(time.time()))
         digest = hmac.new(self._secret, f"v0:{stamp}:{body}".encode(), hashlib.sha256).hexdigest()
         return {
-            "content-type": "application/x-www-form-urlencoded",
+            # Events API deliveries are JSON; commands and interactivity payloads are form-encoded.
+            "content-type": "application/json" if body.startswith("{") else "application/x-www-form-urlencoded",
             "x-slack-request-timestamp": stamp,
             "x-slack-signature": f"v0={digest}",
         }
@@ -104,6 +105,50 @@ class SlackSide:
             "token": "legacy-verification-token",
             "trigger_id": self._trigger_id(),
             "view": {**view, "team_id": TEAM_ID, "state": {"values": state}},
+        }
+        return urlencode({"payload": json.dumps(payload)})
+
+    def event(self, event: dict[str, Any], *, event_id: str | None = None) -> str:
+        """An Events API delivery (``event_callback``) as Slack posts it; pass ``event_id`` to re-send one."""
+        return json.dumps(
+            {
+                "token": "legacy-verification-token",
+                "team_id": TEAM_ID,
+                "api_app_id": APP_ID,
+                "event": event,
+                "type": "event_callback",
+                "event_id": event_id or f"Ev{next(self._counter):08d}",
+                "event_time": int(time.time()),
+                "authorizations": [{"team_id": TEAM_ID, "user_id": "UBOT", "is_bot": True}],
+            }
+        )
+
+    def thread_reply(self, *, user_id: str, channel_id: str, thread_ts: str, text: str) -> dict[str, Any]:
+        """The ``message`` event of a person's reply in a thread (channel_type channel)."""
+        return {
+            "type": "message",
+            "user": user_id,
+            "text": text,
+            "ts": f"{time.time():.6f}",
+            "thread_ts": thread_ts,
+            "parent_user_id": "UBOT",
+            "channel": channel_id,
+            "event_ts": f"{time.time():.6f}",
+            "channel_type": "channel",
+        }
+
+    def home_click(self, *, user_id: str, action_id: str, value: str) -> str:
+        """A button pressed on the App Home tab: a block_actions payload with a ``view`` and no response_url."""
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user_id, "username": self._names.get(user_id, user_id), "team_id": TEAM_ID},
+            "api_app_id": APP_ID,
+            "token": "legacy-verification-token",
+            "container": {"type": "view", "view_id": "VHOME"},
+            "trigger_id": self._trigger_id(),
+            "team": {"id": TEAM_ID, "domain": "sandbox"},
+            "view": {"id": "VHOME", "type": "home", "blocks": []},
+            "actions": [{"action_id": action_id, "block_id": "b", "value": value, "type": "button"}],
         }
         return urlencode({"payload": json.dumps(payload)})
 

@@ -9,11 +9,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.quota import QuotaSnapshot
 from bot.services.cards import RequestCard
+
+if TYPE_CHECKING:
+    from bot.services.home import HomeView
 
 
 @dataclass(frozen=True)
@@ -154,4 +157,10 @@ class Notifier(Protocol):
 class Directory(Protocol):
     def usergroup_members(self, usergroup_id: str, *, fresh: bool = False) -> frozenset[str]:
         """User ids in a Slack user group: cached briefly by the adapter, read anew when ``fresh`` (decisions)."""
+        ...
+
+
+class HomePublisher(Protocol):
+    def publish_home(self, view: HomeView) -> None:
+        """Publish (replace) the person's App Home tab."""
         ...

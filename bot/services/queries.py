@@ -81,9 +81,10 @@ class Queries:
             names = sorted(ns.name for team in self._access.teams_of(user) for ns in team.namespaces)
             if not names:
                 raise UserError("You are not in any team of the policy; name a namespace: `/gpu-quota status <namespace>`.")
-        return [self._status_of(name) for name in names]
+        return [self.status_of(name) for name in names]
 
-    def _status_of(self, namespace: str) -> NamespaceStatus:
+    def status_of(self, namespace: str) -> NamespaceStatus:
+        """Quota in the cluster (or why it could not be read), base, grants and pending requests of one namespace."""
         team = self._policy.team_of(namespace)
         assert team is not None
         quota_name = self._policy.quota_name(namespace)
@@ -104,7 +105,7 @@ class Queries:
             return (
                 row.base_gpus if row else None,
                 tuple(GrantLine(g.request_id, g.gpus, g.ends_at, GrantState(g.state)) for g in grants),
-                tuple(_pending_line(r) for r in pending),
+                tuple(pending_line(r) for r in pending),
             )
 
         base, grants, pending = self._db.run(load)
@@ -118,8 +119,12 @@ class Queries:
             team = self._policy.teams.get(request.team)
             mine = request.requester_id == user
             if mine or (team is not None and self._access.may_decide(user, team, fresh=False)):
-                lines.append(_pending_line(request))
+                lines.append(pending_line(request))
         return lines
+
+    def request_at(self, channel_id: str, message_ts: str) -> int | None:
+        """The id of the request whose message is at ``message_ts`` (a thread's parent), if any."""
+        return self._db.run(lambda repo: row.id if (row := repo.request_at(channel_id, message_ts)) else None)
 
     def audit(
         self, *, user: str, namespace: str | None = None, request_id: int | None = None, limit: int = 20
@@ -139,7 +144,8 @@ class Queries:
         return [AuditLine(r.at, r.actor, r.action, r.namespace, r.request_id, r.before, r.after, r.detail) for r in rows]
 
 
-def _pending_line(request) -> PendingLine:  # type: ignore[no-untyped-def]
+def pending_line(request) -> PendingLine:  # type: ignore[no-untyped-def]
+    """A pending request as the lists show it."""
     return PendingLine(
         request_id=request.id,
         namespace=request.namespace,

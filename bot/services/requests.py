@@ -266,12 +266,12 @@ class RequestService:
 
     # --- decide ------------------------------------------------------------------------------
 
-    def decide(self, *, user: str, request_id: int, verdict: Verdict) -> str:
-        """Record an approval or a denial; returns the line shown to the person who clicked."""
+    def decide(self, *, user: str, request_id: int, verdict: Verdict, reason: str = "") -> str:
+        """Record an approval or a denial (with the denier's reason, if given); returns the line shown to the person."""
         with request_context(format_request_id(request_id)):
-            return self._decide(user, request_id, verdict)
+            return self._decide(user, request_id, verdict, reason.strip())
 
-    def _decide(self, user: str, request_id: int, verdict: Verdict) -> str:
+    def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str) -> str:
         request = self._load(request_id)
         team = self._policy.teams.get(request.team)
         if request.state == RequestState.PENDING and request.requester_id != user:
@@ -292,7 +292,9 @@ class RequestService:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
             row.decisions.append(DecisionRow(user_id=user, verdict=verdict, decided_at=now))
             touch(row, now=now)  # a concurrent decision on this request must now re-read
-            repo.record(at=now, actor=user, action=f"request_{verdict}d", namespace=row.namespace, request_id=request_id)
+            repo.record(
+                at=now, actor=user, action=f"request_{verdict}d", namespace=row.namespace, request_id=request_id, detail=reason
+            )
             if verdict == Verdict.DENY:
                 move_request(row, RequestState.DENIED, now=now)
                 row.decided_at = now
@@ -307,8 +309,11 @@ class RequestService:
         count = f"{len(row.approvals)} of {row.approvals_required}"
         display = format_request_id(request_id)
         if verdict == Verdict.DENY:
-            self._announce.thread(request_id, f":no_entry: Denied by {mention(user)}.")
-            self._announce.direct(row.requester_id, f"{display} was denied by {mention(user)}. The thread has the discussion.")
+            because = f" Reason: {reason}" if reason else ""
+            self._announce.thread(request_id, f":no_entry: Denied by {mention(user)}.{because}")
+            self._announce.direct(
+                row.requester_id, f"{display} was denied by {mention(user)}.{because} The thread has the discussion."
+            )
             self._announce.refresh(request_id)
             return f"You denied {display}."
         self._announce.thread(request_id, f":+1: Approved by {mention(user)} — {count}.")

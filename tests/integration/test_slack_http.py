@@ -77,11 +77,15 @@ def test_people_who_may_not_decide_are_told_why(slack: SlackOverHttp) -> None:
     slack.click(BOB, approve, message)
     assert "not an approver for Frontier research" in slack.responses()[-1]
     slack.click(LEE, slack.buttons(message)["Deny"], message)
-    assert slack.responses()[-1] == "You denied GQ-1."
+    form = slack.records("view_open")[-1].view
+    assert form["callback_id"] == ids.DENY_FORM and slack.sandbox.services.queries.status_of("ai-frontier-research").pending
+    slack.submit(LEE, form, {"reason": "the corpus is not ready"})
+    assert "You denied GQ-1." in json.dumps(slack.records("view_update")[-1].view)
     slack.click(PAT, approve, message)  # an old copy of the message, clicked after the decision
     assert "already denied by <@U0LEE>" in slack.responses()[-1]
     assert quota(slack) == "4"
-    assert "was denied by <@U0LEE>" in slack.dms(ALICE)[0]
+    assert "was denied by <@U0LEE>. Reason: the corpus is not ready" in slack.dms(ALICE)[0]
+    assert ":no_entry: Denied by <@U0LEE>. Reason: the corpus is not ready" in slack.thread(message)
 
 
 def test_double_click_counts_once(slack: SlackOverHttp) -> None:

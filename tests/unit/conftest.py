@@ -12,7 +12,7 @@ from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.policy import Policy, parse_policy
 from bot.services.requests import Submitted
-from tests.fakes import FakeCluster, FakeDirectory, FakeNotifier
+from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 
@@ -91,6 +91,7 @@ def world() -> World:
         database=database,
         cluster=cluster,
         notifier=notifier,
+        home_tabs=FakeHomeTabs(),
         directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}),
         clock=clock,
         retry_delays=(0.5, 1.0),

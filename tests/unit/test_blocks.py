@@ -79,7 +79,15 @@ def test_pending_request_has_approve_and_deny_with_the_request_id() -> None:
         (ids.ACTION_IDS[ActionKind.APPROVE], "17"),
         (ids.ACTION_IDS[ActionKind.DENY], "17"),
     ]
-    assert found[1]["confirm"]["confirm"]["text"] == "Deny"
+    assert "confirm" not in found[1]  # Deny opens the reason form, which is its confirmation
+
+
+def test_deny_form_asks_why_and_carries_the_request() -> None:
+    view = blocks.deny_form(17).to_dict()
+    assert view["callback_id"] == ids.DENY_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}
+    (field,) = view["blocks"]
+    assert field["block_id"] == ids.REASON_BLOCK and field.get("optional") is not True
+    assert view["title"]["text"] == "Deny GQ-17"
 
 
 @pytest.mark.parametrize("state", [s for s in RequestState if s != RequestState.PENDING])

@@ -16,8 +16,10 @@ from bot.domain.commands import (
     RequestCommand,
     RetryCommand,
     StatusCommand,
+    ThreadDecision,
     parse_command,
     parse_request_id,
+    parse_thread_decision,
 )
 from bot.domain.durations import format_duration
 
@@ -180,3 +182,41 @@ def test_typed_requests_round_trip(namespace: str, amount: GpuAmount, duration: 
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=1000))
 def test_absolute_amounts_are_read_against_the_current_quota(current: int, total: int) -> None:
     assert current + GpuAmount(total, relative=False).delta_from(current) == total
+
+
+@pytest.mark.parametrize(
+    ("text", "suggestion"), [("stauts", "status"), ("reqeust ns +1", "request"), ("cancle GQ-1", "cancel"), ("frobnicate", None)]
+)
+def test_a_mistyped_verb_gets_did_you_mean(text: str, suggestion: str | None) -> None:
+    command = parse_command(text)
+    assert isinstance(command, Malformed)
+    if suggestion:
+        assert command.message.endswith(f"Did you mean `{suggestion}`?")
+    else:
+        assert "Did you mean" not in command.message
+
+
+def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
+    command = parse_command("help stats")
+    assert isinstance(command, Malformed)
+    assert command.message.startswith("There is no command `stats`. Did you mean `status`?")
+    assert len(command.usage) == 9
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("approve", ThreadDecision(approve=True)),
+        ("Approve!", ThreadDecision(approve=True)),
+        ("<@UBOT> approve", ThreadDecision(approve=True)),
+        ("approved.", ThreadDecision(approve=True)),
+        ("deny", ThreadDecision(approve=False)),
+        ("Deny the corpus is not ready", ThreadDecision(approve=False, reason="the corpus is not ready")),
+        ("I approve of the idea", None),
+        ("approve it after lunch", None),
+        ("looks good", None),
+        ("", None),
+    ],
+)
+def test_decisions_typed_in_a_thread(text: str, expected: ThreadDecision | None) -> None:
+    assert parse_thread_decision(text) == expected

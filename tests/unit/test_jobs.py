@@ -17,7 +17,7 @@ from bot.domain.policy import parse_policy
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.services.blocked import shortfall
 from bot.services.ports import ActionKind, QuotaRefusal
-from tests.fakes import FailingMetrics, FakeCluster, FakeDirectory, FakeNotifier
+from tests.fakes import FailingMetrics, FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier
 
 UTC = timezone.utc
 MONTH_START = datetime(2026, 11, 1, tzinfo=UTC)
@@ -88,6 +88,7 @@ def make_jobs(raw: dict, database: Database | None = None, clock: ManualClock | 
         database=database,
         cluster=cluster,
         notifier=notifier,
+        home_tabs=FakeHomeTabs(),
         directory=FakeDirectory(),
         clock=clock,
         metrics=metrics,

@@ -20,8 +20,15 @@ SCOPES = {
     "conversations_info": {"channels:read", "groups:read"},
     "views_open": set(),
     "views_update": set(),
+    "views_publish": set(),
     "auth_test": set(),
 }
+# Each event the bot listens to, the subscriptions that deliver it, and the scopes those need.
+EVENTS = {
+    "message": {"message.channels": {"channels:history"}, "message.groups": {"groups:history"}},
+    "app_home_opened": {"app_home_opened": set()},
+}
+LISTENED = re.compile(r"@app\.event\(\"(\w+)\"\)")
 # A WebClient method, called or passed: client.chat_postMessage(...), partial(client.users_info, ...), ...
 SLACK_CALL = re.compile(
     r"client\.((?:admin|apps|auth|bookmarks|chat|conversations|dnd|emoji|files|pins|reactions|reminders|search|stars|team"
@@ -35,7 +42,20 @@ def scopes_the_code_needs() -> set[str]:
         calls |= set(SLACK_CALL.findall(path.read_text()))
     unknown = calls - set(SCOPES)
     assert not unknown, f"new Slack methods need their scopes in the manifests and in SCOPES: {unknown}"
-    return {"commands"} | {scope for call in calls for scope in SCOPES[call]}
+    return (
+        {"commands"}
+        | {scope for call in calls for scope in SCOPES[call]}
+        | {scope for subscriptions in events_the_code_handles().values() for scopes in subscriptions.values() for scope in scopes}
+    )
+
+
+def events_the_code_handles() -> dict[str, dict[str, set[str]]]:
+    handled: set[str] = set()
+    for path in (ROOT / "handlers").rglob("*.py"):
+        handled |= set(LISTENED.findall(path.read_text()))
+    unknown = handled - set(EVENTS)
+    assert not unknown, f"new events need their subscriptions and scopes in the manifests and in EVENTS: {unknown}"
+    return {event: EVENTS[event] for event in handled}
 
 
 @pytest.mark.parametrize("manifest", ["slack-app-manifest.yaml", "slack-app-manifest.http.yaml"])
@@ -53,3 +73,11 @@ def test_socket_mode_and_http_variants() -> None:
     assert http["settings"]["socket_mode_enabled"] is False
     assert http["features"]["slash_commands"][0]["url"].endswith("/slack/events")
     assert http["settings"]["interactivity"]["request_url"].endswith("/slack/events")
+
+
+@pytest.mark.parametrize("manifest", ["slack-app-manifest.yaml", "slack-app-manifest.http.yaml"])
+def test_manifest_subscribes_to_exactly_the_events_handled(manifest: str) -> None:
+    data = yaml.safe_load((ROOT / "deploy" / manifest).read_text())
+    wanted = {name for subscriptions in events_the_code_handles().values() for name in subscriptions}
+    assert set(data["settings"]["event_subscriptions"]["bot_events"]) == wanted
+    assert data["features"]["app_home"]["home_tab_enabled"] is True

@@ -226,3 +226,23 @@ class MetricsOutage(Base):
     cause: Mapped[str] = mapped_column(Text)
     notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+
+
+class SlackEventRow(Base):
+    """An Events API delivery already handled: Slack re-sends an event it thinks was missed
+    (``X-Slack-Retry-Num``, the same ``event_id``), and a decision typed in a thread must count once."""
+
+    __tablename__ = "slack_events"
+
+    event_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    received_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+
+
+class HomeTabRow(Base):
+    """A person who opened the bot's App Home: their tab is re-published when something of theirs changes."""
+
+    __tablename__ = "home_tabs"
+
+    user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    published_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_audit_id: Mapped[int] = mapped_column(Integer)  # the newest audit event the published tab reflects

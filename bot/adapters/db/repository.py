@@ -6,10 +6,12 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import delete, func, or_, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.sql.elements import ColumnElement
 
-from bot.adapters.db.models import AuditRow, GrantRow, NamespaceRow, RequestRow
+from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, NamespaceRow, RequestRow, SlackEventRow, TeamSpend
 from bot.domain.lifecycle import GrantState, RequestState
 
 BOT_ACTOR = "gpu-quota-bot"
@@ -133,3 +135,42 @@ class Repository:
             query = query.where(or_(*conditions))
         rows = self.session.scalars(query.order_by(AuditRow.id.desc()).limit(limit)).all()
         return list(reversed(rows))
+
+    def latest_audit_id(self, *, namespaces: Iterable[str], requester: str | None = None) -> int:
+        """The newest audit event about these namespaces or about requests ``requester`` made (0 if none)."""
+        condition: ColumnElement[bool] = AuditRow.namespace.in_(list(namespaces))
+        if requester is not None:
+            mine = select(RequestRow.id).where(RequestRow.requester_id == requester)
+            condition = or_(condition, AuditRow.request_id.in_(mine))
+        return int(self.session.scalar(select(func.coalesce(func.max(AuditRow.id), 0)).where(condition)) or 0)
+
+    # --- Slack ---------------------------------------------------------------------------------
+
+    def request_at(self, channel_id: str, message_ts: str) -> RequestRow | None:
+        """The request whose message is at ``message_ts`` in ``channel_id`` (its thread's parent)."""
+        query = select(RequestRow).where(RequestRow.channel_id == channel_id, RequestRow.message_ts == message_ts)
+        return self.session.scalar(query)
+
+    def claim_event(self, event_id: str, *, at: datetime) -> bool:
+        """Record an Events API delivery; False when it was recorded before (Slack re-sent it)."""
+        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(SlackEventRow).values(event_id=event_id, received_at=at).on_conflict_do_nothing()
+        return self.session.execute(statement.returning(SlackEventRow.event_id)).first() is not None
+
+    def forget_events_before(self, moment: datetime) -> None:
+        """Slack stops re-sending an event within minutes; older records only take space."""
+        self.session.execute(delete(SlackEventRow).where(SlackEventRow.received_at < moment))
+
+    def home_tabs(self) -> Sequence[HomeTabRow]:
+        return self.session.scalars(select(HomeTabRow).order_by(HomeTabRow.user_id)).all()
+
+    def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None:
+        row = self.session.get(HomeTabRow, user_id)
+        if row is None:
+            self.session.add(HomeTabRow(user_id=user_id, published_at=at, last_audit_id=last_audit_id))
+        else:
+            row.published_at, row.last_audit_id = at, last_audit_id
+
+    def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]:
+        """The month-to-date spend the budget job last measured, for these teams."""
+        return self.session.scalars(select(TeamSpend).where(TeamSpend.team.in_(list(teams)))).all()

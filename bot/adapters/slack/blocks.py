@@ -14,7 +14,6 @@ from slack_sdk.models.blocks import (
     ActionsBlock,
     Block,
     ButtonElement,
-    ConfirmObject,
     ContextBlock,
     HeaderBlock,
     InputBlock,
@@ -66,17 +65,9 @@ def request_message(card: RequestCard) -> list[Block]:
                     ButtonElement(
                         text="Approve", action_id=ids.ACTION_IDS[ActionKind.APPROVE], value=str(card.request_id), style="primary"
                     ),
+                    # Deny opens a form asking why (deny_form), which is its confirmation too.
                     ButtonElement(
-                        text="Deny",
-                        action_id=ids.ACTION_IDS[ActionKind.DENY],
-                        value=str(card.request_id),
-                        style="danger",
-                        confirm=ConfirmObject(
-                            title="Deny this request?",
-                            text=f"{card.display_id} will be closed and the requester told.",
-                            confirm="Deny",
-                            deny="Keep it",
-                        ),
+                        text="Deny", action_id=ids.ACTION_IDS[ActionKind.DENY], value=str(card.request_id), style="danger"
                     ),
                 ],
             )
@@ -388,3 +379,24 @@ def _reason_input(reason: str, *, optional: bool = False) -> InputBlock:
 def to_dicts(blocks: Sequence[Block]) -> list[dict]:  # type: ignore[type-arg]
     """Serialise (and so validate) blocks for the Web API."""
     return [block.to_dict() for block in blocks]
+
+
+def deny_form(request_id: int) -> View:
+    """Deny with a reason: posted in the request's thread and sent to the requester."""
+    display = format_request_id(request_id)
+    return View(
+        type="modal",
+        callback_id=ids.DENY_FORM,
+        title=truncate(f"Deny {display}", 24),
+        submit="Deny",
+        close="Keep it",
+        private_metadata=json.dumps({"request_id": request_id}),
+        blocks=[
+            InputBlock(
+                block_id=ids.REASON_BLOCK,
+                label="Why?",
+                hint="Posted in the request's thread and sent to the requester.",
+                element=PlainTextInputElement(action_id=ids.INPUT_ACTION, multiline=True, max_length=500),
+            )
+        ],
+    )

@@ -137,3 +137,33 @@ def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str
         namespace=namespace or None, amount=amount, duration=duration, permanent=term == ids.PERMANENT, reason=reason
     )
     return draft, errors
+
+
+@dataclass(frozen=True)
+class ThreadReply:
+    """A person's reply in a thread (a ``message`` event); bots' messages and edits are not replies."""
+
+    user_id: str
+    channel_id: str
+    thread_ts: str
+    text: str
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> ThreadReply | None:
+        """The reply, or None for anything else: a top-level message, a bot's post, an edit or deletion."""
+        if event.get("bot_id") or event.get("subtype") not in (None, "thread_broadcast"):
+            return None
+        thread_ts, ts = event.get("thread_ts"), event.get("ts")
+        if not thread_ts or thread_ts == ts or not event.get("user"):
+            return None
+        return cls(
+            user_id=str(event["user"]),
+            channel_id=str(event.get("channel", "")),
+            thread_ts=str(thread_ts),
+            text=str(event.get("text") or ""),
+        )
+
+
+def click_surface(body: dict[str, Any]) -> str:
+    """Where a button was pressed: ``message`` (has a response_url) or ``home`` (the App Home tab)."""
+    return "home" if (body.get("view") or {}).get("type") == "home" else "message"

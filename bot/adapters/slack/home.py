@@ -1,0 +1,90 @@
+"""The App Home tab as Block Kit (a ``home`` view), and the publisher that sends it with ``views.publish``."""
+
+from __future__ import annotations
+
+from slack_sdk import WebClient
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    DividerBlock,
+    HeaderBlock,
+    MarkdownTextObject,
+)
+from slack_sdk.models.views import View
+
+from bot.adapters.slack import ids
+from bot.adapters.slack.blocks import MAX_BLOCKS, lines_to_blocks, pending_line, status_lines
+from bot.adapters.slack.notifier import slack_call
+from bot.domain.commands import format_request_id
+from bot.services.home import HomeView
+from bot.services.ports import ActionKind
+from bot.services.text import money
+
+# Each request waiting for a decision takes two blocks (its line and its buttons); keep room for the rest.
+MAX_DECISIONS_SHOWN = 10
+
+
+def home_view(home: HomeView) -> View:
+    blocks: list[Block] = [HeaderBlock(text="GPU quota")]
+    if home.notice:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=home.notice[:2000])]))
+    blocks.extend(_to_decide(home))
+    blocks.append(HeaderBlock(text="Your requests"))
+    blocks.extend(
+        lines_to_blocks([pending_line(p) for p in home.mine] or ["Nothing pending. `/gpu-quota request` asks for GPUs."])
+    )
+    blocks.append(HeaderBlock(text="Your teams' quotas"))
+    quota_lines = status_lines(home.quotas) or ["You are not in any team of the policy."]
+    spend_lines = [
+        f"*{s.team_label}*: {money(s.spent, home.currency)} of {money(s.budget, home.currency)} this month"
+        f" ({100 * s.spent / s.budget:.0f}%)"
+        for s in home.spend
+        if s.budget > 0
+    ]
+    room = MAX_BLOCKS - len(blocks) - (2 if spend_lines else 0)
+    blocks.extend(lines_to_blocks(quota_lines, max_blocks=max(room, 1)))
+    if spend_lines:
+        blocks.append(HeaderBlock(text="Month to date"))
+        blocks.extend(lines_to_blocks(spend_lines, max_blocks=1))
+    return View(type="home", blocks=blocks[:MAX_BLOCKS])
+
+
+def _to_decide(home: HomeView) -> list[Block]:
+    if not home.to_decide:
+        return []
+    blocks: list[Block] = [HeaderBlock(text="Waiting for your decision")]
+    for pending in home.to_decide[:MAX_DECISIONS_SHOWN]:
+        blocks.extend(lines_to_blocks([pending_line(pending)], max_blocks=1))
+        blocks.append(
+            ActionsBlock(
+                block_id=f"home-decide:{pending.request_id}",
+                elements=[
+                    ButtonElement(
+                        text="Approve",
+                        action_id=ids.ACTION_IDS[ActionKind.APPROVE],
+                        value=str(pending.request_id),
+                        style="primary",
+                    ),
+                    ButtonElement(text="Deny", action_id=ids.ACTION_IDS[ActionKind.DENY], value=str(pending.request_id)),
+                ],
+            )
+        )
+    hidden = len(home.to_decide) - MAX_DECISIONS_SHOWN
+    if hidden > 0:
+        more = ", ".join(format_request_id(p.request_id) for p in home.to_decide[MAX_DECISIONS_SHOWN:])
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"… and {hidden} more: {more}"[:2000])]))
+    blocks.append(DividerBlock())
+    return blocks
+
+
+class SlackHomeTabs:
+    """``HomePublisher`` over the Web API."""
+
+    def __init__(self, client: WebClient) -> None:
+        self._client = client
+
+    def publish_home(self, view: HomeView) -> None:
+        rendered = home_view(view).to_dict()
+        slack_call("publish the App Home", lambda: self._client.views_publish(user_id=view.user_id, view=rendered))

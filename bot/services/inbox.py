@@ -1,0 +1,37 @@
+"""Events API deliveries, each handled once.
+
+Slack re-sends an event it believes was not acknowledged in time (``X-Slack-Retry-Num``, the same
+``event_id``), over HTTP and over Socket Mode alike, possibly to another replica. A decision typed
+in a thread must count once, so every event is claimed in the database before it is handled.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from bot.adapters.db.database import Database
+from bot.clock import Clock
+
+log = logging.getLogger(__name__)
+# Slack retries three times within about five minutes; keep the ids well past that.
+REMEMBER_FOR = timedelta(hours=1)
+
+
+class EventInbox:
+    def __init__(self, *, database: Database, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+
+    def first_delivery(self, event_id: str) -> bool:
+        """True the first time ``event_id`` is seen; False for a re-sent delivery (then ignore it)."""
+        now = self._clock.now()
+
+        def claim(repo) -> bool:  # type: ignore[no-untyped-def]
+            repo.forget_events_before(now - REMEMBER_FOR)
+            return repo.claim_event(event_id, at=now)
+
+        first = self._db.run(claim)
+        if not first:
+            log.info("event %s was delivered again; handled already", event_id)
+        return first
