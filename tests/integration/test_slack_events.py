@@ -83,7 +83,7 @@ def test_ordinary_replies_and_the_bots_own_messages_are_left_alone(slack: SlackO
 
 
 def test_a_re_sent_delivery_counts_once(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 hiring two researchers")  # permanent: two approvals
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # two approvals
     reply(slack, LEE, "approve", event_id="Ev0SAME")
     assert reply(slack, LEE, "approve", event_id="Ev0SAME", retry=1).status_code == 200
     thread = slack.thread(slack.request_message())
@@ -145,23 +145,27 @@ def test_deny_button_asks_why_and_a_reason_is_required(slack: SlackOverHttp) -> 
 
 @pytest.mark.postgres
 def test_a_delivery_sent_to_two_replicas_at_once_is_claimed_once(postgres_url: str, clock: ManualClock) -> None:
-    """Two Bolt apps (two replicas) on one PostgreSQL database receive the same event at the same moment."""
+    """Two replicas on one PostgreSQL database receive the same event at the same moment."""
     boxes = [Sandbox(clock=clock, database_url=postgres_url).start() for _ in range(2)]
     try:
         for round_ in range(10):
-            barrier = threading.Barrier(2)
-            claimed: list[bool] = []
-
-            def claim(box: Sandbox, event_id: str = f"Ev{round_}") -> None:
-                barrier.wait()
-                claimed.append(box.services.inbox.first_delivery(event_id))
-
-            threads = [threading.Thread(target=claim, args=(box,)) for box in boxes]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=30)
-            assert sorted(claimed) == [False, True]
+            assert sorted(claim_at_once(boxes, f"Ev{round_}")) == [False, True]
     finally:
         for box in boxes:
             box.stop()
+
+
+def claim_at_once(boxes: list[Sandbox], event_id: str) -> list[bool]:
+    barrier = threading.Barrier(len(boxes))
+    claimed: list[bool] = []
+
+    def claim(box: Sandbox) -> None:
+        barrier.wait()
+        claimed.append(box.services.inbox.first_delivery(event_id))
+
+    threads = [threading.Thread(target=claim, args=(box,)) for box in boxes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return claimed
