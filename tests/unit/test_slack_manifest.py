@@ -58,6 +58,6 @@ def test_socket_mode_and_http_variants() -> None:
 def test_the_readme_lists_every_scope_of_the_manifest() -> None:
     readme = (ROOT / "README.md").read_text()
     paragraph = readme.split("Scopes and why", 1)[1].split("\n\n", 1)[0]
-    listed = set(re.findall(r"`([a-z]+(?::[a-z]+)?)` \(", paragraph))
+    listed = set(re.findall(r"`([a-z]+(?::[a-z]+)?)`\s+\(", paragraph))
     manifest = yaml.safe_load((ROOT / "deploy" / "slack-app-manifest.yaml").read_text())
     assert listed == set(manifest["oauth_config"]["scopes"]["bot"])
