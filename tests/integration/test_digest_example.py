@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -28,3 +29,11 @@ def test_the_readme_chart_image_exists() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "](docs/digest-example.png)" in readme
     assert (ROOT / "docs" / "digest-example.png").read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
+
+
+def test_gitignore_names_the_charts_the_digest_writes_and_keeps_the_readme_image() -> None:
+    def ignored(path: str) -> bool:
+        return subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=ROOT).returncode == 0
+
+    assert ignored(example_script().CHART) and ignored("charts/gpu-cost-org-2026-11-28.png")
+    assert not ignored("docs/digest-example.png")
