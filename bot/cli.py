@@ -61,15 +61,20 @@ def main(argv: list[str] | None = None) -> int:
 def _shell(args: argparse.Namespace) -> int:
     import logging
 
+    from bot.clock import ShiftedClock
     from bot.logs import configure_logging
+    from bot.sandbox.history import HistoryMetrics, sandbox_history
     from bot.sandbox.session import Sandbox
     from bot.shell import DEMO, Shell
 
     configure_logging(level="WARNING", fmt="text")
     logging.getLogger("bot").setLevel(logging.ERROR)
-    sandbox = Sandbox(kubeconfig=args.kubeconfig, database_url=args.database).start()
+    clock = ShiftedClock()
+    history = sandbox_history(clock.now())  # the shell's `idle` command changes it
+    sandbox = Sandbox(kubeconfig=args.kubeconfig, database_url=args.database, clock=clock, metrics=HistoryMetrics(history))
+    sandbox.start()
     try:
-        Shell(sandbox, echo=not sys.stdin.isatty()).run(DEMO if args.demo else None)
+        Shell(sandbox, echo=not sys.stdin.isatty(), history=history).run(DEMO if args.demo else None)
     finally:
         sandbox.stop()
     return 0
