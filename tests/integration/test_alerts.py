@@ -92,6 +92,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServ
     server.stop()
     http.close()
     REGISTRY.unregister(request_states)
+    LEADER.set(0)  # the process-wide gauge, as the other tests expect it
     database.dispose()
 
 
