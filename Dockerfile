@@ -1,6 +1,13 @@
 # syntax=docker/dockerfile:1
+# The base image by tag (what it is) and digest (exactly which build: the same bytes on every build,
+# and a retagged image cannot slip in). To move to a newer python:3.11-slim, read its current digest
+#   docker buildx imagetools inspect python:3.11-slim        (the "Digest:" line)
+# or after a pull: docker inspect --format '{{index .RepoDigests 0}}' python:3.11-slim
+# and replace the digest here; a build can also override it: --build-arg PYTHON_IMAGE=...
+ARG PYTHON_IMAGE=python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
+
 # Build stage: turn the project into a wheel (and fetch its dependencies' wheels).
-FROM python:3.11-slim AS build
+FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY bot ./bot
@@ -9,7 +16,7 @@ COPY jobs ./jobs
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 # Final stage: no compilers, no pip cache, a non-root user, nothing written outside /tmp.
-FROM python:3.11-slim
+FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \

@@ -86,11 +86,51 @@ def load_cluster(
         raise SettingsProblem(f"{setting}: {error}") from None
 
 
+# The settings (environment variables) each command reads, listed in its --help.
+SLACK = [
+    ("SLACK_BOT_TOKEN", "bot token, xoxb-... (required)"),
+    ("SLACK_APP_TOKEN", "app-level token xapp-...: Socket Mode; unset: HTTP mode"),
+    ("SLACK_SIGNING_SECRET", "verifies Slack's HTTP requests (required in HTTP mode)"),
+    ("SLACK_API_URL", "Slack Web API base URL (default https://slack.com/api/)"),
+]
+POLICY = [("GPU_QUOTA_CONFIG", "the policy file (required; see deploy/config.example.yaml)")]
+DATABASE = [("DATABASE_URL", "SQLAlchemy URL, postgresql://... or sqlite:///... (default sqlite:///gpu-quota-bot.db)")]
+KUBERNETES = [("KUBECONFIG", "kubeconfig path; without it ~/.kube/config, else the in-cluster config")]
+PROMETHEUS = [
+    ("PROMETHEUS_URL", "Prometheus for digests, budgets and idle nudges (none without it)"),
+    ("PROMETHEUS_BEARER_TOKEN", "token for a Prometheus behind a proxy"),
+    ("PROMETHEUS_USERNAME", "basic auth user, with PROMETHEUS_PASSWORD"),
+    ("PROMETHEUS_PASSWORD", "basic auth password"),
+    ("PROMETHEUS_CA_BUNDLE", "CA bundle file for an https Prometheus with a private CA"),
+    ("PROMETHEUS_TIMEOUT_SECONDS", "per query (default 120)"),
+]
+SERVER = [
+    ("PORT", "HTTP port: /slack/events (HTTP mode), /healthz, /readyz, /metrics (default 3000)"),
+    ("LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR (default INFO)"),
+    ("LOG_FORMAT", "json or text (default json)"),
+    ("RECONCILE_INTERVAL_SECONDS", "expiry, reminders, grant ends, retries (default 30)"),
+    ("SWEEP_INTERVAL_SECONDS", "converge every managed namespace (default 600)"),
+    ("LEADER_CHECK_SECONDS", "how often a replica checks or tries for the leadership (default 2)"),
+]
+
+
+def _settings_help(*groups: list[tuple[str, str]]) -> str:
+    width = max(len(name) for group in groups for name, _ in group) + 2
+    lines = [f"  {name:<{width}}{meaning}" for group in groups for name, meaning in group]
+    return "settings (environment variables):\n" + "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu-quota-bot", description="ChatOps for GPU quota on a shared Kubernetes cluster.")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    commands.add_parser("run", help="serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the jobs")
+    commands.add_parser(
+        "run",
+        help="serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the jobs",
+        description="Serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the scheduled jobs.",
+        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, SERVER),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
     shell = commands.add_parser("shell", help="try the bot in a terminal: sandbox Slack and cluster, no setup")
     shell.add_argument("--kubeconfig", type=Path, help="use a real cluster instead of the sandbox one")
@@ -102,9 +142,22 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(digest)
 
-    commands.add_parser("check-config", help="check the settings and the policy, and that what it names exists")
+    commands.add_parser(
+        "check-config",
+        help="check the settings and the policy, and that what it names exists",
+        description="Check the settings and the policy, and that the namespaces, Slack users, groups and channels it "
+        "names exist; one line per problem.",
+        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
 
-    database = commands.add_parser("db", help="database schema")
+    database = commands.add_parser(
+        "db",
+        help="database schema",
+        description="upgrade: apply the migrations (run also does at start-up). current: the schema's revision.",
+        epilog=_settings_help(DATABASE),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     database.add_argument("action", choices=["upgrade", "current"])
 
     args = parser.parse_args(argv)
@@ -138,7 +191,9 @@ def main(argv: list[str] | None = None) -> int:
 def _shell(args: argparse.Namespace) -> int:
     import logging
 
+    from bot.clock import ShiftedClock
     from bot.logs import configure_logging
+    from bot.sandbox.history import HistoryMetrics, sandbox_history
     from bot.sandbox.session import Sandbox
     from bot.shell import DEMO, Shell
 
@@ -148,9 +203,12 @@ def _shell(args: argparse.Namespace) -> int:
         check_database(args.database, setting="--database")
     configure_logging(level="WARNING", fmt="text")
     logging.getLogger("bot").setLevel(logging.ERROR)
-    sandbox = Sandbox(kubeconfig=args.kubeconfig, database_url=args.database).start()
+    clock = ShiftedClock()
+    history = sandbox_history(clock.now())  # the shell's `idle` command changes it
+    sandbox = Sandbox(kubeconfig=args.kubeconfig, database_url=args.database, clock=clock, metrics=HistoryMetrics(history))
+    sandbox.start()
     try:
-        Shell(sandbox, echo=not sys.stdin.isatty()).run(DEMO if args.demo else None)
+        Shell(sandbox, echo=not sys.stdin.isatty(), history=history).run(DEMO if args.demo else None)
     finally:
         sandbox.stop()
     return 0

@@ -30,9 +30,11 @@ APPLY_SECONDS = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 ERRORS = Counter("gpu_quota_errors", "Failures talking to other systems", ["system", "kind"])
-JOB_RUNS = Counter("gpu_quota_job_runs", "Scheduled job runs, by outcome", ["job", "outcome"])
-JOB_SECONDS = Histogram("gpu_quota_job_seconds", "Scheduled job duration", ["job"], buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900))
-JOB_LAST_SUCCESS = Gauge("gpu_quota_job_last_success_timestamp_seconds", "When each job last finished without error", ["job"])
+# The scheduled job is the ``task`` label, never ``job``: Prometheus owns ``job`` (the scrape job) and
+# renames a scraped ``job`` label to ``exported_job``, which no rule or panel would then match.
+JOB_RUNS = Counter("gpu_quota_job_runs", "Scheduled job runs, by outcome", ["task", "outcome"])
+JOB_SECONDS = Histogram("gpu_quota_job_seconds", "Scheduled job duration", ["task"], buckets=(0.1, 0.5, 1, 5, 15, 60, 300, 900))
+JOB_LAST_SUCCESS = Gauge("gpu_quota_job_last_success_timestamp_seconds", "When each job last finished without error", ["task"])
 LEADER = Gauge("gpu_quota_leader", "1 while this replica runs the scheduled jobs")
 
 

@@ -11,12 +11,14 @@ import json
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
 from bot.domain.durations import parse_duration
+from bot.sandbox.history import A100, History, PodRun
+from bot.sandbox.kube_api import quota_refusal_event
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import CHANNELS, PEOPLE, QUOTA
@@ -35,12 +37,16 @@ SHELL_HELP = """\
   click <n>               press button [n]
   time +<duration>        move the clock forward (e.g. time +3d) and run the scheduled reconcile
   tick                    run the scheduled reconcile now
-  quota                   what the cluster's ResourceQuotas say now (kubectl get quota)
+  quota                   what the cluster's ResourceQuotas say now (also: kubectl get quota [-n <ns>])
   digest [YYYY-MM-DD]     post the daily cost digest (sandbox metrics), default yesterday
   jobs                    run the budget warnings, idle-GPU nudges and blocked-workload jobs now
+  idle <ns>               the namespace's GPUs go quiet for the idle window (then `jobs` nudges)
+  block <ns> [gpus]       a workload in the namespace asks for more GPUs than the quota leaves
+                          (then `jobs` posts the blocked-workload alert with [Request more])
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
-  quit                    leave"""
+  quit                    leave
+Up/Down recall earlier lines; the line can be edited (readline)."""
 
 DEMO = [
     "# Every morning each team gets its GPU cost digest (here from a synthetic month of metrics), with a chart.",
@@ -86,8 +92,11 @@ class Shell:
         out: TextIO = sys.stdout,
         read: Callable[[str], str] = input,
         echo: bool = False,
+        history: History | None = None,
     ) -> None:
+        """``history``: the synthetic GPU use behind the sandbox's metrics, which ``idle`` changes."""
         self._sandbox = sandbox
+        self._history = history
         self._out = out
         self._read = read
         self._echo = echo
@@ -100,7 +109,9 @@ class Shell:
         self._titles: dict[str, str] = {}
         self._seen = 0
         self._script: Iterator[str] | None = None
-        self._charts = Path(tempfile.mkdtemp(prefix="gpu-quota-charts-"))
+        # Charts the bot uploads during the session, removed when it ends.
+        self._charts: tempfile.TemporaryDirectory[str] | None = None
+        self._blocked = 0
 
     # --- loop ------------------------------------------------------------------------------
 
@@ -108,14 +119,26 @@ class Shell:
         """Read lines (from ``script`` when given, else the terminal) until quit or end of input."""
         self._banner()
         self._script = iter(script) if script is not None else None
-        while True:
-            try:
-                line = self._next_line(f"\n{self._names[self._user]}> ")
-            except (EOFError, KeyboardInterrupt):
-                self._say("")
-                return
-            if not self.execute(line.strip()):
-                return
+        if self._script is None and not self._echo and self._read is input:
+            import readline  # noqa: F401  # line editing and history for input(): the Up arrow recalls
+
+        try:
+            while True:
+                try:
+                    line = self._next_line(f"\n{self._names[self._user]}> ")
+                except (EOFError, KeyboardInterrupt):
+                    self._say("")
+                    return
+                if not self.execute(line.strip()):
+                    return
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Remove the session's chart files."""
+        if self._charts is not None:
+            self._charts.cleanup()
+            self._charts = None
 
     def _next_line(self, prompt: str) -> str:
         """The next line of the script or of the terminal; echoed when it does not come from a person typing."""
@@ -146,6 +169,8 @@ class Shell:
             "digest": self._digest,
             "jobs": lambda _: self._metric_jobs(),
             "kubectl": self._kubectl,
+            "idle": self._idle,
+            "block": self._block,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
         }.get(words[0])
@@ -237,13 +262,15 @@ class Shell:
         assert self._sandbox.services is not None
         return self._sandbox.services
 
-    def _quota(self) -> None:
+    def _quota(self, only: str | None = None) -> None:
         kube = self._sandbox.kube
         if kube is None:
             self._say("`quota` reads the sandbox cluster only; use kubectl against your cluster.")
             return
         self._say(f"{'NAMESPACE':<24}{'NAME':<16}{'requests.nvidia.com/gpu':<26}{'limits.nvidia.com/gpu':<24}APPLIED BY")
         for (namespace, name), quota in sorted(kube.quotas.items()):
+            if only is not None and namespace != only:
+                continue
             hard, used = quota["spec"]["hard"], quota["status"]["used"]
             annotations = quota["metadata"].get("annotations") or {}
             requests = f"{used.get('requests.nvidia.com/gpu', '0')}/{hard.get('requests.nvidia.com/gpu', '-')}"
@@ -254,8 +281,11 @@ class Shell:
 
     def _kubectl(self, args: list[str]) -> None:
         kube = self._sandbox.kube
+        if args[:1] == ["get"] and len(args) >= 2 and args[1] in QUOTA_NAMES:
+            self._kubectl_get_quota(args[2:])
+            return
         if kube is None or len(args) != 3 or args[0] != "edit" or not args[2].isdigit():
-            self._say("Usage (sandbox only): kubectl edit <namespace> <gpus>")
+            self._say("Usage (sandbox only): kubectl get quota [-n <namespace> | -A], kubectl edit <namespace> <gpus>")
             return
         if (args[1], QUOTA) not in kube.quotas:
             self._say(f"No quota {QUOTA} in {args[1]}.")
@@ -263,6 +293,61 @@ class Shell:
         for resource in ("requests.nvidia.com/gpu", "limits.nvidia.com/gpu"):
             kube.edit_quota(args[1], QUOTA, resource, args[2])
         self._say(f"resourcequota/{QUOTA} edited in {args[1]}: GPUs set to {args[2]} by hand.")
+
+    def _kubectl_get_quota(self, flags: list[str]) -> None:
+        if flags in ([], ["-A"], ["--all-namespaces"]):
+            self._quota()
+        elif len(flags) == 2 and flags[0] in ("-n", "--namespace"):
+            self._quota(flags[1])
+        else:
+            self._say("Usage: kubectl get quota [-n <namespace> | -A]")
+
+    def _idle(self, args: list[str]) -> None:
+        """The namespace's running pods go quiet, and a one-GPU notebook sits idle, for the whole idle window."""
+        namespace = args[0] if args else ""
+        if self._history is None or namespace not in self._sandbox.policy.managed_namespaces():
+            self._say("Usage (sandbox metrics only): idle <namespace>, e.g. idle ai-frontier-research")
+            return
+        window = self._sandbox.policy.metrics.idle_window
+        since = self._sandbox.clock.now() - window - timedelta(minutes=30)
+        pods: list[PodRun] = []
+        for pod in self._history.pods:
+            if pod.namespace != namespace or pod.end <= since:
+                pods.append(pod)
+            elif pod.start >= since:
+                pods.append(replace(pod, utilisation=0.01, wobble=0.0))
+            else:  # busy until `since`, quiet after
+                pods += [replace(pod, end=since), replace(pod, start=since, utilisation=0.01, wobble=0.0)]
+        node = next((p.node for p in self._history.pods if p.namespace == namespace), "gpu-node-a")
+        pods.append(PodRun(namespace, f"notebook-{len(pods)}", 1, node, A100, since, self._history.end, 0.01))
+        self._history.pods = pods
+        threshold = self._sandbox.policy.metrics.idle_threshold_percent
+        self._say(
+            f"The GPUs of {namespace} have stayed under {threshold:g}% utilisation for the last "
+            f"{window.total_seconds() / 3600:g} h. Type `jobs` to run the idle-GPU check."
+        )
+
+    def _block(self, args: list[str]) -> None:
+        """A FailedCreate event, as the ReplicaSet controller records it when the GPU quota refuses a pod."""
+        kube = self._sandbox.kube
+        if kube is None or not args or (args[0], QUOTA) not in kube.quotas or (len(args) > 1 and not args[1].isdigit()):
+            self._say("Usage (sandbox only): block <namespace> [gpus], e.g. block ai-frontier-research 2")
+            return
+        namespace = args[0]
+        quota = kube.quotas[(namespace, QUOTA)]
+        hard = int(quota["spec"]["hard"].get("requests.nvidia.com/gpu", "0"))
+        used = int(quota["status"]["used"].get("requests.nvidia.com/gpu", "0"))
+        wanted = int(args[1]) if len(args) > 1 else max(1, hard - used + 1)
+        if used + wanted <= hard:
+            self._say(f"{wanted} GPU(s) fit in {namespace} ({used} of {hard} in use): the quota lets that pod start.")
+            return
+        self._blocked += 1
+        name = f"train-{self._blocked}-6d5f8b"
+        kube.add_event(quota_refusal_event(namespace, "ReplicaSet", name, requested=wanted, used=used, limited=hard))
+        self._say(
+            f"ReplicaSet {name} in {namespace} asks for {wanted} GPU(s) with {used} of {hard} in use: its pods are refused "
+            "(`exceeded quota`). Type `jobs` to run the blocked-workload check."
+        )
 
     def _users(self) -> None:
         for person in PEOPLE:
@@ -308,7 +393,9 @@ class Shell:
                 if record.kind == "view_open" and any(b.get("type") == "input" for b in record.view.get("blocks", [])):
                     self._fill(record.view)
             elif record.kind == "file":
-                path = self._charts / (record.filename or "chart.png")
+                if self._charts is None:
+                    self._charts = tempfile.TemporaryDirectory(prefix="gpu-quota-charts-")
+                path = Path(self._charts.name) / (record.filename or "chart.png")
                 path.write_bytes(record.content)
                 self._section(f"{self._render.where(record.channel)} › file", [f"{record.filename}: saved to {path}"])
 
@@ -363,6 +450,9 @@ class Shell:
 
     def _say(self, text: str) -> None:
         print(text, file=self._out, flush=True)
+
+
+QUOTA_NAMES = ("quota", "quotas", "resourcequota", "resourcequotas")
 
 
 def _title_of(blocks: list[dict[str, Any]]) -> str | None:

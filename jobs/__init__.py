@@ -59,16 +59,16 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
 def run_job(job_id: str, work: Callable[[], object]) -> None:
     """Run one job; a crash is logged with its traceback and never kills the scheduler."""
     try:
-        with timed(JOB_SECONDS, job=job_id):
+        with timed(JOB_SECONDS, task=job_id):
             result = work()
     except Exception:
         log.exception("job %s failed", job_id)
-        JOB_RUNS.labels(job=job_id, outcome="error").inc()
+        JOB_RUNS.labels(task=job_id, outcome="error").inc()
         return
     errors = getattr(result, "errors", None)
-    JOB_RUNS.labels(job=job_id, outcome="error" if errors else "ok").inc()
+    JOB_RUNS.labels(task=job_id, outcome="error" if errors else "ok").inc()
     if not errors:
-        JOB_LAST_SUCCESS.labels(job=job_id).set_to_current_time()
+        JOB_LAST_SUCCESS.labels(task=job_id).set_to_current_time()
     log.info("job %s done: %s", job_id, _summary(result))
 
 

@@ -57,9 +57,10 @@ class PrometheusServer:
         source.unlink()
         return samples
 
-    def start(self, *, timeout: float = 60.0) -> PrometheusServer:
+    def start(self, *, timeout: float = 60.0, config_text: str = "global:\n  scrape_interval: 1h\n") -> PrometheusServer:
+        """Start the server; ``config_text`` is its prometheus.yml (scrape jobs, for tests that scrape)."""
         config = self.workdir / "prometheus.yml"
-        config.write_text("global:\n  scrape_interval: 1h\n")
+        config.write_text(config_text)
         self._process = subprocess.Popen(
             [
                 "prometheus",

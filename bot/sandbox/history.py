@@ -243,15 +243,18 @@ def _dcgm_labels(pod: PodRun, gpu: int) -> dict[str, str]:
 # --- ready-made histories ----------------------------------------------------------------------
 
 
-def sandbox_history(
-    now: datetime, *, days: int = 40, ahead: int = 30, step: timedelta = timedelta(minutes=5), seed: int = 7
-) -> History:
-    """Plausible use of the sandbox's two namespaces from ``days`` before ``now`` to ``ahead`` days after
-    (the shell's clock can move forward)."""
+# The sandbox's synthetic use begins on this fixed day, whatever today is: a given day's numbers are
+# the same on every machine and every run, so the README's digest example is exactly what a reader gets.
+SANDBOX_START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def sandbox_history(now: datetime, *, ahead: int = 30, step: timedelta = timedelta(minutes=5), seed: int = 7) -> History:
+    """Plausible use of the sandbox's two namespaces from ``SANDBOX_START`` to ``ahead`` days after ``now``
+    (the shell's clock can move forward). The same seed always gives the same pods from the start on."""
     rng = random.Random(seed)
     size = int(step.total_seconds())
     aligned = datetime.fromtimestamp(int(now.timestamp()) // size * size, timezone.utc)
-    start, end = aligned - timedelta(days=days), aligned + timedelta(days=ahead)
+    start, end = SANDBOX_START, max(aligned, SANDBOX_START) + timedelta(days=ahead)
     history = History(
         step=step,
         start=start,

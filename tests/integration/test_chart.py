@@ -207,3 +207,105 @@ def test_the_grafana_dashboard_is_current_and_uses_the_digests_queries() -> None
 
     expressions = [t["expr"] for p in json.loads(committed)["panels"] for t in p.get("targets", [])]
     assert sum(running_gpu_samples(86400) in e for e in expressions) == 2
+
+
+def refused(*sets: str) -> str:
+    """The error helm prints for values the chart refuses."""
+    args = [helm(), "template", "gpu", str(CHART)] + [arg for value in sets for arg in ("--set", value)]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0, "the chart rendered values it should refuse"
+    return result.stderr
+
+
+def notes(*sets: str) -> str:
+    """NOTES.txt as `helm install` prints it (a client-side dry run: no cluster needed)."""
+    args = [helm(), "install", "gpu", str(CHART), "--namespace", "gpu-system", "--dry-run=client"]
+    for value in sets:
+        args += ["--set", value]
+    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split("NOTES:", 1)[1]
+
+
+EXISTING = ["existingPolicyConfigMap=team-policy", "managedNamespaces={research-a,serving-b}"]
+
+
+@pytest.mark.helm
+def test_an_existing_policy_configmap_without_its_namespaces_is_refused() -> None:
+    assert "existingPolicyConfigMap needs managedNamespaces" in refused("existingPolicyConfigMap=team-policy")
+
+
+@pytest.mark.helm
+def test_an_existing_policy_configmap_grants_writes_in_its_managed_namespaces_only() -> None:
+    objects = render(*EXISTING)
+    assert sorted(r["metadata"]["namespace"] for r in of(objects, "Role")) == ["research-a", "serving-b"]
+    assert sorted(b["metadata"]["namespace"] for b in of(objects, "RoleBinding")) == ["research-a", "serving-b"]
+    assert not of(objects, "ConfigMap")  # the named one is used, the inline example policy is not rendered
+    pod = of(objects, "Deployment")[0]["spec"]["template"]["spec"]
+    assert {"name": "policy", "configMap": {"name": "team-policy"}} in pod["volumes"]
+    assert "Managed namespaces: research-a, serving-b" in notes(*EXISTING)
+
+
+def checksum(*sets: str) -> str:
+    return of(render(*sets), "Deployment")[0]["spec"]["template"]["metadata"]["annotations"]["checksum/policy"]
+
+
+@pytest.mark.helm
+def test_the_policy_checksum_follows_the_policy_in_use() -> None:
+    existing = checksum(*EXISTING)
+    assert existing != checksum()  # not the inline example policy's
+    assert checksum(*EXISTING, "policy.teams.frontier.channel=C0OTHER") == existing  # the inline policy is not in use
+    assert checksum("existingPolicyConfigMap=team-policy", "managedNamespaces={research-a}") != existing
+    assert checksum("existingPolicyConfigMap=other-policy", "managedNamespaces={research-a,serving-b}") != existing
+
+
+@pytest.mark.helm
+def test_managed_namespaces_without_an_existing_configmap_are_refused() -> None:
+    # The inline policy names its own namespaces; a second list would silently disagree with it.
+    assert "managedNamespaces is only read with existingPolicyConfigMap" in refused("managedNamespaces={x}")
+
+
+HTTP_INGRESS = ["socketMode=false", "ingress.enabled=true", "ingress.host=gpu-bot.example.com", "ingress.className=nginx"]
+
+
+@pytest.mark.helm
+def test_http_mode_renders_an_ingress_to_the_slack_events_path_only() -> None:
+    objects = render(*HTTP_INGRESS, "ingress.tlsSecretName=gpu-bot-tls")
+    (ingress,) = of(objects, "Ingress")
+    kubernetes_validate.validate(ingress, KUBERNETES, strict=True)
+    assert ingress["spec"]["ingressClassName"] == "nginx"
+    (rule,) = ingress["spec"]["rules"]
+    assert rule["host"] == "gpu-bot.example.com"
+    # Only Slack's path is public: /metrics, /healthz and /readyz stay inside the cluster.
+    assert rule["http"]["paths"] == [
+        {
+            "path": "/slack/events",
+            "pathType": "Exact",
+            "backend": {"service": {"name": "gpu-gpu-quota-bot", "port": {"name": "http"}}},
+        }
+    ]
+    assert ingress["spec"]["tls"] == [{"hosts": ["gpu-bot.example.com"], "secretName": "gpu-bot-tls"}]
+    assert not of(render(), "Ingress")
+
+
+@pytest.mark.helm
+def test_an_ingress_in_socket_mode_or_without_a_host_is_refused() -> None:
+    assert "ingress.enabled needs HTTP mode" in refused("ingress.enabled=true", "ingress.host=gpu-bot.example.com")
+    assert "ingress.enabled needs ingress.host" in refused("socketMode=false", "ingress.enabled=true")
+
+
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+
+
+@pytest.mark.helm
+def test_the_image_reference_carries_the_digest() -> None:
+    pod = of(render("image.tag=1.2.3", f"image.digest={DIGEST}"), "Deployment")[0]["spec"]["template"]["spec"]
+    assert {c["image"] for c in pod["initContainers"] + pod["containers"]} == {f"ghcr.io/example/gpu-quota-bot:1.2.3@{DIGEST}"}
+    assert "image.digest must look like sha256:" in refused("image.digest=1.2.3")
+
+
+def test_the_base_image_is_pinned_by_tag_and_digest() -> None:
+    dockerfile = (ROOT / "Dockerfile").read_text()
+    pinned = re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}$", dockerfile, flags=re.MULTILINE)
+    assert pinned, "the base image needs its tag and its digest"
+    assert re.findall(r"^FROM (\S+)", dockerfile, flags=re.MULTILINE) == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]

@@ -54,7 +54,7 @@ class Replica:
         return metric(self.base, "gpu_quota_leader") == 1.0
 
     def job_runs(self, job: str) -> float:
-        return metric(self.base, "gpu_quota_job_runs_total", job=job, outcome="ok") or 0.0
+        return metric(self.base, "gpu_quota_job_runs_total", task=job, outcome="ok") or 0.0
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         if self.process.poll() is None:

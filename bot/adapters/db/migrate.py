@@ -12,7 +12,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 
 from bot.adapters.db.database import create_db_engine, normalize_database_url
 
@@ -53,6 +53,12 @@ def head_revision() -> str:
 
 
 def current_revision(url: str) -> str | None:
+    """The schema's revision, or None for an empty database; reading never creates one (SQLite makes a
+    missing file on connect, so a missing file is answered without connecting)."""
+    parsed = make_url(normalize_database_url(url))
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not Path(parsed.database).exists():
+            return None
     engine = create_db_engine(url)
     try:
         with engine.connect() as connection:

@@ -41,9 +41,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- default (printf "%s-policy" (include "gpu-quota-bot.fullname" .)) .Values.existingPolicyConfigMap -}}
 {{- end -}}
 
-{{/* The managed namespaces of the policy: entries are names or {name: ...}. */}}
+{{/* The managed namespaces: managedNamespaces with an existing policy ConfigMap (the chart cannot read
+it), else those of the inline policy, whose entries are names or {name: ...}. */}}
 {{- define "gpu-quota-bot.namespaces" -}}
 {{- $names := list -}}
+{{- if .Values.existingPolicyConfigMap -}}
+{{- $names = .Values.managedNamespaces -}}
+{{- else -}}
 {{- range $team := .Values.policy.teams -}}
 {{- range $entry := $team.namespaces -}}
 {{- if kindIs "string" $entry -}}
@@ -53,7 +57,27 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
 {{- $names | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/* What restarts the pods when the policy in use changes: the inline policy, or the existing
+ConfigMap's name and its managed namespaces (its content is not visible to the chart). */}}
+{{- define "gpu-quota-bot.policyChecksum" -}}
+{{- if .Values.existingPolicyConfigMap -}}
+{{- dict "configMap" .Values.existingPolicyConfigMap "namespaces" (include "gpu-quota-bot.namespaces" . | fromJsonArray) | toYaml | sha256sum -}}
+{{- else -}}
+{{- toYaml .Values.policy | sha256sum -}}
+{{- end -}}
+{{- end -}}
+
+{{/* repository:tag, and @digest when one is given (the digest pins the exact image). */}}
+{{- define "gpu-quota-bot.image" -}}
+{{- $reference := printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- if .Values.image.digest -}}
+{{- $reference = printf "%s@%s" $reference .Values.image.digest -}}
+{{- end -}}
+{{- $reference -}}
 {{- end -}}
 
 {{/* The environment shared by the migration and the bot. */}}

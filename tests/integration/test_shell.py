@@ -1,0 +1,93 @@
+"""``gpu-quota-bot shell`` as a person uses it, in real processes: line editing and history on a
+terminal (a pty), ``kubectl get quota``, making GPUs idle and a workload blocked so the idle nudge and
+the blocked-workload alert can be tried, and no chart folders left behind."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import subprocess
+import time
+from pathlib import Path
+
+from tests.integration.processes import ROOT, bot_command, run_bot
+
+
+def shell(tmp_path: Path, *lines: str) -> subprocess.CompletedProcess[str]:
+    env = os.environ | {"TMPDIR": str(tmp_path)}
+    env = {k: v for k, v in env.items() if not k.startswith(("PROMETHEUS_", "GPU_QUOTA", "DATABASE_URL", "SLACK_"))}
+    result = run_bot("shell", env=env, stdin="\n".join([*lines, "quit"]), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    return result
+
+
+def test_kubectl_get_quota_shows_the_quotas(tmp_path: Path) -> None:
+    out = shell(tmp_path, "kubectl get quota", "kubectl get resourcequota -n biz-model-serving").stdout
+    everything, one = out.split("kubectl get resourcequota -n biz-model-serving", 1)
+    assert (
+        "ai-frontier-research    compute-quota   3/4" in everything
+        and "biz-model-serving       compute-quota   12/16" in everything
+    )
+    assert "biz-model-serving       compute-quota   12/16" in one and "ai-frontier-research    compute-quota" not in one
+
+
+def test_idle_gpus_get_a_nudge_and_a_blocked_workload_an_alert(tmp_path: Path) -> None:
+    out = shell(tmp_path, "jobs", "idle ai-frontier-research", "block ai-frontier-research 3", "jobs").stdout
+    before, after = out.split("idle ai-frontier-research", 1)
+    assert "idle nudges: none; blocked workloads: 0" in before
+    assert "*ai-frontier-research* holds" in after and "stayed under 5%" in after and "Snooze 24 h" in after
+    assert "*ReplicaSet train-1-6d5f8b* in *ai-frontier-research* cannot start pods" in after
+    assert "It asks for 3 GPU(s) while 3 of 4 are in use." in after and "Request more" in after
+    assert "idle nudges: ai-frontier-research; blocked workloads: 1" in after
+
+
+def test_a_workload_that_fits_is_not_blocked(tmp_path: Path) -> None:
+    out = shell(tmp_path, "block ai-frontier-research 1", "jobs").stdout
+    assert "1 GPU(s) fit in ai-frontier-research (3 of 4 in use)" in out and "blocked workloads: 0" in out
+
+
+def test_the_session_leaves_no_chart_folders_behind(tmp_path: Path) -> None:
+    out = shell(tmp_path, "digest").stdout
+    assert "gpu-cost-frontier-" in out and "saved to" in out  # the digest's chart was written during the session
+    assert not list(tmp_path.glob("gpu-quota-*"))
+
+
+def test_the_up_arrow_recalls_the_previous_line_on_a_terminal() -> None:
+    controller, terminal = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PROMETHEUS_", "GPU_QUOTA", "DATABASE_URL", "SLACK_"))}
+    process = subprocess.Popen(
+        bot_command("shell"), stdin=terminal, stdout=terminal, stderr=terminal, cwd=ROOT, env=env | {"TERM": "xterm"}
+    )
+    os.close(terminal)
+    seen = b""
+
+    def read_until(marker: bytes, count: int = 1, timeout: float = 90.0) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while seen.count(marker) < count:
+            assert time.monotonic() < deadline, (
+                f"waiting for {marker!r} x{count}; the terminal shows:\n{seen.decode(errors='replace')}"
+            )
+            ready, _, _ = select.select([controller], [], [], 1.0)
+            if ready:
+                try:
+                    seen += os.read(controller, 4096)
+                except OSError:  # the shell exited
+                    break
+
+    try:
+        read_until(b"alice> ")
+        os.write(controller, b"users\r")
+        read_until(b"approver for Frontier research")
+        os.write(controller, b"\x1b[A\r")  # Up arrow, Enter: the same command again
+        read_until(b"approver for Frontier research", count=2)
+        os.write(controller, b"quit\r")
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    assert b"Not a shell command" not in seen and b"^[[A" not in seen
