@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import DecisionRow, RequestRow
@@ -18,7 +18,15 @@ from bot.clock import Clock
 from bot.domain.commands import RequestDraft, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
-from bot.domain.policy import Policy, Team, approvals_required, auto_approvable, limit_problems
+from bot.domain.policy import (
+    AutoApproval,
+    AutoApprovalCheck,
+    Policy,
+    Team,
+    approvals_required,
+    auto_approval,
+    limit_problems,
+)
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.logs import request_context
@@ -60,6 +68,7 @@ class _NewRequest:
     reason: str
     snapshot: QuotaSnapshot | None
     hard_before: int
+    grant_length: timedelta | None  # the whole grant: ``duration``, or for an extension the grant so far plus it
     extends_request_id: int | None = None
 
 
@@ -115,6 +124,7 @@ class RequestService:
                 reason=draft.reason.strip(),
                 snapshot=snapshot,
                 hard_before=current,
+                grant_length=draft.duration,
             ),
         )
 
@@ -125,12 +135,12 @@ class RequestService:
         if grant is None or grant.state != GrantState.ACTIVE:
             raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
         team = self._team_for_request(requester, original.namespace)
-        now = self._clock.now()
-        new_end = max(grant.ends_at, now) + duration
-        if new_end - now > team.limits.max_duration:
+        # The whole grant counts, not the time left: otherwise repeated extensions make any grant endless.
+        whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
+        if whole > team.limits.max_duration:
             raise UserError(
                 f"Not submitted: {team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
-                f" ahead; this extension would reach {format_duration(new_end - now)}."
+                f" per grant, extensions included; {format_request_id(request_id)} would then last {format_duration(whole)}."
             )
         snapshot = self._read_quota(original.namespace)
         return self._create(
@@ -145,6 +155,7 @@ class RequestService:
                 reason=reason.strip() or f"extend {format_request_id(request_id)}",
                 snapshot=snapshot,
                 hard_before=snapshot.hard if snapshot else 0,
+                grant_length=whole,
                 extends_request_id=request_id,
             ),
         )
@@ -155,18 +166,15 @@ class RequestService:
             gpus=new.delta, duration=new.duration, price_per_gpu_hour=self._policy.pricing.default_per_gpu_hour
         )
         permanent = new.duration is None
-        required = approvals_required(
-            new.team, delta=new.delta, permanent=permanent, over_budget=self._over_budget(new.team.name)
-        )
-        auto = auto_approvable(
-            new.team,
-            delta=new.delta,
-            duration=new.duration,
-            within_capacity=capacity is not None and not capacity.oversubscribed,
-        )
+        over_budget = self._over_budget(new.team.name)
+        required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
+        within_capacity = capacity is not None and not capacity.oversubscribed
 
         def create(repo: Repository) -> RequestRow:
             now = self._clock.now()
+            # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
+            verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
+            auto = verdict is not None and verdict.approved
             self._sync.record_observation(repo, new.snapshot, new.namespace)
             request = repo.add_request(
                 RequestRow(
@@ -181,6 +189,7 @@ class RequestService:
                     reason=new.reason,
                     approvals_required=required,
                     auto_approved=auto,
+                    auto_note=verdict.reason if verdict else None,
                     hard_before=new.hard_before,
                     used_before=new.snapshot.used if new.snapshot else None,
                     allocatable=capacity.allocatable if capacity else None,
@@ -208,21 +217,57 @@ class RequestService:
                 detail=new.reason,
             )
             if auto:
+                assert verdict is not None
                 request.decisions.append(DecisionRow(user_id=AUTO_APPROVER, verdict=Verdict.APPROVE, decided_at=now))
                 move_request(request, RequestState.APPROVED, now=now)
                 request.decided_at = now
                 record_effect(repo, request, now=now)
-                repo.record(at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id)
+                repo.record(
+                    at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id, detail=verdict.reason
+                )
             return request
 
         request = self._db.run(create)
         with request_context(format_request_id(request.id)):
             log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
+            if request.auto_note:
+                log.info("%s", request.auto_note)
             post_error = self._announce.post_card(request.id)
             state = RequestState(request.state)
-            if auto:
+            if request.auto_approved:
                 state = self._applier.apply(request.id)
         return Submitted(request.id, request.channel_id, state, required, post_error)
+
+    def _auto_approval(
+        self, repo: Repository, new: _NewRequest, *, now: datetime, over_budget: bool, within_capacity: bool
+    ) -> AutoApproval | None:
+        """The auto-approval verdict, from the team's auto-approved requests as this transaction reads them.
+
+        The team's lock makes a second request submitted at the same moment wait until this one is
+        recorded, so both cannot see room for one more GPU (the cap is cumulative).
+        """
+        if new.team.auto_approve is None:
+            return None
+        repo.lock_auto_approval(new.team.name)
+        zone = self._policy.schedules.zone
+        today = now.astimezone(zone).date()
+        day_start = datetime.combine(today, time(), tzinfo=zone)
+        day_end = datetime.combine(today + timedelta(days=1), time(), tzinfo=zone)
+        used_today = sum(
+            gpu_hours(r.delta, r.duration_seconds) for r in repo.auto_approved_since(new.team.name, day_start, day_end)
+        )
+        seconds = int(new.duration.total_seconds()) if new.duration else None
+        check = AutoApprovalCheck(
+            gpus=new.delta,
+            grant_length=new.grant_length,
+            gpu_hours=gpu_hours(new.delta, seconds),
+            # An extension's own grant is not counted twice: its GPUs are this request's.
+            active_auto_gpus=repo.auto_approved_gpus(new.namespace, excluding_request=new.extends_request_id),
+            auto_gpu_hours_today=used_today,
+            over_budget=over_budget,
+            within_capacity=within_capacity,
+        )
+        return auto_approval(new.team, check)
 
     def _team_for_request(self, requester: str, namespace: str) -> Team:
         team = self._policy.team_of(namespace)
@@ -376,6 +421,11 @@ class RequestService:
         if request is None:
             raise UserError(f"{format_request_id(request_id)} does not exist.")
         return request
+
+
+def gpu_hours(gpus: int, duration_seconds: int | None) -> float:
+    """GPU-hours a grant of ``gpus`` for ``duration_seconds`` gives (none for a permanent change)."""
+    return max(gpus, 0) * (duration_seconds or 0) / 3600
 
 
 def pending(repo: Repository, request_id: int) -> RequestRow:

@@ -57,6 +57,8 @@ def request_message(card: RequestCard) -> list[Block]:
         SectionBlock(text=MarkdownTextObject(text=truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
         ContextBlock(elements=[MarkdownTextObject(text=truncate(_status_line(card), SECTION_LIMIT))]),
     ]
+    if card.auto_note:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(f":robot_face: {card.auto_note}", SECTION_LIMIT))]))
     if card.state == RequestState.PENDING:
         blocks.append(
             ActionsBlock(
