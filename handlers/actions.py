@@ -1,23 +1,29 @@
-"""Buttons: Approve / Deny on the request message, Retry in its thread, Extend / Release in reminders,
+"""Buttons: Approve (one click, or a confirmation form for permanent and large changes) / Deny on the request message, Retry in its thread, Extend / Release in reminders,
 Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import ids
+from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import ButtonClick
+from bot.adapters.slack.notifier import slack_call
 from bot.domain.lifecycle import Verdict
+from bot.errors import GpuQuotaError
 from bot.services.ports import ActionKind
+from bot.services.requests import Confirmation
 from handlers.commands import open_extend_form, open_form, say
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
+
+log = logging.getLogger(__name__)
 
 
 def register(app: App, services: Services) -> None:
@@ -40,6 +46,19 @@ def register(app: App, services: Services) -> None:
         if click.kind == ActionKind.EXTEND:
             open_extend_form(client, respond, click.trigger_id, request_id)
             return
+        if click.kind == ActionKind.APPROVE:
+            # A permanent or large change is approved by submitting a form; the click itself records nothing.
+            confirmation = attempt(
+                lambda: services.requests.confirmation(user=user, request_id=request_id),
+                user=user,
+                what=f"approve on GQ-{request_id}",
+            )
+            if isinstance(confirmation, str):
+                say(respond, confirmation)
+                return
+            if confirmation is not None:
+                open_confirmation(client, respond, click.trigger_id, confirmation)
+                return
         work: dict[ActionKind, Callable[[], str]] = {
             ActionKind.APPROVE: lambda: services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE),
             ActionKind.DENY: lambda: services.requests.decide(user=user, request_id=request_id, verdict=Verdict.DENY),
@@ -50,3 +69,14 @@ def register(app: App, services: Services) -> None:
 
     for action_id in ids.ACTION_IDS.values():
         app.action(action_id)(on_click)
+
+
+def open_confirmation(client: WebClient, respond: Respond, trigger_id: str | None, confirmation: Confirmation) -> None:
+    try:
+        slack_call(
+            "open the approval form",
+            lambda: client.views_open(trigger_id=trigger_id, view=blocks.confirm_approval_form(confirmation)),
+        )
+    except GpuQuotaError as error:
+        log.warning("could not open the approval form of %s: %s", confirmation.display_id, error)
+        say(respond, f":warning: Could not open the approval form ({error}). Nothing was recorded; click Approve again.")

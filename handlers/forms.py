@@ -1,4 +1,4 @@
-"""Modal submissions: the request form and the extend form.
+"""Modal submissions: the request form, the extend form and the approval form.
 
 Field errors go back inline (``response_action=errors``). A valid form is acknowledged by turning
 the modal into a "submitting" notice, which is then updated with the outcome.
@@ -17,7 +17,9 @@ from slack_sdk.models.views import View
 from bot.adapters.slack import ids
 from bot.adapters.slack.events import FormSubmission, draft_from_form
 from bot.adapters.slack.notifier import slack_call
+from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
+from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
 from handlers.commands import submitted_text
 from handlers.outcome import attempt
@@ -56,7 +58,7 @@ def register(app: App, services: Services) -> None:
         except ValueError as error:
             ack(response_action="errors", errors={ids.DURATION_BLOCK: str(error)})
             return
-        request_id = int(form.metadata.get("request_id", 0))
+        request_id = form.request_id
         ack(response_action="update", view=notice_view("Extend a grant", ":hourglass_flowing_sand: Submitting…"))
         outcome = attempt(
             lambda: submitted_text(
@@ -68,6 +70,19 @@ def register(app: App, services: Services) -> None:
             what="extend form",
         )
         show(client, body, notice_view("Extend a grant", outcome))
+
+    @app.view(ids.CONFIRM_APPROVAL_FORM)
+    def on_confirm_approval(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        form = FormSubmission.from_body(body)
+        request_id = form.request_id
+        title = f"Approve {format_request_id(request_id)}"
+        ack(response_action="update", view=notice_view(title, ":hourglass_flowing_sand: Recording your approval…"))
+        outcome = attempt(
+            lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
+            user=form.user_id,
+            what=f"approval form of {format_request_id(request_id)}",
+        )
+        show(client, body, notice_view(title, outcome))
 
 
 def show(client: WebClient, body: dict[str, Any], view: View) -> None:

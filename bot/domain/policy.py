@@ -340,32 +340,28 @@ class AutoApproval:
 
 
 def auto_approval(team: Team, check: AutoApprovalCheck) -> AutoApproval | None:
-    """Whether the bot approves a request alone (None: the team has no auto-approval rule).
+    """Whether the bot approves a temporary increase alone (None: no rule, or a permanent change or a decrease).
 
     Cumulative, not per request: the namespace's auto-approved GPUs stay within ``max_gpus`` and the
     team's auto-approved GPU-hours of a day within ``max_gpu_hours_per_day``, so splitting a large
     request into small ones gains nothing.
     """
     rule = team.auto_approve
-    if rule is None:
-        return None
+    if rule is None or check.grant_length is None or check.gpus <= 0:
+        return None  # only temporary increases are ever auto-approved
     limits = f"max {gpu_count(rule.max_gpus)} active, {format_duration(rule.max_duration)}"
     if rule.max_gpu_hours_per_day is not None:
         limits += f", {_hours(rule.max_gpu_hours_per_day)} GPU-hours a day"
     problem = _auto_problem(rule, check)
     if problem is not None:
         return AutoApproval(False, f"not auto-approved: {problem} (auto_approve: {limits})")
-    assert check.grant_length is not None
     return AutoApproval(
         True, f"auto-approved: {gpu_count(check.gpus)} for {format_duration(check.grant_length)} within auto_approve ({limits})"
     )
 
 
 def _auto_problem(rule: AutoApprove, check: AutoApprovalCheck) -> str | None:
-    if check.grant_length is None:
-        return "permanent changes always need a person"
-    if check.gpus <= 0:
-        return "only increases are auto-approved"
+    assert check.grant_length is not None
     if check.over_budget:
         return "the team is over its budget"
     if check.active_auto_gpus + check.gpus > rule.max_gpus:

@@ -26,6 +26,7 @@ from bot.domain.policy import (
     approvals_required,
     auto_approval,
     limit_problems,
+    needs_confirmation,
 )
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
@@ -53,6 +54,34 @@ class Submitted:
     @property
     def display_id(self) -> str:
         return format_request_id(self.request_id)
+
+
+@dataclass(frozen=True)
+class Confirmation:
+    """A permanent or large change as it would be applied now, for the approver to confirm."""
+
+    request_id: int
+    namespace: str
+    team_label: str
+    requester_id: str
+    delta: int
+    duration: timedelta | None  # None: permanent
+    before: int  # the quota now, read when the form opens
+    after: int
+    monthly_cost: float  # the change's GPUs for a whole month
+    grant_cost: float | None  # a temporary change: its cost for the grant
+    currency: str
+    approvals: int
+    approvals_required: int
+    large_above: int | None  # set when the change counts as large: more than this many GPUs
+
+    @property
+    def display_id(self) -> str:
+        return format_request_id(self.request_id)
+
+    @property
+    def permanent(self) -> bool:
+        return self.duration is None
 
 
 @dataclass(frozen=True)
@@ -298,6 +327,57 @@ class RequestService:
             log.warning("capacity unknown for a request on %s: %s", namespace, error)
             return None
         return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)
+
+    # --- confirm before approving -------------------------------------------------------------
+
+    def confirmation(self, *, user: str, request_id: int) -> Confirmation | None:
+        """What an approver must confirm before approving, or None when one click is enough.
+
+        A permanent or large change (``approvals.large_change``) is approved through a form that
+        shows the change against the quota as it is now; nothing is recorded until the form is
+        submitted, which calls ``decide``.
+        """
+        request = self._load(request_id)
+        team = self._policy.teams.get(request.team)
+        if request.state != RequestState.PENDING:
+            raise UserError(already_decided(request))
+        if request.requester_id == user:
+            raise UserError(f"You cannot approve your own request {format_request_id(request_id)}.")
+        if team is None or not self._access.may_decide(user, team):
+            raise UserError(
+                f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
+            )
+        if not needs_confirmation(team, delta=request.delta, permanent=request.permanent):
+            return None
+        earlier = next((d for d in request.decisions if d.user_id == user), None)
+        if earlier is not None:
+            raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+        try:
+            snapshot = self._cluster.read_quota(request.namespace, self._policy.quota_name(request.namespace))
+        except GpuQuotaError as error:
+            raise UserError(
+                f"Could not read the quota of `{request.namespace}` to show the change ({error}). Nothing was recorded; try again."
+            ) from error
+        current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace)
+        price = self._policy.pricing.default_per_gpu_hour
+        duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
+        large = team.approvals.large_change
+        return Confirmation(
+            request_id=request_id,
+            namespace=request.namespace,
+            team_label=team.label,
+            requester_id=request.requester_id,
+            delta=request.delta,
+            duration=duration,
+            before=current,
+            after=current + request.delta,
+            monthly_cost=change_cost(gpus=request.delta, duration=None, price_per_gpu_hour=price)[0],
+            grant_cost=change_cost(gpus=request.delta, duration=duration, price_per_gpu_hour=price)[0] if duration else None,
+            currency=self._policy.pricing.currency,
+            approvals=len(request.approvals),
+            approvals_required=request.approvals_required,
+            large_above=large.above_gpus if large and abs(request.delta) > large.above_gpus else None,
+        )
 
     # --- decide ------------------------------------------------------------------------------
 

@@ -163,8 +163,6 @@ def test_the_rule_names_what_allowed_or_refused_it() -> None:
         "over its budget": check(over_budget=True),
         "already has 2 auto-approved GPUs": check(active_auto_gpus=2),
         "longer than auto_approve.max_duration": check(grant_length=timedelta(hours=5)),
-        "permanent": check(grant_length=None),
-        "only increases": check(gpus=-1),
         "would reach 10 GPU-hours": check(auto_gpu_hours_today=6.0),
         "capacity": check(within_capacity=False),
     }
@@ -172,6 +170,8 @@ def test_the_rule_names_what_allowed_or_refused_it() -> None:
         verdict = auto_approval(team, inputs)
         assert verdict is not None and not verdict.approved and words in verdict.reason, (words, verdict)
     assert auto_approval(team.model_copy(update={"auto_approve": None}), check()) is None
+    assert auto_approval(team, check(grant_length=None)) is None  # permanent changes always need a person
+    assert auto_approval(team, check(gpus=-1)) is None  # and so do decreases
 
 
 def test_the_daily_cap_is_optional_and_validated() -> None:

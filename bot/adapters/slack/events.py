@@ -66,6 +66,12 @@ class FormSubmission:
     values: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def request_id(self) -> int:
+        """The request a form is about (our own ``private_metadata``; 0 when it carries none)."""
+        value = self.metadata.get("request_id")
+        return value if isinstance(value, int) and 0 < value < 2**31 else 0
+
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> FormSubmission:
         view = body.get("view") or {}
