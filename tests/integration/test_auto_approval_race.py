@@ -20,7 +20,15 @@ def submitter(box: Sandbox, text: str) -> Callable[[], str]:
 @pytest.mark.postgres
 def test_simultaneous_auto_approvable_requests_stay_within_max_gpus(pg_sandbox: Sandbox) -> None:  # noqa: F811
     """The sandbox's frontier team auto-approves at most 1 GPU active (auto_approve.max_gpus: 1)."""
-    box = pg_sandbox
+    four_at_once(pg_sandbox)
+
+
+def test_the_cap_holds_on_sqlite_too(sandbox: Sandbox) -> None:
+    """SQLite (a file, the default single-replica database) serialises the decision with its write lock."""
+    four_at_once(sandbox)
+
+
+def four_at_once(box: Sandbox) -> None:
     for round_ in range(4):
         outcomes = at_once(*(submitter(box, f"request ai-frontier-research +1 for 2h round {round_}") for _ in range(4)))
         assert sorted(outcomes) == ["applied", "pending", "pending", "pending"], outcomes

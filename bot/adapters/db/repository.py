@@ -67,14 +67,19 @@ class Repository:
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
     def lock_auto_approval(self, team: str) -> None:
-        """Serialise auto-approval decisions of one team until this transaction ends (PostgreSQL).
+        """Serialise auto-approval decisions of one team until this transaction ends; call it before reading.
 
         Counting the active auto-approved GPUs and then recording a new one is a read-then-write:
         without the lock, two requests submitted at the same moment both see room for one more.
-        SQLite (tests, the sandbox) has a single writer and needs no lock.
+        PostgreSQL: a transaction-level advisory lock per team. SQLite: a write statement that
+        changes nothing takes the database's single write lock now (pysqlite starts the transaction
+        only at the first write), so the reads that follow are serialised with other writers.
         """
-        if self.session.get_bind().dialect.name == "postgresql":
+        dialect = self.session.get_bind().dialect.name
+        if dialect == "postgresql":
             self.session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": advisory_key(f"auto-approval:{team}")})
+        elif dialect == "sqlite":
+            self.session.execute(text("UPDATE requests SET id = id WHERE 0"))
 
     # --- namespaces --------------------------------------------------------------------------
 
