@@ -391,7 +391,8 @@ def gpu_count(n: int) -> str:
 
 
 def _hours(value: float) -> str:
-    return f"{value:g}" if value == round(value, 2) else f"{value:.2f}"
+    """GPU-hours for people: 8, 7.5, 1,234.25."""
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def needs_confirmation(team: Team, *, delta: int, permanent: bool) -> bool:
