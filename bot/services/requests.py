@@ -204,7 +204,11 @@ class RequestService:
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
             verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
             auto = verdict is not None and verdict.approved
-            self._sync.record_observation(repo, new.snapshot, new.namespace)
+            if repo.namespace(new.namespace) is None:
+                # Only a namespace the bot has never seen takes its base from this read. Later, the read
+                # may predate an apply that finished meanwhile: folding it in would take that apply for a
+                # hand edit and undo it. Hand edits are adopted by converge, which reads just before.
+                self._sync.record_observation(repo, new.snapshot, new.namespace)
             request = repo.add_request(
                 RequestRow(
                     kind=new.kind,

@@ -193,3 +193,26 @@ def test_grants_of_other_namespaces_do_not_count(world: World) -> None:
     # business has no auto_approve rule: its requests always wait for a person
     assert world.submit("request biz-model-serving +1 for 1h x", user="U0BOB").state == RequestState.PENDING
     assert world.request(2).auto_note is None
+
+
+def test_a_quota_read_before_a_concurrent_apply_does_not_undo_it(world: World) -> None:
+    """Submission A reads the quota (4); B is auto-approved and applied (5) before A is recorded.
+
+    A's stale read must not be taken for a hand edit of -1 that cancels B's grant."""
+    real_read = world.cluster.read_quota
+    interleaved: list[int] = []
+
+    def read_then_let_b_in(namespace: str, name: str):  # type: ignore[no-untyped-def]
+        snapshot = real_read(namespace, name)
+        if not interleaved:
+            interleaved.append(1)
+            assert world.submit(QUICK).state == RequestState.APPLIED  # B
+        return snapshot
+
+    world.cluster.read_quota = read_then_let_b_in  # type: ignore[method-assign]
+    world.submit("request ai-frontier-research +2 for 1d A")  # A: pending, recorded after B's apply
+    world.cluster.read_quota = real_read  # type: ignore[method-assign]
+    assert world.cluster.hard("ai-frontier-research") == 5
+    assert "manual_change_adopted" not in world.audit_actions(namespace="ai-frontier-research")
+    world.services.reconciler.sweep()
+    assert world.cluster.hard("ai-frontier-research") == 5  # B's grant is still in the quota
