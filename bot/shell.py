@@ -66,10 +66,13 @@ DEMO = [
     "# Strategy shift: the platform slows frontier work down to 1 GPU (permanent: two approvals).",
     "as pat",
     "/gpu-quota request ai-frontier-research 1 permanent slow down frontier work: GPUs move to proven business models",
+    "# A permanent change is approved through a form showing the quota now -> after and the monthly cost.",
     "as lee",
     "click 5",
+    "y",
     "as dana",
     "click 5",
+    "y",
     "quota",
     "/gpu-quota audit ai-frontier-research",
 ]
@@ -390,7 +393,7 @@ class Shell:
             elif record.kind in ("view_open", "view_update"):
                 assert record.view is not None
                 self._section("form", self._render.form(record.view))
-                if record.kind == "view_open" and any(b.get("type") == "input" for b in record.view.get("blocks", [])):
+                if record.kind == "view_open" and record.view.get("submit"):
                     self._fill(record.view)
             elif record.kind == "file":
                 if self._charts is None:
@@ -400,7 +403,19 @@ class Shell:
                 self._section(f"{self._render.where(record.channel)} › file", [f"{record.filename}: saved to {path}"])
 
     def _fill(self, view: dict[str, Any]) -> None:
-        """Ask for each field of a form (Enter keeps the prefilled value), then submit it."""
+        """Ask for each field of a form (Enter keeps the prefilled value), then submit it.
+
+        A form without fields (the approval form) is submitted only on an explicit yes, as a person
+        would press its button; anything else closes it and records nothing.
+        """
+        if not any(block.get("type") == "input" for block in view["blocks"]):
+            try:
+                answer = self._next_line(f"    {view['submit']['text']}? [y/N]: ")
+            except EOFError:
+                answer = ""
+            if answer.strip().lower() not in ("y", "yes"):
+                self._say("    (form closed: nothing recorded)")
+                return
         values: dict[str, str] = {}
         for block in view["blocks"]:
             if block.get("type") != "input":

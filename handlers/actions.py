@@ -1,5 +1,6 @@
-"""Buttons: Approve / Deny on the request message, Retry in its thread, Extend / Release in reminders,
-Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts."""
+"""Buttons: Approve (one click, or a confirmation form for permanent and large changes) and Deny (a
+form asking why) on the request message and the App Home tab, Retry in its thread, Extend / Release
+in reminders, Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import ButtonClick, click_surface
+from bot.adapters.slack.notifier import slack_call
 from bot.domain.lifecycle import Verdict
+from bot.errors import GpuQuotaError
 from bot.services.ports import ActionKind
+from bot.services.requests import Confirmation
 from handlers.commands import open_extend_form, open_form, open_view, say
 from handlers.outcome import attempt
 
@@ -60,6 +64,19 @@ def register(app: App, services: Services) -> None:
         if click.kind == ActionKind.DENY:
             open_view(client, respond, click.trigger_id, blocks.deny_form(request_id))
             return
+        if click.kind == ActionKind.APPROVE:
+            # A permanent or large change is approved by submitting a form; the click itself records nothing.
+            confirmation = attempt(
+                lambda: services.requests.confirmation(user=user, request_id=request_id),
+                user=user,
+                what=f"approve on GQ-{request_id}",
+            )
+            if isinstance(confirmation, str):
+                answer(confirmation)
+                return
+            if confirmation is not None:
+                open_confirmation(client, answer, click.trigger_id, confirmation)
+                return
         work: dict[ActionKind, Callable[[], str]] = {
             ActionKind.APPROVE: lambda: services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE),
             ActionKind.RETRY: lambda: services.requests.retry(user=user, request_id=request_id),
@@ -75,3 +92,16 @@ def invalid_button(answer: Callable[[str], None], click: ButtonClick) -> None:
     """A button value the bot did not make: forged, or from a message it no longer understands."""
     log.warning("invalid %s button value from %s: %r", click.kind, click.user_id, click.value[:100])
     answer(":no_entry_sign: This button is not valid (it does not name a request the bot made); nothing was done.")
+
+
+def open_confirmation(
+    client: WebClient, answer: Callable[[str], None], trigger_id: str | None, confirmation: Confirmation
+) -> None:
+    try:
+        slack_call(
+            "open the approval form",
+            lambda: client.views_open(trigger_id=trigger_id, view=blocks.confirm_approval_form(confirmation)),
+        )
+    except GpuQuotaError as error:
+        log.warning("could not open the approval form of %s: %s", confirmation.display_id, error)
+        answer(f":warning: Could not open the approval form ({error}). Nothing was recorded; click Approve again.")

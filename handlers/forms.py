@@ -1,4 +1,4 @@
-"""Modal submissions: the request form, the extend form and the deny form.
+"""Modal submissions: the request form, the extend form, the deny form and the approval form.
 
 Field errors go back inline (``response_action=errors``). A valid form is acknowledged by turning
 the modal into a "submitting" notice, which is then updated with the outcome.
@@ -17,6 +17,7 @@ from slack_sdk.models.views import View
 from bot.adapters.slack import ids
 from bot.adapters.slack.events import FormSubmission, draft_from_form
 from bot.adapters.slack.notifier import slack_call
+from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from bot.bootstrap import Services
 
 log = logging.getLogger(__name__)
+
+
+INVALID_FORM = ":no_entry_sign: This form is not valid (it does not name a request the bot made); nothing was done."
 
 
 def notice_view(title: str, text: str) -> View:
@@ -81,7 +85,11 @@ def register(app: App, services: Services) -> None:
         if not reason:
             ack(response_action="errors", errors={ids.REASON_BLOCK: "Say why: the requester reads it."})
             return
-        request_id = int(form.metadata.get("request_id", 0))
+        request_id = form.request_id
+        if request_id is None:
+            log.warning("deny form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
+            ack(response_action="update", view=notice_view("Deny a request", INVALID_FORM))
+            return
         ack(response_action="update", view=notice_view("Deny a request", ":hourglass_flowing_sand: Denying…"))
         outcome = attempt(
             lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason),
@@ -89,6 +97,23 @@ def register(app: App, services: Services) -> None:
             what="deny form",
         )
         show(client, body, notice_view("Deny a request", outcome))
+
+    @app.view(ids.CONFIRM_APPROVAL_FORM)
+    def on_confirm_approval(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        form = FormSubmission.from_body(body)
+        request_id = form.request_id
+        if request_id is None:
+            log.warning("approval form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
+            ack(response_action="update", view=notice_view("Approve a request", INVALID_FORM))
+            return
+        title = f"Approve {format_request_id(request_id)}"
+        ack(response_action="update", view=notice_view(title, ":hourglass_flowing_sand: Recording your approval…"))
+        outcome = attempt(
+            lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
+            user=form.user_id,
+            what=f"approval form of {format_request_id(request_id)}",
+        )
+        show(client, body, notice_view(title, outcome))
 
 
 def show(client: WebClient, body: dict[str, Any], view: View) -> None:

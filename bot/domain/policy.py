@@ -6,6 +6,7 @@ the bottom are pure. Only namespaces named here are ever touched by the bot.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
@@ -95,10 +96,11 @@ class Approvals(_Frozen):
 
 
 class AutoApprove(_Frozen):
-    """Temporary increases this small and short are approved by the bot when capacity allows."""
+    """Temporary increases the bot approves alone: see ``auto_approval`` for the whole rule."""
 
-    max_gpus: int = Field(ge=1)
-    max_duration: Duration
+    max_gpus: int = Field(ge=1)  # auto-approved GPUs active in a namespace at once, this request included
+    max_duration: Duration  # longest auto-approved grant, extensions included
+    max_gpu_hours_per_day: float | None = Field(default=None, gt=0)  # per team and calendar day (schedules.timezone)
 
 
 class Budget(_Frozen):
@@ -326,13 +328,82 @@ def limit_problems(policy: Policy, namespace: str, *, current: int, delta: int, 
     return problems
 
 
-def auto_approvable(team: Team, *, delta: int, duration: timedelta | None, within_capacity: bool) -> bool:
-    """Small, short, temporary increases within cluster capacity need no human."""
+@dataclass(frozen=True)
+class AutoApprovalCheck:
+    """What the auto-approval rule is decided on; the service reads it in the transaction that records the request."""
+
+    gpus: int  # GPUs the request adds; for an extension, the GPUs of the grant it extends
+    grant_length: timedelta | None  # the whole grant (an extension: the grant so far plus the extension); None: permanent
+    gpu_hours: float  # GPU-hours this request grants
+    active_auto_gpus: int  # the namespace's GPUs already granted or extended by auto-approval and still active
+    auto_gpu_hours_today: float  # the team's auto-approved GPU-hours of today (schedules.timezone)
+    over_budget: bool  # the same signal that asks for one more approval
+    within_capacity: bool  # the cluster's allocatable GPUs cover all managed quotas after the change
+
+
+@dataclass(frozen=True)
+class AutoApproval:
+    approved: bool
+    reason: str  # which rule allowed it, or what kept it for a person; shown on the card and in the audit trail
+
+
+def auto_approval(team: Team, check: AutoApprovalCheck) -> AutoApproval | None:
+    """Whether the bot approves a temporary increase alone (None: no rule, or a permanent change or a decrease).
+
+    Cumulative, not per request: the namespace's auto-approved GPUs stay within ``max_gpus`` and the
+    team's auto-approved GPU-hours of a day within ``max_gpu_hours_per_day``, so splitting a large
+    request into small ones gains nothing.
+    """
     rule = team.auto_approve
-    return (
-        rule is not None
-        and duration is not None
-        and 0 < delta <= rule.max_gpus
-        and duration <= rule.max_duration
-        and within_capacity
+    if rule is None or check.grant_length is None or check.gpus <= 0:
+        return None  # only temporary increases are ever auto-approved
+    limits = f"max {gpu_count(rule.max_gpus)} active, {format_duration(rule.max_duration)}"
+    if rule.max_gpu_hours_per_day is not None:
+        limits += f", {_hours(rule.max_gpu_hours_per_day)} GPU-hours a day"
+    problem = _auto_problem(rule, check)
+    if problem is not None:
+        return AutoApproval(False, f"not auto-approved: {problem} (auto_approve: {limits})")
+    return AutoApproval(
+        True, f"auto-approved: {gpu_count(check.gpus)} for {format_duration(check.grant_length)} within auto_approve ({limits})"
     )
+
+
+def _auto_problem(rule: AutoApprove, check: AutoApprovalCheck) -> str | None:
+    assert check.grant_length is not None
+    if check.over_budget:
+        return "the team is over its budget"
+    if check.active_auto_gpus + check.gpus > rule.max_gpus:
+        active = check.active_auto_gpus
+        return (
+            f"the namespace already has {active} auto-approved GPU{'s' if active != 1 else ''} active;"
+            f" {active} + {check.gpus} is more than {rule.max_gpus}"
+        )
+    if check.grant_length > rule.max_duration:
+        return (
+            f"the grant would last {format_duration(check.grant_length)} in all,"
+            f" longer than auto_approve.max_duration ({format_duration(rule.max_duration)})"
+        )
+    cap = rule.max_gpu_hours_per_day
+    if cap is not None and check.auto_gpu_hours_today + check.gpu_hours > cap + 1e-9:
+        return (
+            f"the team's auto-approved use today would reach {_hours(check.auto_gpu_hours_today + check.gpu_hours)}"
+            f" GPU-hours, above the daily cap of {_hours(cap)}"
+        )
+    if not check.within_capacity:
+        return "the cluster's capacity is unknown or would be oversubscribed"
+    return None
+
+
+def gpu_count(n: int) -> str:
+    return f"{n} GPU" if abs(n) == 1 else f"{n} GPUs"
+
+
+def _hours(value: float) -> str:
+    """GPU-hours for people: 8, 7.5, 1,234.25."""
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
+
+
+def needs_confirmation(team: Team, *, delta: int, permanent: bool) -> bool:
+    """Approving a permanent change or a large one (``approvals.large_change``) takes a confirmation form, not one click."""
+    large = team.approvals.large_change
+    return permanent or (large is not None and abs(delta) > large.above_gpus)

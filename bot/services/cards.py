@@ -45,6 +45,7 @@ class RequestCard:
     failure_reason: str | None
     channel_id: str
     message_ts: str | None
+    auto_note: str | None = None  # which auto-approval rule allowed it, or what kept it for a person
 
     @property
     def display_id(self) -> str:
@@ -97,4 +98,5 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         failure_reason=request.failure_reason,
         channel_id=request.channel_id,
         message_ts=request.message_ts,
+        auto_note=request.auto_note,
     )

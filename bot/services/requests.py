@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import DecisionRow, GrantRow, RequestRow
@@ -18,7 +18,16 @@ from bot.clock import Clock
 from bot.domain.commands import RequestDraft, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
-from bot.domain.policy import Policy, Team, approvals_required, auto_approvable, limit_problems
+from bot.domain.policy import (
+    AutoApproval,
+    AutoApprovalCheck,
+    Policy,
+    Team,
+    approvals_required,
+    auto_approval,
+    limit_problems,
+    needs_confirmation,
+)
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.logs import request_context
@@ -48,6 +57,34 @@ class Submitted:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """A permanent or large change as it would be applied now, for the approver to confirm."""
+
+    request_id: int
+    namespace: str
+    team_label: str
+    requester_id: str
+    delta: int
+    duration: timedelta | None  # None: permanent
+    before: int  # the quota now, read when the form opens
+    after: int
+    monthly_cost: float  # the change's GPUs for a whole month
+    grant_cost: float | None  # a temporary change: its cost for the grant
+    currency: str
+    approvals: int
+    approvals_required: int
+    large_above: int | None  # set when the change counts as large: more than this many GPUs
+
+    @property
+    def display_id(self) -> str:
+        return format_request_id(self.request_id)
+
+    @property
+    def permanent(self) -> bool:
+        return self.duration is None
+
+
+@dataclass(frozen=True)
 class _NewRequest:
     """What submit and extend have in common before the row is written."""
 
@@ -60,6 +97,7 @@ class _NewRequest:
     reason: str
     snapshot: QuotaSnapshot | None
     hard_before: int
+    grant_length: timedelta | None  # the whole grant: ``duration``, or for an extension the grant so far plus it
     extends_request_id: int | None = None
 
 
@@ -115,6 +153,7 @@ class RequestService:
                 reason=draft.reason.strip(),
                 snapshot=snapshot,
                 hard_before=current,
+                grant_length=draft.duration,
             ),
         )
 
@@ -123,12 +162,12 @@ class RequestService:
         original = self._load(request_id)
         grant = self._active_grant(request_id)
         team = self._team_for_request(requester, original.namespace)
-        now = self._clock.now()
-        new_end = max(grant.ends_at, now) + duration
-        if new_end - now > team.limits.max_duration:
+        # The whole grant counts, not the time left: otherwise repeated extensions make any grant endless.
+        whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
+        if whole > team.limits.max_duration:
             raise UserError(
                 f"Not submitted: {team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
-                f" ahead; this extension would reach {format_duration(new_end - now)}."
+                f" per grant, extensions included; {format_request_id(request_id)} would then last {format_duration(whole)}."
             )
         snapshot = self._read_quota(original.namespace)
         return self._create(
@@ -143,6 +182,7 @@ class RequestService:
                 reason=reason.strip() or f"extend {format_request_id(request_id)}",
                 snapshot=snapshot,
                 hard_before=snapshot.hard if snapshot else 0,
+                grant_length=whole,
                 extends_request_id=request_id,
             ),
         )
@@ -165,19 +205,20 @@ class RequestService:
             gpus=new.delta, duration=new.duration, price_per_gpu_hour=self._policy.pricing.default_per_gpu_hour
         )
         permanent = new.duration is None
-        required = approvals_required(
-            new.team, delta=new.delta, permanent=permanent, over_budget=self._over_budget(new.team.name)
-        )
-        auto = auto_approvable(
-            new.team,
-            delta=new.delta,
-            duration=new.duration,
-            within_capacity=capacity is not None and not capacity.oversubscribed,
-        )
+        over_budget = self._over_budget(new.team.name)
+        required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
+        within_capacity = capacity is not None and not capacity.oversubscribed
 
         def create(repo: Repository) -> RequestRow:
             now = self._clock.now()
-            self._sync.record_observation(repo, new.snapshot, new.namespace)
+            # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
+            verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
+            auto = verdict is not None and verdict.approved
+            if repo.namespace(new.namespace) is None:
+                # Only a namespace the bot has never seen takes its base from this read. Later, the read
+                # may predate an apply that finished meanwhile: folding it in would take that apply for a
+                # hand edit and undo it. Hand edits are adopted by converge, which reads just before.
+                self._sync.record_observation(repo, new.snapshot, new.namespace)
             request = repo.add_request(
                 RequestRow(
                     kind=new.kind,
@@ -191,6 +232,7 @@ class RequestService:
                     reason=new.reason,
                     approvals_required=required,
                     auto_approved=auto,
+                    auto_note=verdict.reason if verdict else None,
                     hard_before=new.hard_before,
                     used_before=new.snapshot.used if new.snapshot else None,
                     allocatable=capacity.allocatable if capacity else None,
@@ -218,21 +260,57 @@ class RequestService:
                 detail=new.reason,
             )
             if auto:
+                assert verdict is not None
                 request.decisions.append(DecisionRow(user_id=AUTO_APPROVER, verdict=Verdict.APPROVE, decided_at=now))
                 move_request(request, RequestState.APPROVED, now=now)
                 request.decided_at = now
                 record_effect(repo, request, now=now)
-                repo.record(at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id)
+                repo.record(
+                    at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id, detail=verdict.reason
+                )
             return request
 
         request = self._db.run(create)
         with request_context(format_request_id(request.id)):
             log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
+            if request.auto_note:
+                log.info("%s", request.auto_note)
             post_error = self._announce.post_card(request.id)
             state = RequestState(request.state)
-            if auto:
+            if request.auto_approved:
                 state = self._applier.apply(request.id)
         return Submitted(request.id, request.channel_id, state, required, post_error)
+
+    def _auto_approval(
+        self, repo: Repository, new: _NewRequest, *, now: datetime, over_budget: bool, within_capacity: bool
+    ) -> AutoApproval | None:
+        """The auto-approval verdict, from the team's auto-approved requests as this transaction reads them.
+
+        The team's lock makes a second request submitted at the same moment wait until this one is
+        recorded, so both cannot see room for one more GPU (the cap is cumulative).
+        """
+        if new.team.auto_approve is None:
+            return None
+        repo.lock_auto_approval(new.team.name)
+        zone = self._policy.schedules.zone
+        today = now.astimezone(zone).date()
+        day_start = datetime.combine(today, time(), tzinfo=zone)
+        day_end = datetime.combine(today + timedelta(days=1), time(), tzinfo=zone)
+        used_today = sum(
+            gpu_hours(r.delta, r.duration_seconds) for r in repo.auto_approved_since(new.team.name, day_start, day_end)
+        )
+        seconds = int(new.duration.total_seconds()) if new.duration else None
+        check = AutoApprovalCheck(
+            gpus=new.delta,
+            grant_length=new.grant_length,
+            gpu_hours=gpu_hours(new.delta, seconds),
+            # An extension's own grant is not counted twice: its GPUs are this request's.
+            active_auto_gpus=repo.auto_approved_gpus(new.namespace, excluding_request=new.extends_request_id),
+            auto_gpu_hours_today=used_today,
+            over_budget=over_budget,
+            within_capacity=within_capacity,
+        )
+        return auto_approval(new.team, check)
 
     def _team_for_request(self, requester: str, namespace: str) -> Team:
         team = self._policy.team_of(namespace)
@@ -263,6 +341,57 @@ class RequestService:
             log.warning("capacity unknown for a request on %s: %s", namespace, error)
             return None
         return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)
+
+    # --- confirm before approving -------------------------------------------------------------
+
+    def confirmation(self, *, user: str, request_id: int) -> Confirmation | None:
+        """What an approver must confirm before approving, or None when one click is enough.
+
+        A permanent or large change (``approvals.large_change``) is approved through a form that
+        shows the change against the quota as it is now; nothing is recorded until the form is
+        submitted, which calls ``decide``.
+        """
+        request = self._load(request_id)
+        team = self._policy.teams.get(request.team)
+        if request.state != RequestState.PENDING:
+            raise UserError(already_decided(request))
+        if request.requester_id == user:
+            raise UserError(f"You cannot approve your own request {format_request_id(request_id)}.")
+        if team is None or not self._access.may_decide(user, team):
+            raise UserError(
+                f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
+            )
+        if not needs_confirmation(team, delta=request.delta, permanent=request.permanent):
+            return None
+        earlier = next((d for d in request.decisions if d.user_id == user), None)
+        if earlier is not None:
+            raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+        try:
+            snapshot = self._cluster.read_quota(request.namespace, self._policy.quota_name(request.namespace))
+        except GpuQuotaError as error:
+            raise UserError(
+                f"Could not read the quota of `{request.namespace}` to show the change ({error}). Nothing was recorded; try again."
+            ) from error
+        current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace)
+        price = self._policy.pricing.default_per_gpu_hour
+        duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
+        large = team.approvals.large_change
+        return Confirmation(
+            request_id=request_id,
+            namespace=request.namespace,
+            team_label=team.label,
+            requester_id=request.requester_id,
+            delta=request.delta,
+            duration=duration,
+            before=current,
+            after=current + request.delta,
+            monthly_cost=change_cost(gpus=request.delta, duration=None, price_per_gpu_hour=price)[0],
+            grant_cost=change_cost(gpus=request.delta, duration=duration, price_per_gpu_hour=price)[0] if duration else None,
+            currency=self._policy.pricing.currency,
+            approvals=len(request.approvals),
+            approvals_required=request.approvals_required,
+            large_above=large.above_gpus if large and abs(request.delta) > large.above_gpus else None,
+        )
 
     # --- decide ------------------------------------------------------------------------------
 
@@ -391,6 +520,11 @@ class RequestService:
         if request is None:
             raise UserError(f"{format_request_id(request_id)} does not exist.")
         return request
+
+
+def gpu_hours(gpus: int, duration_seconds: int | None) -> float:
+    """GPU-hours a grant of ``gpus`` for ``duration_seconds`` gives (none for a permanent change)."""
+    return max(gpus, 0) * (duration_seconds or 0) / 3600
 
 
 def pending(repo: Repository, request_id: int) -> RequestRow:

@@ -89,14 +89,19 @@ def test_people_who_may_not_decide_are_told_why(slack: SlackOverHttp) -> None:
 
 
 def test_double_click_counts_once(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # permanent: 2 approvals
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # 2 approvals, each by form
     message = slack.request_message()
     approve = slack.buttons(message)["Approve"]
     slack.click(LEE, approve, message)
+    form = slack.records("view_open")[-1].view
+    slack.submit(LEE, form, {})
+    slack.submit(LEE, form, {})
+    assert "You already approved GQ-1" in json.dumps(slack.records("view_update")[-1].view)
     slack.click(LEE, approve, message)
     assert "You already approved GQ-1" in slack.responses()[-1]
     assert quota(slack) == "4"
     slack.click(DANA, approve, message)
+    slack.submit(DANA, slack.records("view_open")[-1].view, {})
     assert quota(slack) == "6"
 
 

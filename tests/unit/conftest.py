@@ -77,6 +77,11 @@ class World:
 
 @pytest.fixture
 def world() -> World:
+    return make_world(POLICY)
+
+
+def make_world(raw: dict) -> World:  # type: ignore[type-arg]
+    """The services over fakes and in-memory SQLite, with the policy ``raw``."""
     cluster = FakeCluster()
     cluster.add("ai-frontier-research", 4, used=3)
     cluster.add("biz-model-serving", 16, used=12)
@@ -84,7 +89,7 @@ def world() -> World:
     clock = ManualClock(START)
     database = Database.from_url("sqlite://")
     Base.metadata.create_all(database.engine)
-    policy = parse_policy(POLICY)
+    policy = parse_policy(raw)
     sleeps: list[float] = []
     services = build_services(
         policy=policy,

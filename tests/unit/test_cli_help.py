@@ -34,7 +34,14 @@ def test_run_help_lists_every_setting(capsys: pytest.CaptureFixture[str]) -> Non
 def test_check_config_help_lists_the_settings_it_reads(capsys: pytest.CaptureFixture[str]) -> None:
     text = help_of("check-config", capsys)
     needed = read_by(check_config, server.metrics_source) | read_by(Settings.runtime_problems)
-    assert needed >= {"GPU_QUOTA_CONFIG", "KUBECONFIG", "SLACK_BOT_TOKEN", "PROMETHEUS_URL", "PROMETHEUS_CA_BUNDLE", "DATABASE_URL"}
+    assert needed >= {
+        "GPU_QUOTA_CONFIG",
+        "KUBECONFIG",
+        "SLACK_BOT_TOKEN",
+        "PROMETHEUS_URL",
+        "PROMETHEUS_CA_BUNDLE",
+        "DATABASE_URL",
+    }
     listed = set(re.findall(r"^  ([A-Z_]+) ", text, flags=re.MULTILINE))
     assert needed <= listed, text
 

@@ -4,9 +4,10 @@ from pathlib import Path
 import pytest
 
 from bot.domain.policy import (
+    AutoApprovalCheck,
     PolicyError,
     approvals_required,
-    auto_approvable,
+    auto_approval,
     limit_problems,
     load_policy,
     parse_policy,
@@ -90,14 +91,28 @@ def test_limits() -> None:
 def test_auto_approval_only_for_small_short_increases_within_capacity() -> None:
     team = parse_policy(minimal(auto_approve={"max_gpus": 1, "max_duration": "4h"})).teams["t"]
     four_hours = timedelta(hours=4)
-    assert auto_approvable(team, delta=1, duration=four_hours, within_capacity=True)
-    assert not auto_approvable(team, delta=2, duration=four_hours, within_capacity=True)
-    assert not auto_approvable(team, delta=1, duration=timedelta(hours=5), within_capacity=True)
-    assert not auto_approvable(team, delta=1, duration=None, within_capacity=True)
-    assert not auto_approvable(team, delta=1, duration=four_hours, within_capacity=False)
-    assert not auto_approvable(team, delta=-1, duration=four_hours, within_capacity=True)
+
+    def approved(*, gpus: int = 1, length: timedelta | None = four_hours, capacity: bool = True) -> bool:
+        check = AutoApprovalCheck(
+            gpus=gpus,
+            grant_length=length,
+            gpu_hours=0.0,
+            active_auto_gpus=0,
+            auto_gpu_hours_today=0.0,
+            over_budget=False,
+            within_capacity=capacity,
+        )
+        verdict = auto_approval(team, check)
+        return verdict is not None and verdict.approved
+
+    assert approved()
+    assert not approved(gpus=2)
+    assert not approved(length=timedelta(hours=5))
+    assert not approved(length=None)
+    assert not approved(capacity=False)
+    assert not approved(gpus=-1)
     no_rule = parse_policy(minimal()).teams["t"]
-    assert not auto_approvable(no_rule, delta=1, duration=four_hours, within_capacity=True)
+    assert no_rule.auto_approve is None
 
 
 @pytest.mark.parametrize("cron", ["99 * * * *", "*/0 * * * *", "0 25 * * *", "0 9 * * 8", "5-1 * * * *"])

@@ -258,7 +258,7 @@ def test_extension_moves_the_end(world: World) -> None:
     assert world.request(2).state == RequestState.APPLIED
     assert world.database.run(lambda r: r.grant_of(1)).ends_at == START + timedelta(days=5)
     assert world.cluster.hard("ai-frontier-research") == 8
-    with pytest.raises(UserError, match="at most 2w ahead"):
+    with pytest.raises(UserError, match="at most 2w per grant, extensions included"):
         world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=10), reason="")
 
 

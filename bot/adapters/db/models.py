@@ -64,6 +64,7 @@ class RequestRow(Base):
     reason: Mapped[str] = mapped_column(Text)
     approvals_required: Mapped[int] = mapped_column(Integer)
     auto_approved: Mapped[bool] = mapped_column(Boolean, default=False)
+    auto_note: Mapped[str | None] = mapped_column(Text)  # which auto-approval rule allowed it, or what kept it for a person
     # What the requester and the approvers saw when it was asked:
     hard_before: Mapped[int] = mapped_column(Integer)
     used_before: Mapped[int | None] = mapped_column(Integer)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.elements import ColumnElement
@@ -15,6 +16,11 @@ from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, NamespaceRow,
 from bot.domain.lifecycle import GrantState, RequestState
 
 BOT_ACTOR = "gpu-quota-bot"
+
+
+def advisory_key(name: str) -> int:
+    """A stable signed 64-bit key for a PostgreSQL advisory lock named ``name``."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
 class Repository:
@@ -50,6 +56,32 @@ class Repository:
         """Approved requests whose apply never finished (a crash or a lost replica)."""
         query = select(RequestRow).where(RequestRow.state == RequestState.APPROVED, RequestRow.decided_at <= moment)
         return self.session.scalars(query.order_by(RequestRow.id)).all()
+
+    def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]:
+        """The team's auto-approved requests created in [start, end) that took effect or are taking it."""
+        query = select(RequestRow).where(
+            RequestRow.team == team,
+            RequestRow.auto_approved.is_(True),
+            RequestRow.state.in_([RequestState.APPROVED, RequestState.APPLIED]),
+            RequestRow.created_at >= start,
+            RequestRow.created_at < end,
+        )
+        return self.session.scalars(query.order_by(RequestRow.id)).all()
+
+    def lock_auto_approval(self, team: str) -> None:
+        """Serialise auto-approval decisions of one team until this transaction ends; call it before reading.
+
+        Counting the active auto-approved GPUs and then recording a new one is a read-then-write:
+        without the lock, two requests submitted at the same moment both see room for one more.
+        PostgreSQL: a transaction-level advisory lock per team. SQLite: a write statement that
+        changes nothing takes the database's single write lock now (pysqlite starts the transaction
+        only at the first write), so the reads that follow are serialised with other writers.
+        """
+        dialect = self.session.get_bind().dialect.name
+        if dialect == "postgresql":
+            self.session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": advisory_key(f"auto-approval:{team}")})
+        elif dialect == "sqlite":
+            self.session.execute(text("UPDATE requests SET id = id WHERE 0"))
 
     # --- namespaces --------------------------------------------------------------------------
 
@@ -92,6 +124,31 @@ class Repository:
             GrantRow.state == GrantState.ACTIVE, GrantRow.reminded_at.is_(None), GrantRow.ends_at <= horizon
         )
         return self.session.scalars(query.order_by(GrantRow.ends_at)).all()
+
+    def auto_approved_gpus(self, namespace: str, *, excluding_request: int | None = None) -> int:
+        """GPUs of the namespace's active grants that auto-approval gave or extended.
+
+        A grant counts from approval (it is created then, before the apply), so approved requests
+        whose apply has not finished are included.
+        """
+        grants = self.session.scalars(
+            select(GrantRow).where(GrantRow.namespace == namespace, GrantRow.state == GrantState.ACTIVE)
+        ).all()
+        extended_by_bot = set(
+            self.session.scalars(
+                select(RequestRow.extends_request_id).where(
+                    RequestRow.namespace == namespace,
+                    RequestRow.auto_approved.is_(True),
+                    RequestRow.extends_request_id.is_not(None),
+                    RequestRow.state.in_([RequestState.APPROVED, RequestState.APPLIED]),
+                )
+            ).all()
+        )
+        return sum(
+            grant.gpus
+            for grant in grants
+            if grant.request_id != excluding_request and (grant.request.auto_approved or grant.request_id in extended_by_bot)
+        )
 
     def grant_of(self, request_id: int) -> GrantRow | None:
         return self.session.scalar(select(GrantRow).where(GrantRow.request_id == request_id))

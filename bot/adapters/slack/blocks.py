@@ -33,6 +33,7 @@ from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.services.cards import RequestCard
 from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
+from bot.services.requests import Confirmation
 from bot.services.text import gpus, mention, money, when
 
 MAX_BLOCKS = 50
@@ -57,6 +58,8 @@ def request_message(card: RequestCard) -> list[Block]:
         SectionBlock(text=MarkdownTextObject(text=truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
         ContextBlock(elements=[MarkdownTextObject(text=truncate(_status_line(card), SECTION_LIMIT))]),
     ]
+    if card.auto_note:
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(card.auto_note, SECTION_LIMIT))]))
     if card.state == RequestState.PENDING:
         blocks.append(
             ActionsBlock(
@@ -348,6 +351,47 @@ def extend_form(request_id: int, *, duration: timedelta | None, reason: str = ""
         close="Cancel",
         private_metadata=json.dumps({"request_id": request_id}),
         blocks=blocks,
+    )
+
+
+def confirm_approval_form(confirmation: Confirmation) -> View:
+    """The form an approver submits to approve a permanent or large change: the change as of now and its cost."""
+    c = confirmation
+    span = "permanently" if c.permanent else f"for *{format_duration(c.duration or timedelta())}*"
+    verb = "more" if c.delta > 0 else "fewer"
+    cost = f"{'saves ' if c.delta < 0 else ''}{money(c.monthly_cost, c.currency)} per month"
+    if c.grant_cost is not None:
+        cost += f"\n{money(c.grant_cost, c.currency)} for the grant"
+    why = "a permanent change" if c.permanent else f"a large change (more than {gpus(c.large_above or 0)})"
+    decided = f"{c.approvals} of {c.approvals_required} approvals so far"
+    return View(
+        type="modal",
+        callback_id=ids.CONFIRM_APPROVAL_FORM,
+        title=truncate(f"Approve {c.display_id}", 24),
+        submit="Approve",
+        close="Cancel",
+        private_metadata=json.dumps({"request_id": c.request_id}),
+        blocks=[
+            SectionBlock(
+                text=MarkdownTextObject(
+                    text=f"{mention(c.requester_id)} asks for *{gpus(abs(c.delta))} {verb}* in *{c.namespace}* ({c.team_label}) {span}."
+                )
+            ),
+            SectionBlock(
+                fields=[
+                    MarkdownTextObject(text=f"*Quota now → after*\n{c.before} → *{c.after}* ({c.delta:+d})"),
+                    MarkdownTextObject(text=f"*Cost*\n{cost}"),
+                ]
+            ),
+            ContextBlock(
+                elements=[
+                    MarkdownTextObject(
+                        text=f"This is {why}, so it is approved here rather than with one click ({decided}). "
+                        "Only *Approve* below records your decision; *Cancel* records nothing."
+                    )
+                ]
+            ),
+        ],
     )
 
 

@@ -20,6 +20,7 @@ ACTION_KINDS: dict[str, ActionKind] = {action_id: kind for kind, action_id in AC
 REQUEST_FORM = "gq_request_form"
 EXTEND_FORM = "gq_extend_form"
 DENY_FORM = "gq_deny_form"
+CONFIRM_APPROVAL_FORM = "gq_confirm_approval"  # approving a permanent or large change
 
 # Input blocks of the forms; each holds one element whose action_id is INPUT_ACTION.
 NAMESPACE_BLOCK = "namespace"
