@@ -18,7 +18,7 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack.events import ThreadReply
 from bot.adapters.slack.notifier import slack_call
-from bot.domain.commands import ThreadDecision, parse_thread_decision
+from bot.domain.commands import ThreadDecision, format_request_id, parse_thread_decision
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
 from handlers.outcome import attempt
@@ -65,8 +65,14 @@ def decide_in_thread(
     """The same rules as a click; a refusal is answered in the thread, to the person who typed."""
     verdict = Verdict.APPROVE if decision.approve else Verdict.DENY
 
-    def decide() -> None:
+    def decide() -> str | None:
+        if verdict == Verdict.APPROVE and services.requests.confirmation(user=reply.user_id, request_id=request_id):
+            return (
+                f":point_up: {format_request_id(request_id)} is a permanent or large change: approve it with its Approve"
+                " button, which shows the quota now → after and the monthly cost before your approval counts."
+            )
         services.requests.decide(user=reply.user_id, request_id=request_id, verdict=verdict, reason=decision.reason)
+        return None
 
     refusal = attempt(decide, user=reply.user_id, what=f"typed {verdict} on GQ-{request_id}")
     if refusal is not None:

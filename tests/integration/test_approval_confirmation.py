@@ -37,7 +37,7 @@ def forms_opened(slack: SlackOverHttp) -> list[dict]:
 
 
 def test_approving_a_permanent_change_opens_a_confirmation_form(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 hiring two researchers")  # permanent: two approvals
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # permanent: two approvals
     message = slack.request_message()
     edit_by_hand(slack, 5)  # the quota moved since the request was posted: the form shows it as of now
 
@@ -82,7 +82,7 @@ def test_a_small_temporary_change_stays_one_click(slack: SlackOverHttp) -> None:
 
 
 def test_no_form_for_people_who_may_not_approve(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 hiring two researchers")
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")
     message = slack.request_message()
     slack.click(BOB, slack.buttons(message)["Approve"], message)
     assert "not an approver for Frontier research" in slack.responses()[-1]
@@ -92,11 +92,12 @@ def test_no_form_for_people_who_may_not_approve(slack: SlackOverHttp) -> None:
 
 
 def test_a_form_submitted_after_someone_else_decided_records_nothing_twice(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 hiring two researchers")
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")
     message = slack.request_message()
     slack.click(LEE, slack.buttons(message)["Approve"], message)
     form = forms_opened(slack)[-1]
     slack.click(DANA, slack.buttons(message)["Deny"], message)
+    slack.submit(DANA, slack.records("view_open")[-1].view, {"reason": "not this quarter"})
     slack.submit(LEE, form, {})
     assert "already denied" in json.dumps(slack.records("view_update")[-1].view)
     assert state(slack, 1) == (RequestState.DENIED, 0)

@@ -83,12 +83,21 @@ def test_ordinary_replies_and_the_bots_own_messages_are_left_alone(slack: SlackO
 
 
 def test_a_re_sent_delivery_counts_once(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # two approvals
-    reply(slack, LEE, "approve", event_id="Ev0SAME")
-    assert reply(slack, LEE, "approve", event_id="Ev0SAME", retry=1).status_code == 200
+    slack.command(ALICE, "request ai-frontier-research +2 for 1d two more")
+    reply(slack, BOB, "approve", event_id="Ev0SAME")  # refused: bob is no approver of the team
+    assert reply(slack, BOB, "approve", event_id="Ev0SAME", retry=1).status_code == 200
+    reply(slack, LEE, "deny not now", event_id="Ev0LEE")
+    assert reply(slack, LEE, "deny not now", event_id="Ev0LEE", retry=2).status_code == 200
     thread = slack.thread(slack.request_message())
-    assert thread == [":+1: Approved by <@U0LEE> — 1 of 2."]  # no "already approved" answer either
-    assert quota(slack) == "4"
+    assert len(thread) == 2 and thread[1] == ":no_entry: Denied by <@U0LEE>. Reason: not now"  # each once
+
+
+def test_a_permanent_change_cannot_be_approved_by_typing(slack: SlackOverHttp) -> None:
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")
+    reply(slack, LEE, "approve")
+    (answer,) = slack.thread(slack.request_message())
+    assert answer.startswith("<@U0LEE> :point_up: GQ-1 is a permanent or large change: approve it with its Approve button")
+    assert slack.sandbox.services.queries.status_of("ai-frontier-research").pending[0].approvals == 0
 
 
 def test_every_event_is_answered_200(slack: SlackOverHttp) -> None:
