@@ -11,6 +11,7 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack import ids
 from bot.adapters.slack.events import ButtonClick
+from bot.adapters.slack.mrkdwn import render
 from bot.domain.lifecycle import Verdict
 from bot.services.ports import ActionKind
 from handlers.commands import open_extend_form, open_form, say
@@ -31,7 +32,7 @@ def register(app: App, services: Services) -> None:
         if click.kind == ActionKind.SNOOZE:
             idle = services.idle
             if idle is not None:
-                say(respond, attempt(lambda: idle.snooze(user=user, namespace=click.value), user=user, what="snooze"))
+                say(respond, attempt(lambda: render(idle.snooze(user=user, namespace=click.value)), user=user, what="snooze"))
             return
         request_id = click.request_id
         if request_id is None:
