@@ -45,6 +45,9 @@ class RequestCard:
     failure_reason: str | None
     channel_id: str
     message_ts: str | None
+    # The before -> after actually applied (recomputed at apply time; may differ from when asked).
+    applied_from: int | None = None
+    applied_to: int | None = None
 
     @property
     def display_id(self) -> str:
@@ -97,4 +100,7 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         failure_reason=request.failure_reason,
         channel_id=request.channel_id,
         message_ts=request.message_ts,
+        # Columns added by the apply rewrite (branch "integrity"); absent until that branch is merged.
+        applied_from=getattr(request, "applied_from", None),
+        applied_to=getattr(request, "applied_to", None),
     )

@@ -49,6 +49,12 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _mrkdwn(text: str) -> MarkdownTextObject:
+    """A mrkdwn text object that Slack shows as sent: ``verbatim`` stops it from turning bare URLs,
+    channel names and mentions a person typed into links (only the ``<...>`` made here are live)."""
+    return MarkdownTextObject(text=text, verbatim=True)
+
+
 def mention(user_id: str) -> str:
     return render(say(User(user_id)))
 
@@ -64,10 +70,10 @@ def request_message(card: RequestCard) -> list[Block]:
     """The message in the approvals channel: the whole story of one request, buttons while pending."""
     blocks: list[Block] = [
         HeaderBlock(text=truncate(clean(_title(card)), 150)),
-        SectionBlock(text=MarkdownTextObject(text=truncate(_summary(card), SECTION_LIMIT))),
-        SectionBlock(fields=[MarkdownTextObject(text=truncate(f, FIELD_LIMIT)) for f in _fields(card)]),
-        SectionBlock(text=MarkdownTextObject(text=truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
-        ContextBlock(elements=[MarkdownTextObject(text=truncate(_status_line(card), SECTION_LIMIT))]),
+        SectionBlock(text=_mrkdwn(truncate(_summary(card), SECTION_LIMIT))),
+        SectionBlock(fields=[_mrkdwn(truncate(f, FIELD_LIMIT)) for f in _fields(card)]),
+        SectionBlock(text=_mrkdwn(truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
+        ContextBlock(elements=[_mrkdwn(truncate(_status_line(card), SECTION_LIMIT))]),
     ]
     if card.state == RequestState.PENDING:
         blocks.append(
@@ -125,6 +131,8 @@ def _fields(card: RequestCard) -> list[str]:
     fields = [f"*Quota when asked*\n{card.hard_before} hard / {used} used"]
     if card.kind == RequestKind.CHANGE:
         fields.append(f"*Change*\n{card.hard_before} → *{card.hard_after}* ({card.delta:+d})")
+    if card.applied_from is not None and card.applied_to is not None:
+        fields.append(f"*Applied*\n{card.applied_from} → *{card.applied_to}*")
     fields.append(f"*Duration*\n{_duration_text(card)}")
     if card.cost is not None:
         sign = "saves " if card.delta < 0 else ""
@@ -187,7 +195,7 @@ def _quote(text: str) -> str:
 
 def message_blocks(text: str, actions: Sequence[Action] = ()) -> list[Block]:
     """A message of rendered mrkdwn (``mrkdwn.render``) with buttons."""
-    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=truncate(text, SECTION_LIMIT)))]
+    blocks: list[Block] = [SectionBlock(text=_mrkdwn(truncate(text, SECTION_LIMIT)))]
     if actions:
         blocks.append(
             ActionsBlock(
@@ -210,16 +218,16 @@ def lines_to_blocks(lines: Iterable[str], *, header: str | None = None, max_bloc
     while pending:
         line = truncate(pending[0], SECTION_LIMIT)
         if current and len("\n".join([*current, line])) > SECTION_LIMIT:
-            blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(current))))
+            blocks.append(SectionBlock(text=_mrkdwn("\n".join(current))))
             current = []
             if len(blocks) == max_blocks - 1:
                 break
         current.append(line)
         pending.pop(0)
     if current:
-        blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(current))))
+        blocks.append(SectionBlock(text=_mrkdwn("\n".join(current))))
     if pending:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"… and {len(pending)} more")]))
+        blocks.append(ContextBlock(elements=[_mrkdwn(f"… and {len(pending)} more")]))
     return blocks
 
 
@@ -227,7 +235,7 @@ def report_blocks(report: Report) -> list[Block]:
     """A report (digest) as blocks: header, summary, then each section's lines packed within the limits."""
     blocks: list[Block] = [
         HeaderBlock(text=truncate(report.title, 150)),
-        SectionBlock(text=MarkdownTextObject(text=truncate(report.summary, SECTION_LIMIT))),
+        SectionBlock(text=_mrkdwn(truncate(report.summary, SECTION_LIMIT))),
     ]
     for section in report.sections:
         lines = ([f"*{section.heading}*"] if section.heading else []) + list(section.lines)
@@ -299,11 +307,7 @@ def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: 
     blocks: list[Block] = []
     if draft.problems:
         blocks.append(
-            ContextBlock(
-                elements=[
-                    MarkdownTextObject(text=truncate(":warning: " + "\n:warning: ".join(map(escape, draft.problems)), 2000))
-                ]
-            )
+            ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, draft.problems)), 2000))])
         )
     blocks.append(_namespace_input(draft.namespace, namespaces))
     blocks.append(
@@ -340,11 +344,7 @@ def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: 
 def extend_form(request_id: int, *, duration: timedelta | None, reason: str = "", problems: Sequence[str] = ()) -> View:
     blocks: list[Block] = []
     if problems:
-        blocks.append(
-            ContextBlock(
-                elements=[MarkdownTextObject(text=truncate(":warning: " + "\n:warning: ".join(map(escape, problems)), 2000))]
-            )
-        )
+        blocks.append(ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, problems)), 2000))]))
     blocks.append(
         InputBlock(
             block_id=ids.DURATION_BLOCK,
