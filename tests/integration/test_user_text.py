@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
-from tests.integration.conftest import SlackOverHttp
+from bot.adapters.slack.http import WebApp
+from bot.clock import ManualClock
+from bot.sandbox.session import Sandbox
+from tests.integration.conftest import START, SlackOverHttp, serve
 
 ALICE, LEE = "U0ALICE", "U0LEE"
 HOSTILE = (
@@ -63,3 +66,31 @@ def test_hostile_words_in_commands_stay_inert_in_errors_and_forms(slack: SlackOv
     slack.command(ALICE, "cancel GQ-1 <http://evil.example|click here>")
     assert "&lt;@U123&gt;" in acks[0]
     assert_inert("\n".join(acks) + everything_slack_received(slack))
+
+
+def test_a_hostile_reason_typed_in_the_form_reaches_slack_escaped(slack: SlackOverHttp) -> None:
+    slack.command(ALICE, "request ai-frontier-research +4 for 3d")  # no reason: the form opens
+    form = slack.records("view_open")[-1].view
+    assert form is not None
+    values = {"namespace": "ai-frontier-research", "gpus": "+4", "duration": "3d", "reason": REASON}
+    assert slack.submit(ALICE, form, values).json()["response_action"] == "update"
+    message = slack.request_message()
+    slack.click(LEE, slack.buttons(message)["Deny"], message)
+    assert "&lt;!subteam^S123&gt;" in slack.current_text(message)
+    assert_inert(everything_slack_received(slack))
+
+
+def test_control_characters_never_reach_postgresql(postgres_url: str) -> None:
+    """A NUL in a reason used to end in "Something went wrong": PostgreSQL text cannot hold it."""
+    box = Sandbox(clock=ManualClock(START), database_url=postgres_url).start()
+    url, server = serve(WebApp(box.app))
+    try:
+        slack = SlackOverHttp(box, url)
+        slack.command(ALICE, "request ai-frontier-research +1 for 1d nul\x00 bell\x07 tab\tend")
+        assert slack.responses()[-1].startswith(":inbox_tray: GQ-1 submitted")
+        assert box.database is not None
+        request = box.database.run(lambda repo: repo.request(1))
+        assert request is not None and request.reason == "nul bell tab end"
+    finally:
+        server.close()
+        box.stop()

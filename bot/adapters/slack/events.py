@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.adapters.slack import ids
+from bot.adapters.slack.mrkdwn import clean
 from bot.domain.commands import GpuAmount, RequestDraft, is_namespace_name
 from bot.domain.durations import parse_duration
 from bot.services.ports import ActionKind
@@ -24,7 +25,7 @@ class SlashCommand:
         return cls(
             user_id=str(command.get("user_id", "")),
             channel_id=str(command.get("channel_id", "")),
-            text=str(command.get("text", "")),
+            text=clean(str(command.get("text", ""))),  # a NUL would not even fit a PostgreSQL text column
             trigger_id=command.get("trigger_id"),
         )
 
@@ -75,7 +76,7 @@ class FormSubmission:
             value = element.get("value")
             if value is None:
                 value = (element.get("selected_option") or {}).get("value")
-            values[block_id] = (value or "").strip()
+            values[block_id] = clean(value or "").strip()
         try:
             metadata = json.loads(view.get("private_metadata") or "{}")
         except ValueError:
