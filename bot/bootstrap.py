@@ -71,7 +71,7 @@ def build_services(
 ) -> Services:
     access = Access(policy, directory)
     sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, sleep=sleep)
-    announcer = Announcer(notifier=notifier, policy=policy, database=database)
+    announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
     digest = budget = idle = None
     if metrics is not None:

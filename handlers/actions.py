@@ -13,6 +13,7 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import ButtonClick, click_surface
+from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
@@ -48,7 +49,7 @@ def register(app: App, services: Services) -> None:
             if namespace is None:
                 invalid_button(answer, click)
             elif idle is not None:
-                answer(attempt(lambda: idle.snooze(user=user, namespace=namespace), user=user, what="snooze"))
+                answer(attempt(lambda: render(idle.snooze(user=user, namespace=namespace)), user=user, what="snooze"))
             return
         request_id = click.request_id
         if request_id is None:

@@ -10,6 +10,7 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import SlashCommand
+from bot.adapters.slack.mrkdwn import escape
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.commands import (
     USAGE,
@@ -67,7 +68,7 @@ def register(app: App, services: Services) -> None:
         parsed = parse_command(slash.text)
         if isinstance(parsed, Malformed):
             log.info("malformed command from %s: %r", slash.user_id, slash.text)
-            ack(text=parsed.message + "\n" + "\n".join(f"`/gpu-quota {u}`" for u in parsed.usage))
+            ack(text=escape(parsed.message) + "\n" + "\n".join(f"`/gpu-quota {escape(u)}`" for u in parsed.usage))
             return
         if isinstance(parsed, HelpCommand):
             ack(text=help_text(parsed.topic))

@@ -1,7 +1,9 @@
 """How a listener turns what a service did (or refused) into words for the person.
 
 User errors are shown as they are; infrastructure errors are shown with what to do; anything
-unexpected is logged with its traceback and reported with a reference, never swallowed.
+unexpected is logged with its traceback and reported with a reference, never swallowed. An error's
+sentence is text, not markup: it may quote what the person typed, so it is escaped for Slack
+(``mrkdwn.escape``); a ``Refusal`` that names people is rendered from its notice.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from bot.adapters.db.database import LostRace
-from bot.errors import PermanentError, TemporaryError, UserError
+from bot.adapters.slack.mrkdwn import escape, render
+from bot.errors import GpuQuotaError, PermanentError, TemporaryError, UserError
+from bot.services.text import Refusal
 
 log = logging.getLogger("handlers")
 T = TypeVar("T")
@@ -23,14 +27,14 @@ def attempt(work: Callable[[], T], *, user: str, what: str) -> T | str:
     try:
         return work()
     except UserError as error:
-        log.info("refused %s for %s: %s", what, user, error)
-        return f":no_entry_sign: {error}"
+        log.info("refused %s for %s: %r", what, user, str(error))
+        return f":no_entry_sign: {sentence(error)}"
     except TemporaryError as error:
         log.warning("%s for %s failed for now: %s", what, user, error)
-        return f":warning: {error}. Nothing was lost; please try again in a minute."
+        return f":warning: {sentence(error)}. Nothing was lost; please try again in a minute."
     except PermanentError as error:
         log.error("%s for %s failed: %s", what, user, error)
-        return f":x: {error}. A platform admin needs to look at this."
+        return f":x: {sentence(error)}. A platform admin needs to look at this."
     except LostRace:
         log.warning("%s for %s kept losing races with other changes", what, user)
         return ":warning: Many changes arrived at once and yours could not be recorded; please try again."
@@ -38,3 +42,8 @@ def attempt(work: Callable[[], T], *, user: str, what: str) -> T | str:
         reference = uuid.uuid4().hex[:8]
         log.exception("%s for %s crashed (reference %s)", what, user, reference)
         return f":x: Something went wrong on the bot's side (reference `{reference}`); the logs have the details."
+
+
+def sentence(error: GpuQuotaError) -> str:
+    """The error's words as mrkdwn in which nothing the person typed is live."""
+    return render(error.notice) if isinstance(error, Refusal) else escape(str(error))

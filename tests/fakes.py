@@ -6,11 +6,13 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from bot.adapters.slack.mrkdwn import render
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.cards import RequestCard
 from bot.services.home import HomeView
 from bot.services.ports import Action, MessageRef, QuotaRefusal, Report
+from bot.services.text import Notice
 
 
 class FakeCluster:
@@ -94,6 +96,8 @@ class FakeCluster:
 
 @dataclass
 class Sent:
+    """What the fake was asked to send; notices are kept as the Slack adapter renders them."""
+
     kind: str  # card | update | reply | dm | post
     target: str
     text: str = ""
@@ -122,17 +126,17 @@ class FakeNotifier:
         self._check("update")
         self.sent.append(Sent("update", card.channel_id, card=card))
 
-    def reply(self, ref: MessageRef, text: str, *, actions: Sequence[Action] = ()) -> None:
+    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
         self._check("reply")
-        self.sent.append(Sent("reply", f"{ref.channel_id}/{ref.ts}", text, actions))
+        self.sent.append(Sent("reply", f"{ref.channel_id}/{ref.ts}", render(notice), actions))
 
-    def tell_user(self, user_id: str, text: str, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
         self._check("dm")
-        self.sent.append(Sent("dm", user_id, text, actions))
+        self.sent.append(Sent("dm", user_id, render(notice), actions))
 
-    def post(self, channel_id: str, text: str, *, actions: Sequence[Action] = ()) -> MessageRef:
+    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
         self._check("post")
-        self.sent.append(Sent("post", channel_id, text, actions))
+        self.sent.append(Sent("post", channel_id, render(notice), actions))
         return MessageRef(channel_id, f"{next(self._ts)}.000")
 
     def publish(self, channel_id: str, report: Report) -> MessageRef:

@@ -25,7 +25,7 @@ REQUEST_ID_PREFIX = "GQ-"
 MAX_REQUEST_ID = 2**31 - 1
 # C0 control characters (and DEL) but newline and tab: a NUL is refused by PostgreSQL, the rest
 # are invisible in Slack and would hide what a reason really says.
-_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
 PERMANENT_WORD = "permanent"
 
 

@@ -45,7 +45,9 @@ class TextRenderer:
         text = _DATE.sub(lambda m: m.group(1), text)
         text = _USER.sub(lambda m: "@" + self._users.get(m.group(1), m.group(1)), text)
         text = _CHANNEL.sub(lambda m: "#" + self._channels.get(m.group(1), m.group(1)), text)
-        return _EMOJI.sub(lambda m: EMOJI.get(m.group(0), m.group(0)), text)
+        text = _EMOJI.sub(lambda m: EMOJI.get(m.group(0), m.group(0)), text)
+        # Slack shows the entities of escaped text as the characters they stand for (&amp; last).
+        return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
     def where(self, channel: str | None) -> str:
         if channel is None:

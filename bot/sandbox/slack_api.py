@@ -3,7 +3,9 @@
 It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``conversations.open``,
 ``views.open``/``update``, ``usergroups.users.list``, ``auth.test``, the three-step file upload)
 and ``response_url`` posts, keeps the resulting messages (threads included), and can be told to
-fail a method the way Slack does (``{"ok": false, "error": ...}`` or HTTP 429 with Retry-After).
+fail a method the way Slack does (``{"ok": false, "error": ...}``, HTTP 429 with Retry-After, HTTP
+5xx), one failure after the other, or to answer late. Like Slack it stores text exactly as sent: it
+never unescapes ``&lt;``, so what the tests read is what a Slack client would parse.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import itertools
 import json
 import threading
 import time
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +47,17 @@ class _Failure:
     retry_after: int | None
 
 
+@dataclass
+class Hold:
+    """One call of a method that Slack carries out but answers only when ``release()`` is called."""
+
+    reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+
 class SlackApiStandIn:
     def __init__(
         self,
@@ -62,7 +77,8 @@ class SlackApiStandIn:
         self.views: dict[str, dict[str, Any]] = {}
         self.homes: dict[str, dict[str, Any]] = {}  # user id -> the App Home view published for them
         self._uploads: dict[str, dict[str, Any]] = {}
-        self._failures: dict[str, _Failure] = {}
+        self._failures: dict[str, deque[_Failure]] = {}
+        self._holds: dict[str, Hold] = {}
         self._seq = itertools.count(1)
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
@@ -85,9 +101,26 @@ class SlackApiStandIn:
         return f"{self._server.url}/respond/{key}"
 
     def fail(self, method: str, error: str, *, status: int = 200, times: int = 1, retry_after: int | None = None) -> None:
-        """Make the next ``times`` calls of ``method`` fail like Slack would."""
+        """Make the next ``times`` calls of ``method`` fail like Slack would (after failures already set)."""
         with self._lock:
-            self._failures[method] = _Failure(error, status, times, retry_after)
+            self._failures.setdefault(method, deque()).append(_Failure(error, status, times, retry_after))
+
+    def hold(self, method: str) -> Hold:
+        """The next call of ``method`` takes effect at once but is answered only on ``release()``."""
+        hold = Hold()
+        with self._lock:
+            self._holds[method] = hold
+        return hold
+
+    def wait_for(self, condition: Callable[[], bool], *, timeout: float) -> bool:
+        """Wait until ``condition()`` holds (checked under the lock); False if ``timeout`` passed first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if condition():
+                    return True
+            time.sleep(0.01)
+        return False
 
     def since(self, seq: int) -> list[Recorded]:
         with self._lock:
@@ -114,9 +147,12 @@ class SlackApiStandIn:
         params = _params(incoming)
         with self._lock:
             self.calls.append((method, params))
-            failure = self._failures.get(method)
-            if failure and failure.times > 0:
+            failures = self._failures.get(method)
+            if failures:
+                failure = failures[0]
                 failure.times -= 1
+                if failure.times <= 0:
+                    failures.popleft()
                 headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
                 return Outgoing.json(failure.status, {"ok": False, "error": failure.error}, headers)
         if incoming.headers.get("authorization") != f"Bearer {self.token}" and params.get("token") != self.token:
@@ -125,7 +161,12 @@ class SlackApiStandIn:
         if handler is None:
             return Outgoing.json(200, {"ok": False, "error": "unknown_method"})
         with self._lock:
-            return Outgoing.json(200, handler(params))
+            answer = handler(params)
+            hold = self._holds.pop(method, None)
+        if hold is not None:
+            hold.reached.set()
+            hold.released.wait(timeout=60)  # a test that never releases must not hang the server
+        return Outgoing.json(200, answer)
 
     def _respond(self, incoming: Incoming) -> Outgoing:
         payload = incoming.json() or {}

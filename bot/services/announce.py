@@ -1,30 +1,54 @@
-"""Tell people what happened: the request message, its thread, and direct messages.
+"""Tell people what happened: the request message, its thread, direct messages, channel posts.
 
 Chat is how people learn of outcomes, but a Slack failure must never undo or block a change that
-already happened: every send here logs and swallows the bot's own errors and reports whether it
-worked. A request message Slack refused is re-posted by the reconcile job (its ``message_ts`` stays
-empty until then).
+already happened, nor lose what the audit says happened. So every thread reply, direct message,
+channel post and request-message update is first recorded in the outbox (``OutboxStore``) and then
+delivered, in order per stream (a request's thread, its message, a person, a channel): at once when
+Slack takes it, otherwise by the reconcile tick (``deliver_pending``). A reply waits while the
+request message has no ``ts`` yet; a 429 waits its ``Retry-After``, a 5xx or timeout backs off; a
+permanent refusal (channel_not_found, ...) is tried ``PERMANENT_TRIES`` times, then marked dead with
+a log line and a counted error. A request-message update renders the request as it is at delivery,
+so only the latest state is ever sent and a decided request loses its buttons once Slack answers.
+
+The request message itself is posted at once (``post_card``): its ``ts`` anchors the thread. A post
+Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty until then).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
 
 from bot.adapters.db.database import Database
+from bot.adapters.db.outbox import Claimed, OutboxStore
+from bot.clock import Clock, SystemClock
 from bot.domain.policy import Policy
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, TemporaryError
+from bot.observability import count_error
 from bot.services.cards import RequestCard, card_for
-from bot.services.ports import Action, MessageRef, Notifier, Report
+from bot.services.ports import Action, ActionKind, MessageRef, Notifier, Report
+from bot.services.text import Notice, as_notice
 
 log = logging.getLogger(__name__)
 
+# Longer than one Slack call with the SDK's connection retries, so a live deliverer keeps its claim.
+LEASE = timedelta(minutes=2)
+FIRST_BACKOFF = timedelta(seconds=5)
+MAX_BACKOFF = timedelta(minutes=5)
+PERMANENT_TRIES = 3
+# A reply still waiting for its request message after this long will never have one.
+UNPOSTED_GIVE_UP = timedelta(days=1)
+
 
 class Announcer:
-    def __init__(self, *, notifier: Notifier, policy: Policy, database: Database) -> None:
+    def __init__(self, *, notifier: Notifier, policy: Policy, database: Database, clock: Clock | None = None) -> None:
         self._notifier = notifier
         self._policy = policy
         self._db = database
+        self._outbox = OutboxStore(database)
+        self._clock = clock or SystemClock()
 
     def card(self, request_id: int) -> RequestCard:
         def load(repo):  # type: ignore[no-untyped-def]
@@ -39,7 +63,9 @@ class Announcer:
         return self._db.run(load)
 
     def post_card(self, request_id: int) -> str | None:
-        """Post the request message once and remember where; returns the Slack error on failure."""
+        """Post the request message once and remember where; returns the Slack error on failure.
+
+        Replies and updates recorded before the ``ts`` was known are delivered right after."""
         card = self.card(request_id)
         if card.message_ts is not None:
             return None
@@ -55,44 +81,25 @@ class Announcer:
             request.channel_id = ref.channel_id
 
         self._db.run(remember)
+        self._drain(_card_stream(request_id))
+        self._drain(_thread_stream(request_id))
         return None
 
     def refresh(self, request_id: int) -> None:
-        card = self.card(request_id)
-        if card.message_ts is None:
-            return
-        try:
-            self._notifier.update_request(card)
-        except GpuQuotaError as error:
-            log.error("could not update the message of %s: %s", card.display_id, error)
+        """Re-render the request message (recorded; only the latest state is delivered)."""
+        stream = _card_stream(request_id)
+        self._outbox.add(stream=stream, kind="card", request_id=request_id, now=self._clock.now(), latest_only=True)
+        self._drain(stream)
 
-    def thread(self, request_id: int, text: str, *, actions: Sequence[Action] = ()) -> bool:
-        card = self.card(request_id)
-        if card.message_ts is None:
-            log.warning("no message for %s yet; thread reply kept in the log only: %s", card.display_id, text)
-            return False
-        try:
-            self._notifier.reply(MessageRef(card.channel_id, card.message_ts), text, actions=actions)
-            return True
-        except GpuQuotaError as error:
-            log.error("could not reply in the thread of %s: %s", card.display_id, error)
-            return False
+    def thread(self, request_id: int, text: str | Notice, *, actions: Sequence[Action] = ()) -> bool:
+        """A reply in the request's thread; True once recorded (it is delivered at once or later)."""
+        return self._record(_thread_stream(request_id), "reply", text, actions, request_id=request_id)
 
-    def direct(self, user_id: str, text: str, *, actions: Sequence[Action] = ()) -> bool:
-        try:
-            self._notifier.tell_user(user_id, text, actions=actions)
-            return True
-        except GpuQuotaError as error:
-            log.error("could not send a direct message to %s: %s", user_id, error)
-            return False
+    def direct(self, user_id: str, text: str | Notice, *, actions: Sequence[Action] = ()) -> bool:
+        return self._record(f"dm:{user_id}", "direct", text, actions, target=user_id)
 
-    def post(self, channel_id: str, text: str, *, actions: Sequence[Action] = ()) -> bool:
-        try:
-            self._notifier.post(channel_id, text, actions=actions)
-            return True
-        except GpuQuotaError as error:
-            log.error("could not post in %s: %s", channel_id, error)
-            return False
+    def post(self, channel_id: str, text: str | Notice, *, actions: Sequence[Action] = ()) -> bool:
+        return self._record(f"channel:{channel_id}", "post", text, actions, target=channel_id)
 
     def publish(self, channel_id: str, report: Report) -> MessageRef | None:
         try:
@@ -100,3 +107,114 @@ class Announcer:
         except GpuQuotaError as error:
             log.error("could not publish %r in %s: %s", report.title, channel_id, error)
             return None
+
+    def deliver_pending(self) -> int:
+        """Deliver what could not be delivered at once (the reconcile tick calls this); how many went."""
+        return sum(self._drain(stream) for stream in self._outbox.due_streams(self._clock.now()))
+
+    # --- the outbox ---------------------------------------------------------------------------
+
+    def _record(
+        self,
+        stream: str,
+        kind: str,
+        message: str | Notice,
+        actions: Sequence[Action],
+        *,
+        request_id: int | None = None,
+        target: str | None = None,
+    ) -> bool:
+        self._outbox.add(
+            stream=stream,
+            kind=kind,
+            request_id=request_id,
+            target=target,
+            notice=as_notice(message).to_json(),
+            actions=[_action_json(a) for a in actions],
+            now=self._clock.now(),
+        )
+        self._drain(stream)
+        return True
+
+    def _drain(self, stream: str) -> int:
+        """Deliver the stream's entries in order until one has to wait; how many were settled."""
+        settled = 0
+        while (entry := self._outbox.claim_head(stream, now=self._clock.now(), lease=LEASE)) is not None:
+            if not self._deliver(entry):
+                break
+            settled += 1
+        return settled
+
+    def _deliver(self, entry: Claimed) -> bool:
+        """Try one entry; True when it is settled (sent or dead) and the next one may go."""
+        now = self._clock.now()
+        attempts = entry.attempts + 1
+        try:
+            delivered = self._send(entry)
+        except TemporaryError as error:
+            delay = max(timedelta(seconds=error.delay), min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (attempts - 1)))
+            log.warning("Slack did not take outbox entry %d (%s) yet, retrying in %s: %s", entry.id, entry.stream, delay, error)
+            self._outbox.retry_later(entry.id, at=now + delay, error=str(error), attempts=attempts)
+            return False
+        except Exception as error:  # permanent refusals, and anything unforeseen: bounded, never forever
+            if not isinstance(error, GpuQuotaError):
+                log.exception("delivering outbox entry %d (%s) crashed", entry.id, entry.stream)
+            if attempts >= PERMANENT_TRIES:
+                self._give_up(entry, str(error), attempts)
+                return True
+            self._outbox.retry_later(entry.id, at=now + FIRST_BACKOFF * 2**attempts, error=str(error), attempts=attempts)
+            return False
+        if delivered:
+            self._outbox.sent(entry.id, now=now)
+            return True
+        if now - entry.created_at > UNPOSTED_GIVE_UP:
+            self._give_up(entry, "the request message was never posted", attempts)
+            return True
+        self._outbox.release(entry.id)  # waits for the request message's ts, without spending an attempt
+        return False
+
+    def _send(self, entry: Claimed) -> bool:
+        """Hand the entry to Slack; False when it cannot go yet (no request message to reply to)."""
+        actions = [_action(a) for a in entry.actions]
+        if entry.kind in ("card", "reply"):
+            assert entry.request_id is not None
+            card = self.card(entry.request_id)
+            if card.message_ts is None:
+                return False
+            if entry.kind == "card":
+                self._notifier.update_request(card)
+            else:
+                self._notifier.reply(MessageRef(card.channel_id, card.message_ts), _notice(entry), actions=actions)
+            return True
+        assert entry.target is not None
+        if entry.kind == "direct":
+            self._notifier.tell_user(entry.target, _notice(entry), actions=actions)
+        else:
+            self._notifier.post(entry.target, _notice(entry), actions=actions)
+        return True
+
+    def _give_up(self, entry: Claimed, error: str, attempts: int) -> None:
+        log.error("giving up on outbox entry %d (%s) after %d tries: %s", entry.id, entry.stream, attempts, error)
+        count_error("slack", "undeliverable")
+        self._outbox.dead(entry.id, error=error, attempts=attempts)
+
+
+def _thread_stream(request_id: int) -> str:
+    return f"thread:{request_id}"
+
+
+def _card_stream(request_id: int) -> str:
+    return f"card:{request_id}"
+
+
+def _notice(entry: Claimed) -> Notice:
+    assert entry.notice is not None, f"outbox entry {entry.id} has no notice"
+    return Notice.from_json(entry.notice)
+
+
+def _action_json(action: Action) -> dict[str, Any]:
+    return {"kind": action.kind.value, "label": action.label, "value": action.value, "style": action.style}
+
+
+def _action(data: dict[str, Any]) -> Action:
+    return Action(ActionKind(data["kind"]), data["label"], data["value"], data.get("style"))

@@ -18,6 +18,7 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
 from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal
+from bot.services.text import Code, Strong, say
 
 log = logging.getLogger(__name__)
 _FIGURES = re.compile(
@@ -79,10 +80,16 @@ class BlockedWatch:
         detail = (
             f" It asks for {figures.requested} GPU(s) while {figures.used} of {figures.limited} are in use." if figures else ""
         )
-        text = (
-            f":no_entry: *{refusal.kind} {refusal.name}* in *{refusal.namespace}* cannot start pods: the GPU quota is full "
-            f"(`exceeded quota`, {refusal.count} time{'s' if refusal.count != 1 else ''}).{detail} "
-            "Ask for more, or wait for running jobs to finish."
+        # Workload names come from whoever created them: they are notice parts, escaped by the adapter.
+        text = say(
+            ":no_entry: ",
+            Strong(f"{refusal.kind} {refusal.name}"),
+            " in ",
+            Strong(refusal.namespace),
+            " cannot start pods: the GPU quota is full (",
+            Code("exceeded quota"),
+            f", {refusal.count} time{'s' if refusal.count != 1 else ''}).{detail} "
+            "Ask for more, or wait for running jobs to finish.",
         )
         value = json.dumps({"namespace": refusal.namespace, "gpus": more})
         return self._announce.post(channel, text, actions=[Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")])

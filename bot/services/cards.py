@@ -46,6 +46,9 @@ class RequestCard:
     channel_id: str
     message_ts: str | None
     auto_note: str | None = None  # which auto-approval rule allowed it, or what kept it for a person
+    # The before -> after actually applied (recomputed at apply time; may differ from when asked).
+    applied_from: int | None = None
+    applied_to: int | None = None
 
     @property
     def display_id(self) -> str:
@@ -99,4 +102,7 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         channel_id=request.channel_id,
         message_ts=request.message_ts,
         auto_note=request.auto_note,
+        # Columns added by the apply rewrite (branch "integrity"); absent until that branch is merged.
+        applied_from=getattr(request, "applied_from", None),
+        applied_to=getattr(request, "applied_to", None),
     )

@@ -20,7 +20,7 @@ from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, MetricsSource
-from bot.services.text import gpus, money, when
+from bot.services.text import Code, Moment, Notice, Strong, gpus, money, say
 
 log = logging.getLogger(__name__)
 SNOOZE = timedelta(hours=24)
@@ -70,7 +70,7 @@ class IdleWatch:
                     nudged.append(namespace)
         return nudged
 
-    def snooze(self, *, user: str, namespace: str) -> str:
+    def snooze(self, *, user: str, namespace: str) -> Notice:
         team = self._policy.team_of(namespace)
         if team is None:
             raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
@@ -84,7 +84,7 @@ class IdleWatch:
             repo.session.add(row)
 
         self._db.run(snooze)
-        return f"Idle-GPU nudges for `{namespace}` are snoozed until {when(until)}."
+        return say("Idle-GPU nudges for ", Code(namespace), " are snoozed until ", Moment(until), ".")
 
     def _nudge(self, channel: str, namespace: str, held: float, highest: float) -> bool:
         now = self._clock.now()
@@ -100,10 +100,12 @@ class IdleWatch:
         actions = [Action(ActionKind.RELEASE, f"Release grant GQ-{grant}", str(grant), "primary")] if grant else []
         actions.append(Action(ActionKind.SNOOZE, "Snooze 24 h", namespace))
         threshold = self._policy.metrics.idle_threshold_percent
-        text = (
-            f":electric_plug: *{namespace}* holds {gpus(int(held))} whose utilisation stayed under {threshold:g}% for the last "
+        text = say(
+            ":electric_plug: ",
+            Strong(namespace),
+            f" holds {gpus(int(held))} whose utilisation stayed under {threshold:g}% for the last "
             f"{window.total_seconds() / 3600:g} h (highest {highest:.0%}): about {idle_hours:,.0f} idle GPU-hours, "
-            f"{money(cost, self._policy.pricing.currency)}. Release what you do not use so others can have it."
+            f"{money(cost, self._policy.pricing.currency)}. Release what you do not use so others can have it.",
         )
         if not self._announce.post(channel, text, actions=actions):
             return False

@@ -12,7 +12,7 @@ from bot.adapters.db.models import MetricsOutage
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.services.announce import Announcer
-from bot.services.text import when
+from bot.services.text import Moment, say
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +32,10 @@ class MetricsHealth:
             outage = self._db.run(lambda repo: self._open_or_start(repo, cause))
             if outage.notified_at is not None or not self._policy.admin_channel:
                 return
-            text = (
-                f":warning: GPU metrics unavailable since {when(outage.started_at)}: {cause}. "
-                "The bot keeps serving requests; digests catch up when Prometheus answers again."
+            text = say(
+                ":warning: GPU metrics unavailable since ",
+                Moment(outage.started_at),
+                f": {cause}. The bot keeps serving requests; digests catch up when Prometheus answers again.",
             )
             if self._announce.post(self._policy.admin_channel, text):
                 self._db.run(lambda repo: self._mark_notified(repo, outage.id))
@@ -46,7 +47,7 @@ class MetricsHealth:
         if outage is not None and outage.notified_at is not None and self._policy.admin_channel:
             self._announce.post(
                 self._policy.admin_channel,
-                f":white_check_mark: GPU metrics are back (unavailable since {when(outage.started_at)}).",
+                say(":white_check_mark: GPU metrics are back (unavailable since ", Moment(outage.started_at), ")."),
             )
 
     def _open_or_start(self, repo, cause: str) -> MetricsOutage:  # type: ignore[no-untyped-def]

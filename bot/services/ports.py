@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.quota import QuotaSnapshot
 from bot.services.cards import RequestCard
+from bot.services.text import Notice
 
 if TYPE_CHECKING:
     from bot.services.home import HomeView
@@ -129,6 +130,8 @@ class Report:
 
 
 class Notifier(Protocol):
+    """Slack (or a fake): notices are rendered by the implementation, which escapes all text in them."""
+
     def post_request(self, card: RequestCard) -> MessageRef:
         """Post the request message (with its buttons while pending) in the team's channel."""
         ...
@@ -137,15 +140,15 @@ class Notifier(Protocol):
         """Re-render the request message in place."""
         ...
 
-    def reply(self, ref: MessageRef, text: str, *, actions: Sequence[Action] = ()) -> None:
+    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
         """Post in the request's thread."""
         ...
 
-    def tell_user(self, user_id: str, text: str, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
         """A direct message from the bot."""
         ...
 
-    def post(self, channel_id: str, text: str, *, actions: Sequence[Action] = ()) -> MessageRef:
+    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
         """A message in a channel, outside any request (admin notices, warnings)."""
         ...
 

@@ -61,7 +61,7 @@ class Reconciler:
 
     def tick(self) -> TickReport:
         report = TickReport()
-        for step in (self._expire_pending, self._remind, self._end_grants, self._resume_stuck, self._repost):
+        for step in (self._expire_pending, self._remind, self._end_grants, self._resume_stuck, self._repost, self._deliver):
             self._guarded(step, report)
         return report
 
@@ -153,6 +153,9 @@ class Reconciler:
         for request_id in self._db.run(lambda repo: [r.id for r in repo.unposted_requests()]):
             if self._announce.post_card(request_id) is None:
                 report.reposted.append(request_id)
+
+    def _deliver(self, report: TickReport) -> None:
+        self._announce.deliver_pending()
 
     def _tell_admins(self, text: str) -> None:
         if self._policy.admin_channel:

@@ -37,7 +37,7 @@ from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, move_request, record_effect, touch
 from bot.services.ports import QuotaCluster
 from bot.services.quota_sync import QuotaSync
-from bot.services.text import gpus, mention
+from bot.services.text import Notice, Refusal, User, gpus, mention, say
 
 log = logging.getLogger(__name__)
 AUTO_APPROVER = "gpu-quota-bot"
@@ -532,17 +532,26 @@ def pending(repo: Repository, request_id: int) -> RequestRow:
     row = repo.request(request_id)
     assert row is not None, "the request was loaded before the transaction"
     if row.state != RequestState.PENDING:
-        raise UserError(already_decided(row))
+        raise Refusal(already_decided(row))
     return row
 
 
-def already_decided(request: RequestRow) -> str:
+def already_decided(request: RequestRow) -> Notice:
     display = format_request_id(request.id)
     state = RequestState(request.state)
     if state == RequestState.DENIED:
-        deniers = [mention(d.user_id) for d in request.decisions if d.verdict == Verdict.DENY]
-        return f"{display} was already denied by {', '.join(deniers)}."
+        deniers = [d.user_id for d in request.decisions if d.verdict == Verdict.DENY]
+        return say(f"{display} was already denied by ", *_people(deniers), ".")
     if state in (RequestState.APPROVED, RequestState.APPLIED, RequestState.FAILED):
-        approvers = ", ".join("auto-approval" if d.user_id == AUTO_APPROVER else mention(d.user_id) for d in request.approvals)
-        return f"{display} was already approved by {approvers} (now {state})."
-    return f"{display} is already {state}."
+        approvers = [d.user_id for d in request.approvals]
+        return say(f"{display} was already approved by ", *_people(approvers), f" (now {state}).")
+    return say(f"{display} is already {state}.")
+
+
+def _people(user_ids: list[str]) -> list[str | User]:
+    """``@a, @b`` as notice parts; the auto-approver is named, not mentioned."""
+    parts: list[str | User] = []
+    for index, user_id in enumerate(user_ids):
+        parts += [", "] if index else []
+        parts.append("auto-approval" if user_id == AUTO_APPROVER else User(user_id))
+    return parts

@@ -165,3 +165,21 @@ def test_request_form_falls_back_to_typing_when_there_are_too_many_namespaces() 
 def test_extend_form_carries_the_request_id() -> None:
     view = blocks.extend_form(17, duration=timedelta(days=1)).to_dict()
     assert view["callback_id"] == ids.EXTEND_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}
+
+
+def test_the_card_escapes_everything_a_person_typed() -> None:
+    hostile = card(reason="<!channel> & <http://evil.example|click here>\x00", amount_text="<@U123>", failure_reason="<!here>")
+    for state in (RequestState.PENDING, RequestState.FAILED):
+        message = blocks.request_message(replace(hostile, state=state))
+        text = rendered(message) + blocks.request_fallback_text(hostile)
+        assert "<!channel>" not in text and "<http" not in text and "<@U123>" not in text and "<!here>" not in text
+        assert "\x00" not in text
+    assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click here&gt;" in rendered(blocks.request_message(hostile))
+    sections = [b for b in blocks.to_dicts(blocks.request_message(hostile)) if b["type"] == "section" and "text" in b]
+    assert all(s["text"]["verbatim"] is True for s in sections)  # bare URLs and names a person typed stay text
+
+
+def test_the_card_shows_the_change_actually_applied() -> None:
+    text = rendered(blocks.request_message(card(state=RequestState.APPLIED, applied_from=5, applied_to=9)))
+    assert "*Applied*\\n5 → *9*" in text  # the rendered JSON keeps the newline escaped
+    assert "*Applied*" not in rendered(blocks.request_message(card()))

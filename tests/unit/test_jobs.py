@@ -9,6 +9,7 @@ import pytest
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base
+from bot.adapters.slack.mrkdwn import render
 from bot.bootstrap import Services, build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
@@ -211,7 +212,7 @@ def test_idle_gpus_are_nudged_once_and_can_be_snoozed(jobs: Jobs) -> None:
     assert "holds 4 GPUs" in nudge.text and "under 5% for the last 6 h" in nudge.text
     assert [a.kind for a in nudge.actions] == [ActionKind.SNOOZE]
     assert jobs.services.idle.check() == []  # unchanged: not repeated
-    assert "snoozed until" in jobs.services.idle.snooze(user="U0MAYA", namespace="biz-model-serving")
+    assert "snoozed until" in render(jobs.services.idle.snooze(user="U0MAYA", namespace="biz-model-serving"))
     jobs.clock.advance(timedelta(hours=23))
     assert jobs.services.idle.check() == []
     jobs.clock.advance(timedelta(hours=2))
@@ -243,7 +244,7 @@ def test_only_the_team_may_snooze(jobs: Jobs) -> None:
 
     with pytest.raises(UserError, match="Only Frontier|Only frontier"):
         jobs.services.idle.snooze(user="U0BOB", namespace="ai-frontier-research")
-    assert "snoozed" in jobs.services.idle.snooze(user="U0ALICE", namespace="ai-frontier-research")
+    assert "snoozed" in render(jobs.services.idle.snooze(user="U0ALICE", namespace="ai-frontier-research"))
 
 
 # --- blocked workloads ----------------------------------------------------------------------------

@@ -6,9 +6,11 @@ from datetime import timedelta
 
 import pytest
 
+from bot.adapters.slack.mrkdwn import render
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, UserError
 from bot.services.ports import ActionKind
+from bot.services.text import Refusal
 from tests.unit.conftest import START, World
 
 REQUEST = "request ai-frontier-research +4 for 3d fine-tune on the new corpus"
@@ -113,8 +115,9 @@ def test_double_click_and_late_clicks(world: World) -> None:
     with pytest.raises(UserError, match="already approved GQ-1"):
         approve(world, 1)
     approve(world, 1, "U0KIM")
-    with pytest.raises(UserError, match="already approved by <@U0LEE>, <@U0KIM>"):
+    with pytest.raises(Refusal) as refused:
         approve(world, 1, "U0PAT")
+    assert "already approved by <@U0LEE>, <@U0KIM>" in render(refused.value.notice)
     assert world.cluster.hard("ai-frontier-research") == 13
     assert [w for w in world.cluster.writes if not w[2]] == [("ai-frontier-research", 13, False)]
 
@@ -133,8 +136,9 @@ def test_deny(world: World) -> None:
     assert world.services.requests.decide(user="U0LEE", request_id=1, verdict=Verdict.DENY) == "You denied GQ-1."
     assert world.request(1).state == RequestState.DENIED
     assert "denied by <@U0LEE>" in world.dms("U0ALICE")[0]
-    with pytest.raises(UserError, match="already denied by <@U0LEE>"):
+    with pytest.raises(Refusal) as refused:
         approve(world, 1, "U0KIM")
+    assert "already denied by <@U0LEE>" in render(refused.value.notice)
     assert world.cluster.writes == []
 
 

@@ -7,7 +7,20 @@ from __future__ import annotations
 from datetime import date, datetime, timezone
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Date, DateTime, Float, ForeignKey, Integer, String, Text, TypeDecorator, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Date,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
@@ -247,3 +260,29 @@ class HomeTabRow(Base):
     user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
     published_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_audit_id: Mapped[int] = mapped_column(Integer)  # the newest audit event the published tab reflects
+
+
+class OutboxEntry(Base):
+    """A thread reply, direct message, channel post or request-message update, until Slack has it.
+
+    Entries of one ``stream`` (a request's thread, its message, a person, a channel) are delivered in
+    ``id`` order; ``claimed_until`` is the lease of the replica delivering the stream's head.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_stream_state", "stream", "state", "id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    stream: Mapped[str] = mapped_column(String(120))
+    kind: Mapped[str] = mapped_column(String(10))  # reply | direct | post | card
+    request_id: Mapped[int | None] = mapped_column(Integer)
+    target: Mapped[str | None] = mapped_column(String(64))  # the user of a direct message, the channel of a post
+    notice: Mapped[list[dict[str, str]] | None] = mapped_column(JSON)  # None for a card: rendered from the request
+    actions: Mapped[list[dict[str, str | None]]] = mapped_column(JSON, default=list)
+    state: Mapped[str] = mapped_column(String(10), index=True)  # pending | sent | dead
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    not_before: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

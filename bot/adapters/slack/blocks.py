@@ -1,14 +1,17 @@
 """Block Kit, built by small pure functions with ``slack_sdk.models`` (which enforce Slack's limits).
 
 Nothing here calls Slack: each function turns the bot's values into blocks or a view, and the unit
-tests check them on their own.
+tests check them on their own. Every piece of text that did not come from this module (a reason, an
+amount as typed, a namespace, an error from another system) goes through ``mrkdwn.escape`` before
+it enters a mrkdwn text object; mentions and dates are made here from ids and datetimes.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from slack_sdk.models.blocks import (
     ActionsBlock,
@@ -27,14 +30,15 @@ from slack_sdk.models.blocks import (
 from slack_sdk.models.views import View
 
 from bot.adapters.slack import ids
-from bot.domain.commands import RequestDraft, format_request_id
+from bot.adapters.slack.mrkdwn import escape, render
+from bot.domain.commands import RequestDraft, clean_text, format_request_id
 from bot.domain.durations import ALLOWED, format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.services.cards import RequestCard
 from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
 from bot.services.requests import Confirmation
-from bot.services.text import gpus, mention, money, when
+from bot.services.text import Moment, Quote, User, gpus, money, say
 
 MAX_BLOCKS = 50
 SECTION_LIMIT = 3000
@@ -46,17 +50,31 @@ def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _mrkdwn(text: str) -> MarkdownTextObject:
+    """A mrkdwn text object that Slack shows as sent: ``verbatim`` stops it from turning bare URLs,
+    channel names and mentions a person typed into links (only the ``<...>`` made here are live)."""
+    return MarkdownTextObject(text=text, verbatim=True)
+
+
+def mention(user_id: str) -> str:
+    return render(say(User(user_id)))
+
+
+def when(moment: datetime) -> str:
+    return render(say(Moment(moment)))
+
+
 # --- the request message -------------------------------------------------------------------------
 
 
 def request_message(card: RequestCard) -> list[Block]:
     """The message in the approvals channel: the whole story of one request, buttons while pending."""
     blocks: list[Block] = [
-        HeaderBlock(text=truncate(_title(card), 150)),
-        SectionBlock(text=MarkdownTextObject(text=truncate(_summary(card), SECTION_LIMIT))),
-        SectionBlock(fields=[MarkdownTextObject(text=truncate(f, FIELD_LIMIT)) for f in _fields(card)]),
-        SectionBlock(text=MarkdownTextObject(text=truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
-        ContextBlock(elements=[MarkdownTextObject(text=truncate(_status_line(card), SECTION_LIMIT))]),
+        HeaderBlock(text=truncate(clean_text(_title(card)), 150)),
+        SectionBlock(text=_mrkdwn(truncate(_summary(card), SECTION_LIMIT))),
+        SectionBlock(fields=[_mrkdwn(truncate(f, FIELD_LIMIT)) for f in _fields(card)]),
+        SectionBlock(text=_mrkdwn(truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
+        ContextBlock(elements=[_mrkdwn(truncate(_status_line(card), SECTION_LIMIT))]),
     ]
     if card.auto_note:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(card.auto_note, SECTION_LIMIT))]))
@@ -80,7 +98,7 @@ def request_message(card: RequestCard) -> list[Block]:
 
 def request_fallback_text(card: RequestCard) -> str:
     """The notification text (and what screen readers announce)."""
-    return f"{_title(card)}: {card.amount_text} GPUs for {card.namespace} ({card.state})"
+    return escape(f"{_title(card)}: {card.amount_text} GPUs for {card.namespace} ({card.state})")
 
 
 def _title(card: RequestCard) -> str:
@@ -92,14 +110,14 @@ def _title(card: RequestCard) -> str:
 def _summary(card: RequestCard) -> str:
     if card.kind == RequestKind.EXTENSION:
         return (
-            f"{mention(card.requester_id)} asks to keep *{gpus(card.delta)}* in *{card.namespace}* "
-            f"({card.team_label}) for *{format_duration(card.duration or timedelta())}* more."
+            f"{mention(card.requester_id)} asks to keep *{gpus(card.delta)}* in *{escape(card.namespace)}* "
+            f"({escape(card.team_label)}) for *{format_duration(card.duration or timedelta())}* more."
         )
     span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
     verb = "more" if card.delta > 0 else "fewer"
     return (
-        f"{mention(card.requester_id)} asks for *{gpus(abs(card.delta))} {verb}* in *{card.namespace}* "
-        f"({card.team_label}) {span}."
+        f"{mention(card.requester_id)} asks for *{gpus(abs(card.delta))} {verb}* in *{escape(card.namespace)}* "
+        f"({escape(card.team_label)}) {span}."
     )
 
 
@@ -108,10 +126,12 @@ def _fields(card: RequestCard) -> list[str]:
     fields = [f"*Quota when asked*\n{card.hard_before} hard / {used} used"]
     if card.kind == RequestKind.CHANGE:
         fields.append(f"*Change*\n{card.hard_before} → *{card.hard_after}* ({card.delta:+d})")
+    if card.applied_from is not None and card.applied_to is not None:
+        fields.append(f"*Applied*\n{card.applied_from} → *{card.applied_to}*")
     fields.append(f"*Duration*\n{_duration_text(card)}")
     if card.cost is not None:
         sign = "saves " if card.delta < 0 else ""
-        fields.append(f"*Cost*\n{sign}{money(card.cost, card.currency)} {card.cost_basis or ''}".rstrip())
+        fields.append(f"*Cost*\n{sign}{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
     fields.append(f"*Cluster capacity*\n{_capacity_text(card)}")
     approvers = ", ".join(mention(u) if u != "gpu-quota-bot" else "auto-approval" for u in card.approvals) or "none yet"
     fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
@@ -153,7 +173,7 @@ def _status_line(card: RequestCard) -> str:
             return f":white_check_mark: Applied{auto} · the grant is over; putting the quota back"
         return f":white_check_mark: Applied{auto}"
     if state == RequestState.FAILED:
-        return f":x: Failed: {card.failure_reason or 'unknown reason'}"
+        return f":x: Failed: {escape(card.failure_reason or 'unknown reason')}"
     if state == RequestState.DENIED:
         return f":no_entry: Denied by {mention(card.denied_by or '?')}"
     if state == RequestState.CANCELLED:
@@ -162,19 +182,22 @@ def _status_line(card: RequestCard) -> str:
 
 
 def _quote(text: str) -> str:
-    return "\n".join("> " + line for line in (text or "(none)").splitlines() or ["(none)"])
+    return render(say(Quote(text)))
 
 
 # --- plain messages with buttons ---------------------------------------------------------------
 
 
 def message_blocks(text: str, actions: Sequence[Action] = ()) -> list[Block]:
-    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=truncate(text, SECTION_LIMIT)))]
+    """A message of rendered mrkdwn (``mrkdwn.render``) with buttons."""
+    blocks: list[Block] = [SectionBlock(text=_mrkdwn(truncate(text, SECTION_LIMIT)))]
     if actions:
         blocks.append(
             ActionsBlock(
                 elements=[
-                    ButtonElement(text=truncate(a.label, 75), action_id=ids.ACTION_IDS[a.kind], value=a.value, style=a.style)
+                    ButtonElement(
+                        text=truncate(clean_text(a.label), 75), action_id=ids.ACTION_IDS[a.kind], value=a.value, style=a.style
+                    )
                     for a in actions
                 ]
             )
@@ -190,16 +213,16 @@ def lines_to_blocks(lines: Iterable[str], *, header: str | None = None, max_bloc
     while pending:
         line = truncate(pending[0], SECTION_LIMIT)
         if current and len("\n".join([*current, line])) > SECTION_LIMIT:
-            blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(current))))
+            blocks.append(SectionBlock(text=_mrkdwn("\n".join(current))))
             current = []
             if len(blocks) == max_blocks - 1:
                 break
         current.append(line)
         pending.pop(0)
     if current:
-        blocks.append(SectionBlock(text=MarkdownTextObject(text="\n".join(current))))
+        blocks.append(SectionBlock(text=_mrkdwn("\n".join(current))))
     if pending:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"… and {len(pending)} more")]))
+        blocks.append(ContextBlock(elements=[_mrkdwn(f"… and {len(pending)} more")]))
     return blocks
 
 
@@ -207,7 +230,7 @@ def report_blocks(report: Report) -> list[Block]:
     """A report (digest) as blocks: header, summary, then each section's lines packed within the limits."""
     blocks: list[Block] = [
         HeaderBlock(text=truncate(report.title, 150)),
-        SectionBlock(text=MarkdownTextObject(text=truncate(report.summary, SECTION_LIMIT))),
+        SectionBlock(text=_mrkdwn(truncate(report.summary, SECTION_LIMIT))),
     ]
     for section in report.sections:
         lines = ([f"*{section.heading}*"] if section.heading else []) + list(section.lines)
@@ -227,12 +250,12 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
     lines = []
     for status in statuses:
         if status.error:
-            quota = f"quota unreadable: {status.error}"
+            quota = f"quota unreadable: {escape(status.error)}"
         elif status.hard is None:
             quota = "no GPU quota in the cluster (unlimited)"
         else:
             quota = f"*{status.hard}* hard / {status.used} used"
-        lines.append(f"*{status.namespace}* ({status.team_label}, quota `{status.quota_name}`): {quota}")
+        lines.append(f"*{escape(status.namespace)}* ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}")
         for grant in status.grants:
             state = "ends" if grant.state == GrantState.ACTIVE else "ended, reverting since"
             lines.append(f"    • {format_request_id(grant.request_id)}: {grant.gpus:+d} GPUs, {state} {when(grant.ends_at)}")
@@ -246,7 +269,7 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
 def pending_line(pending: PendingLine) -> str:
     span = "permanent" if pending.duration is None else f"for {format_duration(pending.duration)}"
     return (
-        f"{format_request_id(pending.request_id)} pending: {pending.amount_text} GPUs in {pending.namespace} {span}"
+        f"{format_request_id(pending.request_id)} pending: {escape(pending.amount_text)} GPUs in {escape(pending.namespace)} {span}"
         f" by {mention(pending.requester_id)} ({pending.approvals} of {pending.approvals_required} approvals,"
         f" expires {when(pending.decide_by)})"
     )
@@ -256,15 +279,19 @@ def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
     lines = []
     for entry in entries:
         actor = "bot" if entry.actor == "gpu-quota-bot" else mention(entry.actor)
-        subject = format_request_id(entry.request_id) if entry.request_id else (entry.namespace or "")
+        subject = format_request_id(entry.request_id) if entry.request_id else escape(entry.namespace or "")
         change = ""
         if entry.before and entry.after:
-            change = f" {json.dumps(entry.before, sort_keys=True)} → {json.dumps(entry.after, sort_keys=True)}"
+            change = f" {_json(entry.before)} → {_json(entry.after)}"
         elif entry.after:
-            change = f" {json.dumps(entry.after, sort_keys=True)}"
-        detail = f" — {entry.detail}" if entry.detail else ""
-        lines.append(f"`{entry.at:%Y-%m-%d %H:%M}Z` {actor} *{entry.action}* {subject}{change}{detail}")
+            change = f" {_json(entry.after)}"
+        detail = f" — {escape(entry.detail)}" if entry.detail else ""
+        lines.append(f"`{entry.at:%Y-%m-%d %H:%M}Z` {actor} *{escape(entry.action)}* {subject}{change}{detail}")
     return lines
+
+
+def _json(value: dict[str, Any]) -> str:
+    return escape(json.dumps(value, sort_keys=True, ensure_ascii=False))
 
 
 # --- forms -------------------------------------------------------------------------------------
@@ -275,7 +302,7 @@ def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: 
     blocks: list[Block] = []
     if draft.problems:
         blocks.append(
-            ContextBlock(elements=[MarkdownTextObject(text=truncate(":warning: " + "\n:warning: ".join(draft.problems), 2000))])
+            ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, draft.problems)), 2000))])
         )
     blocks.append(_namespace_input(draft.namespace, namespaces))
     blocks.append(
@@ -331,7 +358,7 @@ def _term_input(draft: RequestDraft) -> InputBlock:
 def extend_form(request_id: int, *, duration: timedelta | None, reason: str = "", problems: Sequence[str] = ()) -> View:
     blocks: list[Block] = []
     if problems:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=":warning: " + "\n:warning: ".join(problems))]))
+        blocks.append(ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, problems)), 2000))]))
     blocks.append(
         InputBlock(
             block_id=ids.DURATION_BLOCK,
@@ -406,7 +433,7 @@ def _namespace_input(selected: str | None, namespaces: Sequence[str]) -> InputBl
     return InputBlock(
         block_id=ids.NAMESPACE_BLOCK,
         label="Namespace",
-        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=selected),
+        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=clean_text(selected) if selected else None),
     )
 
 
@@ -416,7 +443,9 @@ def _reason_input(reason: str, *, optional: bool = False) -> InputBlock:
         label="Reason",
         optional=optional,
         hint="Approvers read this; the audit trail keeps it.",
-        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, multiline=True, max_length=2000, initial_value=reason or None),
+        element=PlainTextInputElement(
+            action_id=ids.INPUT_ACTION, multiline=True, max_length=2000, initial_value=clean_text(reason) or None
+        ),
     )
 
 

@@ -28,7 +28,7 @@ class SlashCommand:
         return cls(
             user_id=str(command.get("user_id", "")),
             channel_id=str(command.get("channel_id", "")),
-            text=str(command.get("text", "")),
+            text=clean_text(str(command.get("text", ""))),  # a NUL would not even fit a PostgreSQL text column
             trigger_id=command.get("trigger_id"),
         )
 

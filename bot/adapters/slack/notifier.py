@@ -1,8 +1,11 @@
 """The Slack Web API behind ``Notifier`` and ``Directory``.
 
 ``SlackApiError`` and connection failures become the bot's error kinds here; nothing above this
-module imports ``slack_sdk``. Rate limits are retried by the SDK's ``RateLimitErrorRetryHandler``
-(installed by ``make_web_client``) before they ever surface as a TemporaryError.
+module imports ``slack_sdk``. Rate limits of the request message post and of reports are waited out
+by the SDK's ``RateLimitErrorRetryHandler`` (installed by ``make_web_client``). Replies, direct
+messages, posts and message updates come from the outbox, which honours ``Retry-After`` itself: for
+them a 429 surfaces at once as a TemporaryError, so no worker thread sleeps through a rate limit.
+Notices are rendered to mrkdwn here (``mrkdwn.render``), at delivery.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message, to_dicts
+from bot.adapters.slack.mrkdwn import render
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import RequestCard
 from bot.services.ports import Action, MessageRef, Report
+from bot.services.text import Notice
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -72,6 +77,9 @@ def slack_call(action: str, call: Callable[[], T]) -> T:
 class SlackNotifier:
     def __init__(self, client: WebClient) -> None:
         self._client = client
+        # The outbox's client: the same Slack, without the rate-limit retry that would sleep in place.
+        self._outbox = WebClient(token=client.token, base_url=client.base_url, timeout=client.timeout)
+        self._outbox.retry_handlers = [ConnectionErrorRetryHandler(max_retry_count=2)]
         self._dm_channels: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -89,7 +97,7 @@ class SlackNotifier:
         assert ts is not None, "only posted requests are updated"
         slack_call(
             f"update the message of {card.display_id}",
-            lambda: self._client.chat_update(
+            lambda: self._outbox.chat_update(
                 channel=card.channel_id,
                 ts=ts,
                 text=request_fallback_text(card),
@@ -97,25 +105,28 @@ class SlackNotifier:
             ),
         )
 
-    def reply(self, ref: MessageRef, text: str, *, actions: Sequence[Action] = ()) -> None:
+    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+        text = render(notice)
         slack_call(
             "reply in a request's thread",
-            lambda: self._client.chat_postMessage(
+            lambda: self._outbox.chat_postMessage(
                 channel=ref.channel_id, thread_ts=ref.ts, text=text, blocks=to_dicts(message_blocks(text, actions))
             ),
         )
 
-    def tell_user(self, user_id: str, text: str, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
         channel = self._dm_channel(user_id)
+        text = render(notice)
         slack_call(
-            f"send a direct message to <@{user_id}>",
-            lambda: self._client.chat_postMessage(channel=channel, text=text, blocks=to_dicts(message_blocks(text, actions))),
+            f"send a direct message to {user_id}",
+            lambda: self._outbox.chat_postMessage(channel=channel, text=text, blocks=to_dicts(message_blocks(text, actions))),
         )
 
-    def post(self, channel_id: str, text: str, *, actions: Sequence[Action] = ()) -> MessageRef:
+    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
+        text = render(notice)
         response = slack_call(
-            f"post in <#{channel_id}>",
-            lambda: self._client.chat_postMessage(channel=channel_id, text=text, blocks=to_dicts(message_blocks(text, actions))),
+            f"post in {channel_id}",
+            lambda: self._outbox.chat_postMessage(channel=channel_id, text=text, blocks=to_dicts(message_blocks(text, actions))),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
 

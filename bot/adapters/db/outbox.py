@@ -1,0 +1,177 @@
+"""The outbox table: what the bot means to say in Slack, recorded, claimed one head at a time, settled.
+
+Entries of a stream are delivered in ``id`` order, so only a stream's oldest pending entry (its head)
+can be claimed. A claim is a lease (``claimed_until``) taken by a guarded update that succeeds for
+one replica only; on PostgreSQL the head is also locked ``FOR UPDATE SKIP LOCKED`` first, so a
+replica that finds another one claiming moves on to the next stream instead of waiting for it.
+A replica that dies mid-delivery leaves a lease that runs out; the entry is then delivered again,
+so delivery is at least once in that case only (Slack has no idempotency key for chat.postMessage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select, update
+from sqlalchemy.engine import CursorResult
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import OutboxEntry
+from bot.adapters.db.repository import Repository
+
+PENDING, SENT, DEAD = "pending", "sent", "dead"
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """The head of a stream, leased to this replica until it is settled."""
+
+    id: int
+    stream: str
+    kind: str
+    request_id: int | None
+    target: str | None
+    notice: list[dict[str, str]] | None
+    actions: list[dict[str, Any]]
+    attempts: int
+    created_at: datetime
+
+
+class OutboxStore:
+    def __init__(self, database: Database) -> None:
+        self._db = database
+
+    def add(
+        self,
+        *,
+        stream: str,
+        kind: str,
+        now: datetime,
+        request_id: int | None = None,
+        target: str | None = None,
+        notice: list[dict[str, str]] | None = None,
+        actions: list[dict[str, Any]] | None = None,
+        latest_only: bool = False,
+    ) -> None:
+        """Record an entry. ``latest_only``: skip it when an unclaimed entry of the stream is already
+        waiting (a card update renders the request as it is at delivery, so one waiting is enough)."""
+
+        def add(repo: Repository) -> None:
+            session = repo.session
+            if latest_only:
+                waiting = session.scalar(
+                    select(OutboxEntry.id).where(
+                        OutboxEntry.stream == stream,
+                        OutboxEntry.state == PENDING,
+                        or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
+                    )
+                )
+                if waiting is not None:
+                    return
+            session.add(
+                OutboxEntry(
+                    stream=stream,
+                    kind=kind,
+                    request_id=request_id,
+                    target=target,
+                    notice=notice,
+                    actions=actions or [],
+                    state=PENDING,
+                    attempts=0,
+                    last_error="",
+                    created_at=now,
+                )
+            )
+
+        self._db.run(add)
+
+    def due_streams(self, now: datetime) -> list[str]:
+        """Streams with a pending entry that may be tried now, oldest first."""
+
+        def due(repo: Repository) -> list[str]:
+            query = (
+                select(OutboxEntry.stream)
+                .where(OutboxEntry.state == PENDING, or_(OutboxEntry.not_before.is_(None), OutboxEntry.not_before <= now))
+                .group_by(OutboxEntry.stream)
+                .order_by(func.min(OutboxEntry.id))
+            )
+            return list(repo.session.scalars(query))
+
+        return self._db.run(due)
+
+    def claim_head(self, stream: str, *, now: datetime, lease: timedelta) -> Claimed | None:
+        """Lease the stream's head if it is due and nobody holds it; None otherwise."""
+
+        def claim(repo: Repository) -> Claimed | None:
+            session = repo.session
+            head = session.scalar(
+                select(func.min(OutboxEntry.id)).where(OutboxEntry.stream == stream, OutboxEntry.state == PENDING)
+            )
+            if head is None:
+                return None
+            # Never SKIP LOCKED past the head: that would deliver the stream out of order.
+            row = session.scalars(select(OutboxEntry).where(OutboxEntry.id == head).with_for_update(skip_locked=True)).first()
+            if row is None or row.state != PENDING or (row.not_before is not None and row.not_before > now):
+                return None
+            guarded = (
+                update(OutboxEntry)
+                .where(
+                    OutboxEntry.id == head,
+                    OutboxEntry.state == PENDING,
+                    or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
+                )
+                .values(claimed_until=now + lease)
+                .execution_options(synchronize_session=False)
+            )
+            result = session.execute(guarded)
+            assert isinstance(result, CursorResult)
+            if result.rowcount != 1:
+                return None
+            return Claimed(
+                row.id,
+                row.stream,
+                row.kind,
+                row.request_id,
+                row.target,
+                row.notice,
+                list(row.actions or []),
+                row.attempts,
+                row.created_at,
+            )
+
+        return self._db.run(claim)
+
+    def sent(self, entry_id: int, *, now: datetime) -> None:
+        self._settle(entry_id, state=SENT, sent_at=now, claimed_until=None)
+
+    def release(self, entry_id: int) -> None:
+        """Give the claim back without counting an attempt (the entry cannot be delivered yet)."""
+        self._settle(entry_id, claimed_until=None)
+
+    def retry_later(self, entry_id: int, *, at: datetime, error: str, attempts: int) -> None:
+        self._settle(entry_id, not_before=at, last_error=error, attempts=attempts, claimed_until=None)
+
+    def dead(self, entry_id: int, *, error: str, attempts: int) -> None:
+        self._settle(entry_id, state=DEAD, last_error=error, attempts=attempts, claimed_until=None)
+
+    def counts(self) -> dict[str, int]:
+        """Entries per state (for tests, metrics and the operator)."""
+
+        def count(repo: Repository) -> dict[str, int]:
+            rows = repo.session.execute(select(OutboxEntry.state, func.count()).group_by(OutboxEntry.state))
+            return {state: number for state, number in rows}
+
+        return self._db.run(count)
+
+    def _settle(self, entry_id: int, **values: Any) -> None:
+        def settle(repo: Repository) -> None:
+            repo.session.execute(
+                update(OutboxEntry)
+                .where(OutboxEntry.id == entry_id)
+                .values(**values)
+                .execution_options(synchronize_session=False)
+            )
+
+        self._db.run(settle)
