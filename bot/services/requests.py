@@ -354,7 +354,7 @@ class RequestService:
         request = self._load(request_id)
         team = self._policy.teams.get(request.team)
         if request.state != RequestState.PENDING:
-            raise UserError(already_decided(request))
+            raise Refusal(already_decided(request))
         if request.requester_id == user:
             raise UserError(f"You cannot approve your own request {format_request_id(request_id)}.")
         if team is None or not self._access.may_decide(user, team):

@@ -72,7 +72,7 @@ def test_a_hostile_reason_typed_in_the_form_reaches_slack_escaped(slack: SlackOv
     slack.command(ALICE, "request ai-frontier-research +4 for 3d")  # no reason: the form opens
     form = slack.records("view_open")[-1].view
     assert form is not None
-    values = {"namespace": "ai-frontier-research", "gpus": "+4", "duration": "3d", "reason": REASON}
+    values = {"namespace": "ai-frontier-research", "gpus": "+4", "term": "temporary", "duration": "3d", "reason": REASON}
     assert slack.submit(ALICE, form, values).json()["response_action"] == "update"
     message = slack.request_message()
     slack.click(LEE, slack.buttons(message)["Deny"], message)
