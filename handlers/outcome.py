@@ -11,8 +11,7 @@ import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
-from bot.adapters.db.database import LostRace
-from bot.errors import PermanentError, TemporaryError, UserError
+from bot.errors import LostRace, PermanentError, TemporaryError, UserError
 
 log = logging.getLogger("handlers")
 T = TypeVar("T")

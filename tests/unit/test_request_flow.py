@@ -155,20 +155,27 @@ def test_a_refused_apply_fails_cleanly_and_an_admin_can_retry(world: World) -> N
     assert world.cluster.hard("ai-frontier-research") == 8
 
 
-def test_temporary_failures_are_retried_with_backoff(world: World) -> None:
+def test_a_temporary_failure_keeps_the_request_approved_until_the_reconcile_applies_it(world: World) -> None:
     world.submit(REQUEST)
-    world.cluster.fail("write", TemporaryError("HTTP 503"))
-    approve(world, 1)
+    world.cluster.fail("write", TemporaryError("HTTP 503"), times=2)
+    assert "it is approved" in approve(world, 1)
+    assert world.request(1).state == RequestState.APPROVED
+    assert world.cluster.hard("ai-frontier-research") == 4
+    assert world.services.reconciler.tick().resumed == []  # the backoff (its lease) has not lapsed
+    world.advance(seconds=5)
+    assert world.services.reconciler.tick().resumed == [1]  # fails once more: still approved
+    assert world.request(1).state == RequestState.APPROVED
+    world.advance(seconds=5)
+    assert world.services.reconciler.tick().resumed == [1]
     assert world.request(1).state == RequestState.APPLIED
-    assert world.sleeps == [0.5]
-
-
-def test_temporary_failures_that_persist_end_in_failed(world: World) -> None:
-    world.submit(REQUEST)
-    world.cluster.fail("write", TemporaryError("HTTP 503"), times=3)
-    approve(world, 1)
-    assert world.request(1).state == RequestState.FAILED
-    assert world.sleeps == [0.5, 1.0]
+    assert world.cluster.hard("ai-frontier-research") == 8
+    replies = world.replies()
+    assert [r for r in replies if "waiting for the cluster" in r] == [
+        ":hourglass_flowing_sand: Approved; waiting for the cluster: HTTP 503. The bot keeps trying and says here"
+        " when it is applied; nothing needs to be done."
+    ]
+    assert sum("Applied" in r for r in replies) == 1
+    assert "request_failed" not in world.audit_actions(1)
 
 
 def test_a_concurrent_write_is_reread_and_redone(world: World) -> None:
@@ -181,12 +188,19 @@ def test_a_concurrent_write_is_reread_and_redone(world: World) -> None:
     assert "manual_change_adopted" in world.audit_actions(namespace="ai-frontier-research")
 
 
-def test_conflicts_that_never_stop_fail_the_request(world: World) -> None:
+def test_conflicts_are_retried_with_jittered_backoff_and_never_fail_the_request(world: World) -> None:
     world.submit(REQUEST)
-    world.cluster.fail("write", QuotaConflict("modified"), times=5)
+    world.cluster.fail("write", QuotaConflict("modified"), times=8)
     approve(world, 1)
     row = world.request(1)
-    assert row.state == RequestState.FAILED and "kept changing" in (row.failure_reason or "")
+    assert row.state == RequestState.APPROVED and row.failure_reason is None
+    # conflict_backoff (0.5, 1.0): each wait is between half and all of min(1.0, 0.5 * 2^n)
+    assert len(world.sleeps) == 7
+    assert 0.25 <= world.sleeps[0] <= 0.5 and all(0.5 <= s <= 1.0 for s in world.sleeps[1:])
+    world.advance(seconds=5)
+    world.services.reconciler.tick()
+    assert world.request(1).state == RequestState.APPLIED
+    assert world.cluster.hard("ai-frontier-research") == 8
 
 
 def test_a_hand_edit_before_approval_is_adopted_not_overwritten(world: World) -> None:
@@ -229,7 +243,7 @@ def test_a_revert_that_fails_is_retried_by_the_next_tick(world: World) -> None:
     world.submit(REQUEST)
     approve(world, 1)
     world.advance(days=3)
-    world.cluster.fail("write", TemporaryError("HTTP 503"), times=3)
+    world.cluster.fail("write", TemporaryError("HTTP 503"))
     assert world.services.reconciler.tick().grants_ended == []
     assert world.database.run(lambda r: r.grant_of(1)).state == GrantState.ENDING
     assert world.cluster.hard("ai-frontier-research") == 8
@@ -319,10 +333,10 @@ def test_an_apply_interrupted_by_a_crash_is_resumed_once(world: World) -> None:
     with pytest.raises(RuntimeError):
         approve(world, 1)
     assert world.request(1).state == RequestState.APPROVED
-    world.advance(minutes=1)
-    assert world.services.reconciler.tick().resumed == []  # maybe still running elsewhere
-    world.advance(minutes=2)
-    assert world.services.reconciler.tick().resumed == [1]
+    world.advance(seconds=5)
+    assert world.services.reconciler.tick().resumed == []  # its worker may still be running: the lease holds
+    world.advance(seconds=6)
+    assert world.services.reconciler.tick().resumed == [1]  # the lease (10 s) lapsed
     assert world.request(1).state == RequestState.APPLIED
     assert world.cluster.hard("ai-frontier-research") == 8
     assert world.services.reconciler.tick().resumed == []

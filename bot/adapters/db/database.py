@@ -1,31 +1,42 @@
-"""The engine, transactions with retry on lost races, and the URL rules.
+"""The engine, transactions with retry on lost races, the per-namespace writer lock, and the URL rules.
 
 ``Database.run(work)`` runs ``work(repository)`` in one transaction. When another transaction won
 a race on the same row (version column -> StaleDataError; unique decision -> IntegrityError;
 PostgreSQL serialization failure), the whole unit is run again from a fresh read, so the work
 function must decide everything from what it reads inside the transaction.
+
+``Database.namespace_lock(name)`` makes one writer per namespace across every process sharing the
+database: a PostgreSQL transaction-level advisory lock keyed by the namespace, held by a transaction
+on its own connection for as long as the block runs (a process that dies loses it with its
+connection). SQLite serves one process, so there it is a process-local lock, and the writes made
+under it run in ``BEGIN IMMEDIATE`` transactions (``run(..., immediate=True)``), which take SQLite's
+write lock when they start instead of failing half-way when another writer got it first.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.pool import StaticPool
 
 from bot.adapters.db.repository import Repository
+from bot.errors import LostRace
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock
+_IMMEDIATE = "gpu_quota_immediate"  # execution option: SQLite transactions that take the write lock at BEGIN
 
 
 def normalize_database_url(url: str) -> str:
@@ -45,42 +56,52 @@ def create_db_engine(url: str) -> Engine:
             connect_args={"check_same_thread": False, "timeout": 30},
             poolclass=StaticPool if in_memory else None,
         )
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    # Each namespace writer holds one connection for its lock besides its transactions.
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # The driver's own transaction handling never issues BEGIN before a SELECT and cannot say
+    # IMMEDIATE: turn it off and let _sqlite_begin issue BEGIN (SQLAlchemy's documented recipe).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer; no-op in memory
     cursor.close()
 
 
-class LostRace(Exception):
-    """A transaction kept losing races; the caller reports a temporary failure."""
+def _sqlite_begin(connection: Connection) -> None:
+    immediate = connection.get_execution_options().get(_IMMEDIATE)
+    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
 class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._immediate_sessions = sessionmaker(engine.execution_options(**{_IMMEDIATE: True}), expire_on_commit=False)
+        self._local_locks: dict[str, threading.Lock] = {}
+        self._local_locks_guard = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str) -> Database:
         return cls(create_db_engine(url))
 
     @contextmanager
-    def transaction(self) -> Iterator[Repository]:
+    def transaction(self, *, immediate: bool = False) -> Iterator[Repository]:
         """One transaction, committed on success and rolled back on any error."""
-        with self._sessions.begin() as session:
+        with (self._immediate_sessions if immediate else self._sessions).begin() as session:
             yield Repository(session)
 
-    def run(self, work: Callable[[Repository], T], *, attempts: int = 6) -> T:
+    def run(self, work: Callable[[Repository], T], *, attempts: int = 6, immediate: bool = False) -> T:
         """Run ``work`` in a transaction, again from scratch when it loses a race."""
         for attempt in range(1, attempts + 1):
             try:
-                with self.transaction() as repository:
+                with self.transaction(immediate=immediate) as repository:
                     return work(repository)
             except (StaleDataError, IntegrityError, OperationalError) as error:
                 if not _is_lost_race(error) or attempt == attempts:
@@ -91,8 +112,30 @@ class Database:
                 time.sleep(random.uniform(0.005, 0.05) * attempt)
         raise AssertionError("unreachable")
 
+    @contextmanager
+    def namespace_lock(self, namespace: str) -> Iterator[None]:
+        """Be the only writer of ``namespace`` (across processes on PostgreSQL) while the block runs."""
+        # Threads of this process queue here first, so waiting never holds a pooled connection.
+        with self._local_lock(namespace):
+            if self.engine.dialect.name != "postgresql":
+                yield
+                return
+            with self.engine.connect() as connection, connection.begin():
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(namespace)})
+                yield
+
+    def _local_lock(self, namespace: str) -> threading.Lock:
+        with self._local_locks_guard:
+            return self._local_locks.setdefault(namespace, threading.Lock())
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def lock_key(namespace: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a namespace (the same in every replica)."""
+    digest = hashlib.blake2b(f"gpu-quota-bot/namespace/{namespace}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def _is_lost_race(error: Exception) -> bool:
