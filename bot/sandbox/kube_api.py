@@ -49,6 +49,7 @@ class _Fault:
     message: str
     until: float | None = None  # a monotonic deadline: the fault holds until then (``times`` ignored)
     body: re.Pattern[str] | None = None  # only requests whose JSON body matches
+    dry_run: bool | None = None  # only dry runs (True), only real writes (False), or both
 
 
 class KubeApiStandIn:
@@ -174,10 +175,11 @@ class KubeApiStandIn:
         message: str = "",
         seconds: float | None = None,
         body: str | None = None,
+        dry_run: bool | None = None,
     ) -> None:
         """Make matching requests fail with ``status`` (0: stall for ``delay`` seconds then answer normally),
         ``times`` times or, with ``seconds``, every time for that long; ``body`` narrows it to requests
-        whose JSON body matches that pattern."""
+        whose JSON body matches that pattern, ``dry_run`` to dry runs (True) or real writes (False)."""
         until = time.monotonic() + seconds if seconds is not None else None
         with self._lock:
             self._faults.append(
@@ -190,6 +192,7 @@ class KubeApiStandIn:
                     message,
                     until,
                     re.compile(body) if body is not None else None,
+                    dry_run,
                 )
             )
 
@@ -242,6 +245,8 @@ class KubeApiStandIn:
             if fault.method != incoming.method or not fault.path.search(incoming.path):
                 continue
             if fault.body is not None and not fault.body.search(incoming.body.decode("utf-8", "replace")):
+                continue
+            if fault.dry_run is not None and fault.dry_run != (incoming.query.get("dryRun") == "All"):
                 continue
             if fault.until is not None:
                 if time.monotonic() < fault.until:

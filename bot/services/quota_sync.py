@@ -2,7 +2,7 @@
 
 What serialises it: ``Database.namespace_lock`` — a PostgreSQL transaction-level advisory lock keyed
 by the namespace, held for the whole critical section by every replica (on SQLite, which serves one
-process, a process-local lock, with the records written in ``BEGIN IMMEDIATE`` transactions). Inside
+process, a process-local lock; its transactions are ``BEGIN IMMEDIATE``). Inside
 it, in this order: read the cluster; fold a person's hand edit into the base, measured from the
 value the bot itself last wrote (the ``gpu-quota-bot.io/applied-gpus`` stamp), never from a snapshot
 taken before another writer's write; decide the desired value (base + active grants); dry-run and
@@ -169,7 +169,7 @@ class QuotaSync:
             )
         # The adoption is recorded only now, with the write: had the write failed, the stamp would
         # still hold the bot's last value and the next attempt measures the same edit again.
-        self._db.run(lambda repo: self._record(repo, namespace, snapshot, written, plan, request_id), immediate=True)
+        self._db.run(lambda repo: self._record(repo, namespace, snapshot, written, plan, request_id))
         if written is None:
             assert snapshot is not None
             return SyncOutcome(namespace, quota_name, snapshot.hard, snapshot.hard, snapshot.used, plan.seen.drift, False)

@@ -372,3 +372,36 @@ def test_status_list_and_audit(world: World) -> None:
         world.services.queries.audit(user="U0MAYA", namespace="ai-frontier-research")
     trail = world.services.queries.audit(user="U0PAT", request_id=1)
     assert [e.action for e in trail] == ["request_submitted", "request_approved", "quota_patched", "request_applied"]
+
+
+def test_the_quota_is_written_before_approved_by_the_card_and_the_dm(world: World) -> None:
+    """Issue 9: on the approval that completes a request, the quota is written first."""
+    world.submit(REQUEST)
+    seen: list[tuple[str, int]] = []  # what was said, and the quota at that moment
+    notifier = world.notifier
+    for kind in ("reply", "update_request", "tell_user"):
+        send = getattr(notifier, kind)
+
+        def spy(*args, _send=send, _kind=kind, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append((_kind, world.cluster.hard("ai-frontier-research")))
+            return _send(*args, **kwargs)
+
+        setattr(notifier, kind, spy)
+
+    approve(world, 1)
+
+    assert seen and all(hard == 8 for _, hard in seen), seen
+    assert world.replies()[-2].startswith(":+1: Approved by <@U0LEE>")
+    assert world.replies()[-1].startswith(":white_check_mark: Applied")
+
+
+def test_a_limit_broken_by_now_is_refused_inside_the_apply(world: World) -> None:
+    """Between the approval and the write a person raised the quota: the apply refuses, converges, says why."""
+    world.submit(REQUEST)  # +4 for 3d at 4 (max 16)
+    world.cluster.before_write.append(lambda: world.cluster.edit("ai-frontier-research", 13))
+    approve(world, 1)
+    row = world.request(1)
+    assert row.state == RequestState.FAILED and "may be at most 16; 13 +4 = 17" in (row.failure_reason or "")
+    assert world.cluster.hard("ai-frontier-research") == 13  # the person's number, adopted; no grant
+    assert world.database.run(lambda r: r.grant_of(1)) is None
+    assert "Could not apply GQ-1" in world.replies()[-1] and "could not be applied" in world.dms("U0ALICE")[-1]

@@ -8,9 +8,9 @@ function must decide everything from what it reads inside the transaction.
 ``Database.namespace_lock(name)`` makes one writer per namespace across every process sharing the
 database: a PostgreSQL transaction-level advisory lock keyed by the namespace, held by a transaction
 on its own connection for as long as the block runs (a process that dies loses it with its
-connection). SQLite serves one process, so there it is a process-local lock, and the writes made
-under it run in ``BEGIN IMMEDIATE`` transactions (``run(..., immediate=True)``), which take SQLite's
-write lock when they start instead of failing half-way when another writer got it first.
+connection). SQLite serves one process, so there it is a process-local lock; every SQLite
+transaction begins with ``BEGIN IMMEDIATE``, which takes SQLite's write lock when it starts (waiting
+up to the busy timeout) instead of failing half-way when another connection wrote since its read.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from bot.errors import LostRace
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _RETRYABLE_SQLSTATES = {"40001", "40P01"}  # serialization failure, deadlock
-_IMMEDIATE = "gpu_quota_immediate"  # execution option: SQLite transactions that take the write lock at BEGIN
 
 
 def normalize_database_url(url: str) -> str:
@@ -65,7 +64,7 @@ def create_db_engine(url: str) -> Engine:
 
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     # The driver's own transaction handling never issues BEGIN before a SELECT and cannot say
-    # IMMEDIATE: turn it off and let _sqlite_begin issue BEGIN (SQLAlchemy's documented recipe).
+    # IMMEDIATE: turn it off and let _sqlite_begin issue it (SQLAlchemy's documented recipe).
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
@@ -75,15 +74,15 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _sqlite_begin(connection: Connection) -> None:
-    immediate = connection.get_execution_options().get(_IMMEDIATE)
-    connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    # Writes are short and never wait on the network here, so serialising them costs little and
+    # spares the lost races a deferred transaction meets when another connection wrote after its read.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self._immediate_sessions = sessionmaker(engine.execution_options(**{_IMMEDIATE: True}), expire_on_commit=False)
         self._local_locks: dict[str, threading.Lock] = {}
         self._local_locks_guard = threading.Lock()
 
@@ -92,16 +91,16 @@ class Database:
         return cls(create_db_engine(url))
 
     @contextmanager
-    def transaction(self, *, immediate: bool = False) -> Iterator[Repository]:
+    def transaction(self) -> Iterator[Repository]:
         """One transaction, committed on success and rolled back on any error."""
-        with (self._immediate_sessions if immediate else self._sessions).begin() as session:
+        with self._sessions.begin() as session:
             yield Repository(session)
 
-    def run(self, work: Callable[[Repository], T], *, attempts: int = 6, immediate: bool = False) -> T:
+    def run(self, work: Callable[[Repository], T], *, attempts: int = 6) -> T:
         """Run ``work`` in a transaction, again from scratch when it loses a race."""
         for attempt in range(1, attempts + 1):
             try:
-                with self.transaction(immediate=immediate) as repository:
+                with self.transaction() as repository:
                     return work(repository)
             except (StaleDataError, IntegrityError, OperationalError) as error:
                 if not _is_lost_race(error) or attempt == attempts:
