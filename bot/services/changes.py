@@ -105,7 +105,7 @@ def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) ->
     if request.permanent:
         namespace = repo.namespace(request.namespace)
         assert namespace is not None
-        namespace.base_gpus -= request.delta
+        namespace.base_gpus = max(0, namespace.base_gpus - request.delta)  # a hand edit may have lowered it since
         namespace.updated_at = now
         return
     grant = repo.grant_of(request.id)
@@ -113,12 +113,14 @@ def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) ->
         repo.remove_grant(grant)
 
 
-def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: datetime) -> None:
-    """Mark an approved request failed and take its change back out of the desired state."""
+def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: datetime, recorded: bool = True) -> None:
+    """Mark an approved request failed and take its change back out of the desired state (when its
+    effect was ``recorded``: a request refused as it is approved never had one)."""
     move_request(request, RequestState.FAILED, now=now)
     request.failure_reason = reason
     request.apply_lease_until = None
-    take_back_effect(repo, request, now=now)
+    if recorded:
+        take_back_effect(repo, request, now=now)
     repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=reason)
 
 
@@ -196,8 +198,10 @@ class ChangeApplier:
             return _Settled(RequestState(request.state))
         if request.kind == RequestKind.EXTENSION:
             return self._apply_extension(request_id)
+        # A resumed apply gives way if, while it queued for the namespace, another worker renewed the lease.
+        lease = request.apply_lease_until if resume else None
         with self._sync.exclusive(request.namespace):
-            return self._apply_locked(request_id, request.namespace)
+            return self._apply_locked(request_id, request.namespace, lease=lease)
 
     def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> RequestRow | None:
         """Take (or renew) the apply lease; None when another live worker holds it and ``resume``."""
@@ -213,19 +217,25 @@ class ChangeApplier:
         touch(request, now=now)
         return request
 
-    def _apply_locked(self, request_id: int, namespace: str) -> _Result:
+    def _apply_locked(self, request_id: int, namespace: str, *, lease: datetime | None) -> _Result:
         request = self._db.run(lambda repo: repo.request(request_id))
         assert request is not None
         if request.state != RequestState.APPROVED:
             return _Settled(RequestState(request.state))  # a worker before us in the queue finished it
-        effect = request.delta
+        if lease is not None and request.apply_lease_until != lease:
+            return _Settled(RequestState.APPROVED)  # its first worker is still on it (it is waiting out a fault)
+        effect, permanent = request.delta, request.permanent
         max_gpus = self._policy.max_gpus(namespace)
+
+        def check(base: int, grants: int) -> str | None:
+            """The limits against the quota as it is now, with this request's change in it."""
+            if permanent and base < 0:
+                return f"the permanent quota is {base - effect} GPUs, so it cannot go down by {-effect}"
+            total = base + grants
+            return change_problem(before=total - effect, delta=effect, max_gpus=max_gpus)
+
         try:
-            outcome = self._sync.converge_locked(
-                namespace,
-                request_id=request_id,
-                check=lambda total: change_problem(before=total - effect, delta=effect, max_gpus=max_gpus),
-            )
+            outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check)
         except TemporaryError as error:
             return self._wait(request_id, str(error))
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now

@@ -120,11 +120,11 @@ class QuotaSync:
             return self.converge_locked(namespace, request_id=request_id)
 
     def converge_locked(
-        self, namespace: str, *, request_id: int | None = None, check: Callable[[int], str | None] | None = None
+        self, namespace: str, *, request_id: int | None = None, check: Callable[[int, int], str | None] | None = None
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
 
-        ``check(base + grants)`` may refuse the value before anything is written (ChangeRefused). Raises
+        ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused). Raises
         TemporaryError for faults that may pass (and after too many 409s in a row), PermanentError or
         NamespaceNotFound for what will not.
         """
@@ -150,12 +150,12 @@ class QuotaSync:
         return self._rng.uniform(ceiling / 2, ceiling)
 
     def _attempt(
-        self, namespace: str, quota_name: str, request_id: int | None, check: Callable[[int], str | None] | None
+        self, namespace: str, quota_name: str, request_id: int | None, check: Callable[[int, int], str | None] | None
     ) -> SyncOutcome:
         snapshot = self._cluster.read_quota(namespace, quota_name)
         plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
         if check is not None:
-            problem = check(plan.seen.base + plan.grants)  # unclamped: a decrease below zero is refused
+            problem = check(plan.seen.base, plan.grants)
             if problem:
                 raise ChangeRefused(problem)
         written: QuotaSnapshot | None = None

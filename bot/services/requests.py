@@ -294,7 +294,7 @@ class RequestService:
                 row.decided_at = now
                 problem = self._recheck(repo, row, current)
                 if problem:
-                    fail_request(repo, row, problem, now=now)
+                    fail_request(repo, row, problem, now=now, recorded=False)
                 else:
                     record_effect(repo, row, now=now)
             return row
@@ -336,15 +336,17 @@ class RequestService:
         shown before -> after is updated (an absolute amount is re-derived), or the reason it is refused."""
         if row.kind != RequestKind.CHANGE:
             return None
+        namespace = repo.namespace(row.namespace)
+        assert namespace is not None, "a request's namespace is recorded when it is submitted"
         if current is None:
-            namespace = repo.namespace(row.namespace)
-            if namespace is None:
-                return None
             current = desired_gpus(namespace.base_gpus, repo.active_grant_total(row.namespace))
         if not row.amount_text.startswith(("+", "-")):
             row.delta = int(row.amount_text) - current
         row.hard_before = current
         problem = change_problem(before=current, delta=row.delta, max_gpus=self._policy.max_gpus(row.namespace))
+        if problem is None and row.permanent and namespace.base_gpus + row.delta < 0:
+            # Running grants are not the base: a permanent decrease cannot take more than the base.
+            problem = f"the permanent quota is {namespace.base_gpus} GPUs, so it cannot go down by {-row.delta}"
         return f"refused when approved: {problem}" if problem else None
 
     # --- cancel, release, retry -----------------------------------------------------------------

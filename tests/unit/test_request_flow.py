@@ -405,3 +405,17 @@ def test_a_limit_broken_by_now_is_refused_inside_the_apply(world: World) -> None
     assert world.cluster.hard("ai-frontier-research") == 13  # the person's number, adopted; no grant
     assert world.database.run(lambda r: r.grant_of(1)) is None
     assert "Could not apply GQ-1" in world.replies()[-1] and "could not be applied" in world.dms("U0ALICE")[-1]
+
+
+def test_a_permanent_decrease_cannot_take_more_than_the_base(world: World) -> None:
+    """The base never goes negative: running grants are not the base."""
+    world.submit(REQUEST)
+    approve(world, 1)  # base 4 + a 4-GPU grant: the quota is 8
+    world.submit("request ai-frontier-research -5 trim for good", user="U0ALICE")
+    approve(world, 2)
+    approve(world, 2, "U0KIM")
+    row = world.request(2)
+    assert row.state == RequestState.FAILED
+    assert "permanent quota is 4 GPUs, so it cannot go down by 5" in (row.failure_reason or "")
+    assert world.database.run(lambda r: r.namespace("ai-frontier-research")).base_gpus == 4
+    assert world.cluster.hard("ai-frontier-research") == 8
