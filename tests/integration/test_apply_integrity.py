@@ -116,6 +116,7 @@ def test_outages_during_approvals_heal_without_an_admin(tmp_path: Path, stand_in
             ),
         }
         for request_id, (what, outage) in outages.items():
+            writes = kube.quota_writes(NAMESPACE)
             outage()
             started = time.monotonic()
             assert driver.approve(bot, request_id)
@@ -129,6 +130,7 @@ def test_outages_during_approvals_heal_without_an_admin(tmp_path: Path, stand_in
             assert len([t for t in thread if "waiting for the cluster" in t]) <= 1
             assert sum("Applied" in t for t in thread) == 1 and not any("Could not apply" in t for t in thread)
             assert thread[-1].startswith(":white_check_mark: Applied")  # after "waiting for the cluster", never before
+            assert kube.quota_writes(NAMESPACE) - writes == 1  # the change landed once
 
         assert kube.hard(NAMESPACE, QUOTA) == "7" == str(ledger.desired())
         assert ledger.per_request("request_applied") == {1: 1, 2: 1, 3: 1}
