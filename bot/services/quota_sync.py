@@ -63,7 +63,6 @@ class _Plan:
     seen: Observation
     grants: int
     desired: int
-    new_namespace: bool
 
 
 class QuotaSync:
@@ -194,7 +193,7 @@ class QuotaSync:
             active_grants=grants,
             default_quota=self._policy.default_quota(namespace),
         )
-        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants), new_namespace=row is None)
+        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants))
 
     def _record(
         self,
