@@ -204,11 +204,12 @@ class ChangeApplier:
             return self._apply_locked(request_id, request.namespace, lease=lease)
 
     def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> RequestRow | None:
-        """Take (or renew) the apply lease; None when another live worker holds it and ``resume``."""
+        """Take (or renew) the apply lease; None when there is nothing to take (no such request, or
+        another live worker holds the lease and ``resume``)."""
         now = self._clock.now()
         request = repo.request(request_id)
         if request is None:
-            raise GpuQuotaError(f"{format_request_id(request_id)} does not exist")
+            return None
         if request.state != RequestState.APPROVED:
             return request
         if resume and request.apply_lease_until is not None and request.apply_lease_until > now:
