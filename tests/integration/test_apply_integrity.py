@@ -94,7 +94,7 @@ def test_two_replicas_fifty_requests_two_clicks_each(
         assert ledger.count("applied") == 50 and ledger.count("failed") == 0
         assert kube.hard(NAMESPACE, QUOTA) == str(4 + 50) == str(ledger.desired())
         assert ledger.per_request("request_applied") == {request_id: 1 for request_id in ids}
-        assert writes < 50
+        assert writes <= 50  # at most one write per change: no racing writes, no retried conflicts
     finally:
         ledger.close()
 
