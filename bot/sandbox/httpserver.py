@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -90,7 +91,7 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by design
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self._port), Handler)
+        self._server = _QuietServer(("127.0.0.1", self._port), Handler)
         self._port = self._server.server_address[1]
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -113,3 +114,12 @@ class LoopbackServer:
     def resume(self) -> None:
         self._refusing.clear()
         self.start()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hung up (a timeout, a dropped connection while refusing) is normal here, not a
+    traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
