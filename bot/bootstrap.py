@@ -70,7 +70,14 @@ def build_services(
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
     access = Access(policy, directory)
-    sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, sleep=sleep)
+    sync = QuotaSync(
+        policy=policy,
+        cluster=cluster,
+        database=database,
+        clock=clock,
+        conflict_backoff=(retry_delays[0], retry_delays[-1]),
+        sleep=sleep,
+    )
     announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
     digest = budget = idle = None

@@ -38,3 +38,8 @@ class NamespaceNotFound(UserError):
 
 class QuotaConflict(TemporaryError):
     """Someone changed the ResourceQuota between our read and our write (HTTP 409)."""
+
+
+class LostRace(Exception):
+    """A transaction kept losing races with other changes to the same rows; the caller reports a
+    temporary failure (nothing was recorded)."""

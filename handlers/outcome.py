@@ -13,9 +13,8 @@ import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
-from bot.adapters.db.database import LostRace
 from bot.adapters.slack.mrkdwn import escape, render
-from bot.errors import GpuQuotaError, PermanentError, TemporaryError, UserError
+from bot.errors import GpuQuotaError, LostRace, PermanentError, TemporaryError, UserError
 from bot.services.text import Refusal
 
 log = logging.getLogger("handlers")

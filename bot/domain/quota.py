@@ -34,11 +34,11 @@ class QuotaSnapshot:
 
 @dataclass(frozen=True)
 class Observation:
-    """The base after comparing the cluster with what the bot last knew."""
+    """The base after comparing the cluster with what the bot last wrote."""
 
     base: int
     last_seen: int | None
-    drift: int  # GPUs someone else added (+) or removed (-) since the bot's last write
+    drift: int  # GPUs someone else added (+) or removed (-) since the bot's last write, as adopted
 
 
 def observe(
@@ -46,34 +46,51 @@ def observe(
     *,
     base: int | None,
     last_seen: int | None,
+    seen_version: str | None,
     active_grants: int,
     default_quota: int,
 ) -> Observation:
     """Fold the cluster's current quota into the bot's base.
 
-    ``base``/``last_seen`` are what the database holds (None: never recorded); ``active_grants`` is
-    the sum of the namespace's active temporary grants.
+    ``base``/``last_seen`` are what the database holds (None: never recorded), ``seen_version`` the
+    resourceVersion it last accounted for (its first sight of the quota, or the bot's last write);
+    ``active_grants`` is the sum of the namespace's active temporary grants. A hand edit is the
+    difference between ``hard`` and the value the bot itself last wrote (the stamp annotation; the
+    stored ``last_seen`` for a quota the bot never wrote), so the bot's own writes are never taken
+    for one. The caller records the result together with its next write (never before it), so an
+    edit is adopted exactly once. The base never goes below zero.
     """
     if base is None:
         if snapshot is None:
             return Observation(base=default_quota, last_seen=None, drift=0)
-        return Observation(base=snapshot.hard - active_grants, last_seen=snapshot.hard, drift=0)
-    if snapshot is None or snapshot.bot_applied == snapshot.hard:
-        # Missing quota (recreated on the next write) or the bot's own last write: nothing to adopt.
-        seen = snapshot.hard if snapshot else last_seen
-        return Observation(base=base, last_seen=seen, drift=0)
-    expected = last_seen if last_seen is not None else desired_gpus(base, active_grants)
-    drift = snapshot.hard - expected
-    return Observation(base=base + drift, last_seen=snapshot.hard, drift=drift)
+        return Observation(base=max(0, snapshot.hard - active_grants), last_seen=snapshot.hard, drift=0)
+    if snapshot is None or snapshot.resource_version == seen_version or snapshot.bot_applied == snapshot.hard:
+        # Missing quota (recreated on the next write), or nothing changed since the bot last looked or wrote.
+        return Observation(base=base, last_seen=snapshot.hard if snapshot else last_seen, drift=0)
+    expected = snapshot.bot_applied if snapshot.bot_applied is not None else last_seen
+    if expected is None:
+        expected = desired_gpus(base, active_grants)
+    adopted = max(0, base + snapshot.hard - expected)
+    return Observation(base=adopted, last_seen=snapshot.hard, drift=adopted - base)
 
 
 def desired_gpus(base: int, active_grants: int) -> int:
-    """The quota the bot wants: base plus active grants, never below zero.
-
-    The base may be negative after a person lowered the quota under a running grant: keeping it
-    lets the person's number stand while the grant runs and after it ends.
-    """
+    """The quota the bot wants: base plus active grants, never below zero (a temporary decrease
+    larger than the base cannot take the quota negative)."""
     return max(0, base + active_grants)
+
+
+def change_problem(*, before: int, delta: int, max_gpus: int) -> str | None:
+    """Why moving a quota of ``before`` by ``delta`` breaks the namespace's limits now (None: it doesn't).
+
+    Checked again when the change is made: the quota may have moved since the request was asked.
+    """
+    after = before + delta
+    if after < 0:
+        return f"the quota is {before} GPUs now, so it cannot go down by {-delta}"
+    if delta > 0 and after > max_gpus:
+        return f"the quota is {before} GPUs now and may be at most {max_gpus}; {before} {delta:+d} = {after}"
+    return None
 
 
 def in_sync(snapshot: QuotaSnapshot | None, desired: int) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,26 +39,36 @@ class Outgoing:
 
 
 class LoopbackServer:
-    """Serves ``handle(Incoming) -> Outgoing`` on 127.0.0.1 on a free port, in a daemon thread."""
+    """Serves ``handle(Incoming) -> Outgoing`` on 127.0.0.1 on a free port, in a daemon thread.
+
+    ``refuse()`` plays a server that went away: the port stops listening (new connections are
+    refused) and kept-alive connections are closed on their next request; ``resume()`` listens on
+    the same port again.
+    """
 
     def __init__(self, handle: Callable[[Incoming], Outgoing]) -> None:
         self._handle = handle
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._port = 0
+        self._refusing = threading.Event()
 
     @property
     def url(self) -> str:
-        assert self._server is not None, "start() first"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        assert self._port, "start() first"
+        return f"http://127.0.0.1:{self._port}"
 
     def start(self) -> LoopbackServer:
         handle = self._handle
+        refusing = self._refusing
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
             def _serve(self) -> None:
+                if refusing.is_set():  # the server is gone: drop the connection without an answer
+                    self.close_connection = True
+                    return
                 parts = urlsplit(self.path)
                 length = int(self.headers.get("Content-Length") or 0)
                 incoming = Incoming(
@@ -80,7 +91,8 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by design
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", self._port), Handler)
+        self._port = self._server.server_address[1]
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="loopback-server", daemon=True
@@ -93,3 +105,21 @@ class LoopbackServer:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+    def refuse(self) -> None:
+        """Stop listening (connections are refused) until ``resume()``."""
+        self._refusing.set()
+        self.stop()
+
+    def resume(self) -> None:
+        self._refusing.clear()
+        self.start()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hung up (a timeout, a dropped connection while refusing) is normal here, not a
+    traceback on stderr."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)

@@ -4,8 +4,10 @@ It serves namespaces, nodes, ResourceQuotas and events under ``/api/v1`` with th
 checks a bearer token, honours ``dryRun=All``, applies JSON merge patches, enforces
 ``metadata.resourceVersion`` preconditions (409 with the API server's message), validates
 quantities (422), copies ``spec.hard`` into ``status.hard`` like the quota controller, and can be
-told to fail or stall a route (403, 404, 500, timeouts). ``edit_quota`` plays a person running
-``kubectl edit``.
+told to fail or stall a route (403, 404, 500, timeouts; a number of times or for a while; only for
+bodies matching a pattern) or to refuse connections for a while. A stalled write is still applied
+after the stall, as a real API server that already accepted it would. ``edit_quota`` plays a person
+running ``kubectl edit``; ``quota_writes`` counts the writes that changed a quota.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ class _Fault:
     times: int
     delay: float
     message: str
+    until: float | None = None  # a monotonic deadline: the fault holds until then (``times`` ignored)
+    body: re.Pattern[str] | None = None  # only requests whose JSON body matches
+    dry_run: bool | None = None  # only dry runs (True), only real writes (False), or both
 
 
 class KubeApiStandIn:
@@ -57,6 +62,7 @@ class KubeApiStandIn:
         self.used: dict[str, int] = {}
         self.log: list[tuple[str, str, dict[str, str], Any]] = []  # method, path, query, body
         self._faults: list[_Fault] = []
+        self._persisted: list[str] = []  # the namespace of each persisted quota write
         self._rv = itertools.count(100)
         self._lock = threading.RLock()
         self._server = LoopbackServer(self._handle)
@@ -158,10 +164,49 @@ class KubeApiStandIn:
             event.setdefault("metadata", {})["resourceVersion"] = self._next_rv()
             self.events.append(event)
 
-    def fail(self, method: str, path_pattern: str, status: int, *, times: int = 1, delay: float = 0.0, message: str = "") -> None:
-        """Make matching requests fail with ``status`` (0: stall for ``delay`` seconds then answer normally)."""
+    def fail(
+        self,
+        method: str,
+        path_pattern: str,
+        status: int,
+        *,
+        times: int = 1,
+        delay: float = 0.0,
+        message: str = "",
+        seconds: float | None = None,
+        body: str | None = None,
+        dry_run: bool | None = None,
+    ) -> None:
+        """Make matching requests fail with ``status`` (0: stall for ``delay`` seconds then answer normally),
+        ``times`` times or, with ``seconds``, every time for that long; ``body`` narrows it to requests
+        whose JSON body matches that pattern, ``dry_run`` to dry runs (True) or real writes (False)."""
+        until = time.monotonic() + seconds if seconds is not None else None
         with self._lock:
-            self._faults.append(_Fault(method.upper(), re.compile(path_pattern), status, times, delay, message))
+            self._faults.append(
+                _Fault(
+                    method.upper(),
+                    re.compile(path_pattern),
+                    status,
+                    times,
+                    delay,
+                    message,
+                    until,
+                    re.compile(body) if body is not None else None,
+                    dry_run,
+                )
+            )
+
+    def refuse_connections(self, seconds: float) -> None:
+        """The API server goes away for ``seconds``: connections are refused, then it is back."""
+        self._server.refuse()
+        timer = threading.Timer(seconds, self._server.resume)
+        timer.daemon = True
+        timer.start()
+
+    def quota_writes(self, namespace: str | None = None) -> int:
+        """Creates and patches of ResourceQuotas that were persisted (dry runs and refusals not counted)."""
+        with self._lock:
+            return sum(1 for ns in self._persisted if namespace is None or ns == namespace)
 
     def writes(self) -> list[tuple[str, str, dict[str, str], Any]]:
         with self._lock:
@@ -197,7 +242,16 @@ class KubeApiStandIn:
 
     def _take_fault(self, incoming: Incoming) -> _Fault | None:
         for fault in self._faults:
-            if fault.times > 0 and fault.method == incoming.method and fault.path.search(incoming.path):
+            if fault.method != incoming.method or not fault.path.search(incoming.path):
+                continue
+            if fault.body is not None and not fault.body.search(incoming.body.decode("utf-8", "replace")):
+                continue
+            if fault.dry_run is not None and fault.dry_run != (incoming.query.get("dryRun") == "All"):
+                continue
+            if fault.until is not None:
+                if time.monotonic() < fault.until:
+                    return fault
+            elif fault.times > 0:
                 fault.times -= 1
                 return fault
         return None
@@ -240,6 +294,7 @@ class KubeApiStandIn:
         quota = self._with_status(quota)
         if incoming.query.get("dryRun") != "All":
             self.quotas[(ns, name)] = quota
+            self._persisted.append(ns)
         return Outgoing.json(201, quota)
 
     def _patch_quota(self, incoming: Incoming, body: Any, ns: str, name: str) -> Outgoing:
@@ -270,6 +325,7 @@ class KubeApiStandIn:
         patched["metadata"]["resourceVersion"] = self._next_rv()
         patched = self._with_status(patched)
         self.quotas[(ns, name)] = patched
+        self._persisted.append(ns)
         return Outgoing.json(200, patched)
 
     def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:

@@ -81,8 +81,9 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         team_label=team.label if team else request.team,
         requester_id=request.requester_id,
         amount_text=request.amount_text,
-        delta=request.delta,
-        hard_before=request.hard_before,
+        # Once applied, the before -> after the bot actually made (the quota may have moved since it was asked).
+        delta=request.delta if request.applied_to is None else request.applied_to - (request.applied_from or 0),
+        hard_before=request.hard_before if request.applied_from is None else request.applied_from,
         used_before=request.used_before,
         duration=timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None,
         reason=request.reason,

@@ -1,14 +1,30 @@
 """Applying decided requests to the cluster, and ending grants.
 
 Approval records the request's effect in the database (a new grant, or a moved base) in the same
-transaction that marks it approved; this module then makes the cluster match. On failure the
-effect is taken back in the transaction that marks the request failed, so the database never
-describes a change the cluster refused. An admin can retry a failed request.
+transaction that marks it approved, and gives the request an apply lease; this module then makes the
+cluster match, inside the namespace's critical section (``QuotaSync.exclusive``): the limits are
+checked again against the quota as it is now, the write is made, and the request is marked applied
+with the before -> after it actually made.
+
+What can go wrong, and what happens:
+
+- a 409 from someone outside the bot: retried in the critical section with jittered backoff;
+- a temporary fault (5xx, timeout, refused connection): the request stays approved, the thread says
+  "waiting for the cluster" once, and the reconcile retries once the lease (the backoff) lapsed;
+- a permanent refusal (403, 422, the namespace gone, a limit broken now): the request fails, its
+  effect is taken back and the namespace converged to base + active grants in the same critical
+  section, and the thread and the requester get the reason. An admin can retry it.
+
+A worker that dies mid-apply leaves its lease to lapse (``APPLY_LEASE``); the next reconcile tick
+resumes the apply. Applying is idempotent: the value written is derived from stored state.
 """
 
 from __future__ import annotations
 
 import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy.orm.attributes import flag_modified
@@ -20,8 +36,8 @@ from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition, check_request_transition
 from bot.domain.policy import Policy
-from bot.domain.quota import below_usage_note
-from bot.errors import GpuQuotaError
+from bot.domain.quota import below_usage_note, change_problem
+from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer
@@ -30,6 +46,12 @@ from bot.services.quota_sync import QuotaSync, SyncOutcome
 from bot.services.text import gpus, mention, when
 
 log = logging.getLogger(__name__)
+# A worker applying a request holds it this long; after that the reconcile takes it over.
+APPLY_LEASE = timedelta(seconds=10)
+# Waits after temporary faults: 1, 2, 4 s, then 5 s, the shortest reconcile interval, so that once
+# the API server is back the apply lands on the next tick.
+RETRY_FIRST = timedelta(seconds=1)
+RETRY_CAP = timedelta(seconds=5)
 
 
 def touch(request: RequestRow, *, now: datetime) -> None:
@@ -51,7 +73,11 @@ def move_grant(grant: GrantRow, target: GrantState) -> None:
 
 
 def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    """Put an approved change into the desired state: a grant, or a new base (extensions act at apply)."""
+    """Put an approved change into the desired state: a grant, or a new base (extensions act at apply).
+
+    The approver's worker applies it next: it holds the apply lease from now.
+    """
+    request.apply_lease_until, request.apply_attempts = now + APPLY_LEASE, 0
     if request.kind == RequestKind.EXTENSION:
         return
     if request.permanent:
@@ -79,52 +105,184 @@ def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) ->
     if request.permanent:
         namespace = repo.namespace(request.namespace)
         assert namespace is not None
-        namespace.base_gpus -= request.delta
+        namespace.base_gpus = max(0, namespace.base_gpus - request.delta)  # a hand edit may have lowered it since
         namespace.updated_at = now
         return
     grant = repo.grant_of(request.id)
     if grant is not None:
-        repo.session.delete(grant)
+        repo.remove_grant(grant)
+
+
+def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: datetime, recorded: bool = True) -> None:
+    """Mark an approved request failed and take its change back out of the desired state (when its
+    effect was ``recorded``: a request refused as it is approved never had one)."""
+    move_request(request, RequestState.FAILED, now=now)
+    request.failure_reason = reason
+    request.apply_lease_until = None
+    if recorded:
+        take_back_effect(repo, request, now=now)
+    repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=reason)
+
+
+@dataclass(frozen=True)
+class _Applied:
+    outcome: SyncOutcome
+
+
+@dataclass(frozen=True)
+class _Extended:
+    pass
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    reason: str
+    first: bool  # the first temporary fault of this apply: the thread is told once
+
+
+@dataclass(frozen=True)
+class _Failed:
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Settled:
+    """Someone else finished (or is finishing) this apply: nothing to say here."""
+
+    state: RequestState
+
+
+_Result = _Applied | _Extended | _Waiting | _Failed | _Settled
 
 
 class ChangeApplier:
-    def __init__(self, *, policy: Policy, database: Database, sync: QuotaSync, announcer: Announcer, clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        database: Database,
+        sync: QuotaSync,
+        announcer: Announcer,
+        clock: Clock,
+        rng: random.Random | None = None,
+    ) -> None:
         self._policy = policy
         self._db = database
         self._sync = sync
         self._announce = announcer
         self._clock = clock
+        self._rng = rng or random.Random()
 
     # --- requests ----------------------------------------------------------------------------
 
-    def apply(self, request_id: int) -> RequestState:
-        """Apply an approved request; returns its final state (applied or failed)."""
+    def apply(self, request_id: int, *, before_report: Callable[[], None] | None = None, resume: bool = False) -> RequestState:
+        """Apply an approved request; returns its state (applied, failed, or still approved while the
+        cluster is unreachable).
+
+        The quota is written first; ``before_report`` (the approver's "Approved by") runs right after,
+        and only then the outcome is told. ``resume``: the reconcile takes over only a lapsed lease.
+        """
         with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
-            state = self._apply(request_id)
+            result = self._apply(request_id, resume=resume)
+            if before_report is not None:
+                before_report()
+            state = self._report(request_id, result)
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
-    def _apply(self, request_id: int) -> RequestState:
-        request = self._db.run(lambda repo: repo.request(request_id))
-        if request is None or request.state != RequestState.APPROVED:
-            return RequestState(request.state) if request else RequestState.FAILED
+    def _apply(self, request_id: int, *, resume: bool) -> _Result:
+        request = self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
+        if request is None:
+            return _Settled(RequestState.APPROVED)
+        if request.state != RequestState.APPROVED:
+            return _Settled(RequestState(request.state))
         if request.kind == RequestKind.EXTENSION:
             return self._apply_extension(request_id)
-        try:
-            outcome = self._sync.converge(request.namespace, request_id=request_id)
-        except GpuQuotaError as error:
-            self._fail(request_id, str(error))
-            return RequestState.FAILED
-        self._db.run(lambda repo: self._mark_applied(repo, request_id, outcome))
-        self._report_applied(request_id, outcome)
-        return RequestState.APPLIED
+        # A resumed apply gives way if, while it queued for the namespace, another worker renewed the lease.
+        lease = request.apply_lease_until if resume else None
+        with self._sync.exclusive(request.namespace):
+            return self._apply_locked(request_id, request.namespace, lease=lease)
 
-    def _mark_applied(self, repo: Repository, request_id: int, outcome: SyncOutcome) -> None:
+    def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> RequestRow | None:
+        """Take (or renew) the apply lease; None when there is nothing to take (no such request, or
+        another live worker holds the lease and ``resume``)."""
+        now = self._clock.now()
+        request = repo.request(request_id)
+        if request is None:
+            return None
+        if request.state != RequestState.APPROVED:
+            return request
+        if resume and request.apply_lease_until is not None and request.apply_lease_until > now:
+            return None
+        request.apply_lease_until = now + APPLY_LEASE
+        touch(request, now=now)
+        return request
+
+    def _apply_locked(self, request_id: int, namespace: str, *, lease: datetime | None) -> _Result:
+        request = self._db.run(lambda repo: repo.request(request_id))
+        assert request is not None
+        if request.state != RequestState.APPROVED:
+            return _Settled(RequestState(request.state))  # a worker before us in the queue finished it
+        if lease is not None and request.apply_lease_until != lease:
+            return _Settled(RequestState.APPROVED)  # its first worker is still on it (it is waiting out a fault)
+        effect, permanent = request.delta, request.permanent
+        max_gpus = self._policy.max_gpus(namespace)
+
+        def check(base: int, grants: int) -> str | None:
+            """The limits against the quota as it is now, with this request's change in it."""
+            if permanent and base < 0:
+                return f"the permanent quota is {base - effect} GPUs, so it cannot go down by {-effect}"
+            total = base + grants
+            return change_problem(before=total - effect, delta=effect, max_gpus=max_gpus)
+
+        try:
+            outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check)
+        except TemporaryError as error:
+            return self._wait(request_id, str(error))
+        except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
+            reason = str(error)
+            self._db.run(lambda repo: self._fail_in(repo, request_id, reason))
+            self._converge_after_failure(namespace, request_id)
+            return _Failed(reason)
+        self._db.run(lambda repo: self._mark_applied(repo, request_id, outcome, effect))
+        return _Applied(outcome)
+
+    def _wait(self, request_id: int, reason: str) -> _Waiting:
+        """Keep the request approved and hand it to the reconcile after a backoff."""
+
+        def backoff(repo: Repository) -> int:
+            now = self._clock.now()
+            request = repo.request(request_id)
+            assert request is not None
+            request.apply_attempts += 1
+            ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
+            request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
+            touch(request, now=now)
+            return request.apply_attempts
+
+        attempts = self._db.run(backoff)
+        log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
+        return _Waiting(reason, first=attempts == 1)
+
+    def _fail_in(self, repo: Repository, request_id: int, reason: str) -> None:
+        request = repo.request(request_id)
+        assert request is not None
+        fail_request(repo, request, reason, now=self._clock.now())
+
+    def _converge_after_failure(self, namespace: str, request_id: int) -> None:
+        """Still in the critical section: cluster = base + active grants, without the failed change."""
+        try:
+            self._sync.converge_locked(namespace, request_id=request_id)
+        except GpuQuotaError as error:  # the sweep and the next apply converge it later
+            log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
+
+    def _mark_applied(self, repo: Repository, request_id: int, outcome: SyncOutcome, effect: int) -> None:
         now = self._clock.now()
         request = repo.request(request_id)
         assert request is not None
         move_request(request, RequestState.APPLIED, now=now)
-        request.applied_at = now
+        request.applied_at, request.apply_lease_until = now, None
+        request.applied_from, request.applied_to = outcome.after - effect, outcome.after
         grant = repo.grant_of(request_id)
         if grant is not None:
             # The grant runs for its full duration from the moment the GPUs became available.
@@ -134,17 +292,39 @@ class ChangeApplier:
             action="request_applied",
             namespace=request.namespace,
             request_id=request_id,
-            before={"quota_gpus": outcome.before},
-            after={"quota_gpus": outcome.after},
+            before={"quota_gpus": request.applied_from},
+            after={"quota_gpus": request.applied_to},
             detail="permanent" if request.permanent or grant is None else f"until {grant.ends_at:%Y-%m-%d %H:%M} UTC",
+        )
+
+    def _report(self, request_id: int, result: _Result) -> RequestState:
+        if isinstance(result, _Applied):
+            self._report_applied(request_id, result.outcome)
+            return RequestState.APPLIED
+        if isinstance(result, _Extended):
+            self._report_extended(request_id)
+            return RequestState.APPLIED
+        if isinstance(result, _Waiting):
+            if result.first:
+                self._report_waiting(request_id, result.reason)
+            return RequestState.APPROVED
+        if isinstance(result, _Failed):
+            self.report_failed(request_id, result.reason)
+            return RequestState.FAILED
+        return result.state
+
+    def _report_waiting(self, request_id: int, reason: str) -> None:
+        self._announce.thread(
+            request_id,
+            f":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}. "
+            "The bot keeps trying and says here when it is applied; nothing needs to be done.",
         )
 
     def _report_applied(self, request_id: int, outcome: SyncOutcome) -> None:
         card = self._announce.card(request_id)
-        before = "no quota" if outcome.before is None else gpus(outcome.before)
         lines = [
             f":white_check_mark: Applied: `requests.nvidia.com/gpu` in *{card.namespace}* "
-            f"({outcome.quota_name}) {before} → *{gpus(outcome.after)}*."
+            f"({outcome.quota_name}) {gpus(card.hard_before)} → *{gpus(card.hard_after)}*."
         ]
         if card.grant_ends_at is not None and not card.permanent:
             lines.append(f"The grant ends {when(card.grant_ends_at)}; the quota then goes back automatically.")
@@ -153,30 +333,34 @@ class ChangeApplier:
                 f":warning: Someone had changed this quota outside the bot by {outcome.drift:+d} GPUs"
                 " (e.g. `kubectl edit`). The bot adopted that change into the base instead of overwriting it."
             )
-        note = below_usage_note(new_hard=outcome.after, used=outcome.used)
+        note = below_usage_note(new_hard=card.hard_after, used=outcome.used)
         if note:
             lines.append(note)
         self._announce.thread(request_id, "\n".join(lines))
         self._announce.direct(
             card.requester_id,
-            f"{card.display_id} is applied: *{card.namespace}* now has {gpus(outcome.after)}"
+            f"{card.display_id} is applied: *{card.namespace}* now has {gpus(card.hard_after)}"
             + ("." if card.permanent or card.grant_ends_at is None else f" until {when(card.grant_ends_at)}."),
         )
         self._announce.refresh(request_id)
 
-    def _apply_extension(self, request_id: int) -> RequestState:
+    def _apply_extension(self, request_id: int) -> _Result:
+        """An extension moves the end of a grant: nothing to write in the cluster."""
+
         def extend(repo: Repository) -> str | None:
             now = self._clock.now()
             request = repo.request(request_id)
             assert request is not None and request.extends_request_id is not None
             grant = repo.grant_of(request.extends_request_id)
             if grant is None or grant.state != GrantState.ACTIVE:
-                return f"the grant of {format_request_id(request.extends_request_id)} has already ended"
+                problem = f"the grant of {format_request_id(request.extends_request_id)} has already ended"
+                fail_request(repo, request, problem, now=now)
+                return problem
             before = grant.ends_at
             grant.ends_at = max(grant.ends_at, now) + timedelta(seconds=request.duration_seconds or 0)
             grant.reminded_at = None
             move_request(request, RequestState.APPLIED, now=now)
-            request.applied_at = now
+            request.applied_at, request.apply_lease_until = now, None
             repo.record(
                 at=now,
                 action="grant_extended",
@@ -189,9 +373,9 @@ class ChangeApplier:
             return None
 
         problem = self._db.run(extend)
-        if problem:
-            self._fail(request_id, problem)
-            return RequestState.FAILED
+        return _Failed(problem) if problem else _Extended()
+
+    def _report_extended(self, request_id: int) -> None:
         card = self._announce.card(request_id)
         assert card.extends_id is not None and card.grant_ends_at is not None
         new_end = f"{format_request_id(card.extends_id)} now ends {when(card.grant_ends_at)}."
@@ -200,19 +384,9 @@ class ChangeApplier:
         self._announce.direct(card.requester_id, f"{card.display_id} is applied: {new_end}")
         self._announce.refresh(request_id)
         self._announce.refresh(card.extends_id)
-        return RequestState.APPLIED
 
-    def _fail(self, request_id: int, reason: str) -> None:
-        def fail(repo: Repository) -> None:
-            now = self._clock.now()
-            request = repo.request(request_id)
-            assert request is not None
-            move_request(request, RequestState.FAILED, now=now)
-            request.failure_reason = reason
-            take_back_effect(repo, request, now=now)
-            repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request_id, detail=reason)
-
-        self._db.run(fail)
+    def report_failed(self, request_id: int, reason: str) -> None:
+        """Tell the thread and the requester that a request failed, and why."""
         log.error("applying %s failed: %s", format_request_id(request_id), reason)
         card = self._announce.card(request_id)
         self._announce.thread(
@@ -235,7 +409,7 @@ class ChangeApplier:
 
         def start(repo: Repository) -> bool:
             now = self._clock.now()
-            grant = repo.session.get(GrantRow, grant_id)
+            grant = repo.grant(grant_id)
             if grant is None or grant.state != GrantState.ACTIVE:
                 return False
             move_grant(grant, GrantState.ENDING)
@@ -256,7 +430,7 @@ class ChangeApplier:
 
     def finish_grant(self, grant_id: int, *, first_attempt: bool = False) -> bool:
         """Converge the namespace of an ending grant; True once the quota is back."""
-        grant = self._db.run(lambda repo: repo.session.get(GrantRow, grant_id))
+        grant = self._db.run(lambda repo: repo.grant(grant_id))
         if grant is None or grant.state != GrantState.ENDING:
             return False
         with request_context(format_request_id(grant.request_id)):
@@ -276,7 +450,7 @@ class ChangeApplier:
             return False
 
         def finish(repo: Repository) -> None:
-            row = repo.session.get(GrantRow, grant_id)
+            row = repo.grant(grant_id)
             assert row is not None
             move_grant(row, GrantState.ENDED)
             row.ended_at = self._clock.now()

@@ -1,19 +1,30 @@
-"""Bring one namespace's ResourceQuota to what the database says it should be.
+"""Bring one namespace's ResourceQuota to what the database says it should be: one writer at a time.
 
-The database is the source of truth for the desired value (base + active grants); the cluster is
-read first, a human's change since the bot's last write is adopted into the base (never silently
-overwritten), then the write is dry-run and made with the read's resourceVersion as precondition.
-A 409 means someone wrote in between: read again and redo. Because the value written is derived
-from stored state rather than added to what the cluster holds, running this twice is harmless.
+What serialises it: ``Database.namespace_lock`` — a PostgreSQL transaction-level advisory lock keyed
+by the namespace, held for the whole critical section by every replica (on SQLite, which serves one
+process, a process-local lock; its transactions are ``BEGIN IMMEDIATE``). Inside
+it, in this order: read the cluster; fold a person's hand edit into the base, measured from the
+value the bot itself last wrote (the ``gpu-quota-bot.io/applied-gpus`` stamp), never from a snapshot
+taken before another writer's write; decide the desired value (base + active grants); dry-run and
+write it with the read's resourceVersion as precondition; record the write and the adoption in one
+transaction. No other bot write can happen between the read and the record, so a burst of approvals
+for one namespace coalesces: the first writer to get the lock writes the value that includes every
+change approved so far, and the others find the cluster already in sync.
+
+A 409 can then only come from someone outside the bot: it is retried with jittered exponential
+backoff. Temporary faults are raised to the caller (the request stays approved and the reconcile
+retries); nothing here fails a request. Because the value written is derived from stored state
+rather than added to what the cluster holds, running this twice is harmless.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import NamespaceRow
@@ -21,8 +32,8 @@ from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.policy import Policy
-from bot.domain.quota import QuotaSnapshot, desired_gpus, in_sync, observe
-from bot.errors import QuotaConflict, TemporaryError
+from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
+from bot.errors import PermanentError, QuotaConflict, TemporaryError
 from bot.services.ports import QuotaCluster
 
 log = logging.getLogger(__name__)
@@ -43,10 +54,15 @@ class SyncOutcome:
         return self.before != self.after or self.created
 
 
+class ChangeRefused(PermanentError):
+    """The desired quota breaks a limit now; nothing was written."""
+
+
 @dataclass(frozen=True)
 class _Plan:
+    seen: Observation
+    grants: int
     desired: int
-    drift: int
 
 
 class QuotaSync:
@@ -57,129 +73,189 @@ class QuotaSync:
         cluster: QuotaCluster,
         database: Database,
         clock: Clock,
-        retry_delays: Sequence[float] = (0.5, 2.0, 5.0),
+        conflict_backoff: tuple[float, float] = (0.05, 2.0),
+        max_conflicts: int = 8,
         sleep: Callable[[float], None] | None = None,
-        max_conflicts: int = 5,
+        rng: random.Random | None = None,
     ) -> None:
         self._policy = policy
         self._cluster = cluster
         self._db = database
         self._clock = clock
-        self._retry_delays = tuple(retry_delays)
-        self._sleep = sleep or time.sleep
+        self._first_wait, self._max_wait = conflict_backoff
         self._max_conflicts = max_conflicts
+        self._sleep = sleep or time.sleep
+        self._rng = rng or random.Random()
 
     def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, namespace: str) -> NamespaceRow:
-        """Create or update the namespace's stored base from a fresh read (adopting any drift)."""
-        self._fold(repository, namespace, snapshot, request_id=None, actor="gpu-quota-bot")
+        """Record a namespace the first time the bot sees it (a submission's read).
+
+        Later reads are folded only inside ``converge``'s critical section: a snapshot read outside
+        it may predate another writer's write.
+        """
         row = repository.namespace(namespace)
-        assert row is not None
-        return row
+        if row is not None:
+            return row
+        grants = repository.active_grant_total(namespace)
+        seen = observe(
+            snapshot,
+            base=None,
+            last_seen=None,
+            seen_version=None,
+            active_grants=grants,
+            default_quota=self._policy.default_quota(namespace),
+        )
+        return self._adopt_namespace(repository, namespace, snapshot, seen)
+
+    @contextmanager
+    def exclusive(self, namespace: str) -> Iterator[None]:
+        """The namespace's critical section: the only bot writer of its quota, in every replica."""
+        with self._db.namespace_lock(namespace):
+            yield
 
     def converge(self, namespace: str, *, request_id: int | None = None) -> SyncOutcome:
-        """Make the cluster hold the desired quota; retries 409s and temporary failures, then raises."""
+        """Make the cluster hold the desired quota, in the namespace's critical section."""
+        with self.exclusive(namespace):
+            return self.converge_locked(namespace, request_id=request_id)
+
+    def converge_locked(
+        self, namespace: str, *, request_id: int | None = None, check: Callable[[int, int], str | None] | None = None
+    ) -> SyncOutcome:
+        """``converge`` for a caller already inside ``exclusive(namespace)``.
+
+        ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused). Raises
+        TemporaryError for faults that may pass (and after too many 409s in a row), PermanentError or
+        NamespaceNotFound for what will not.
+        """
         quota_name = self._policy.quota_name(namespace)
         conflicts = 0
-        failures = 0
         while True:
             try:
-                return self._attempt(namespace, quota_name, request_id)
+                return self._attempt(namespace, quota_name, request_id, check)
             except QuotaConflict:
                 conflicts += 1
-                log.info("quota %s/%s changed under us (409), reading again", namespace, quota_name)
                 if conflicts >= self._max_conflicts:
                     raise TemporaryError(
                         f"the quota {quota_name} in {namespace} kept changing while the bot wrote it "
                         f"({conflicts} conflicts in a row)"
                     ) from None
-            except TemporaryError as error:
-                if failures >= len(self._retry_delays):
-                    raise
-                delay = max(self._retry_delays[failures], error.delay if failures else 0)
-                failures += 1
-                log.warning("temporary failure writing %s/%s: %s; retrying in %.1fs", namespace, quota_name, error, delay)
+                delay = self._conflict_wait(conflicts)
+                log.info("quota %s/%s changed under us (409); reading again in %.2fs", namespace, quota_name, delay)
                 self._sleep(delay)
 
-    def _attempt(self, namespace: str, quota_name: str, request_id: int | None) -> SyncOutcome:
-        # Read the cluster before the database: any change stored before this read is then included,
-        # so a concurrent approval that already wrote the cluster can never be undone by a stale plan.
+    def _conflict_wait(self, conflicts: int) -> float:
+        """Exponential backoff with full jitter: writers that collided do not collide again in step."""
+        ceiling = min(self._max_wait, self._first_wait * 2 ** (conflicts - 1))
+        return self._rng.uniform(ceiling / 2, ceiling)
+
+    def _attempt(
+        self, namespace: str, quota_name: str, request_id: int | None, check: Callable[[int, int], str | None] | None
+    ) -> SyncOutcome:
         snapshot = self._cluster.read_quota(namespace, quota_name)
-        plan = self._db.run(lambda repo: self._fold(repo, namespace, snapshot, request_id=request_id, actor="gpu-quota-bot"))
-        if in_sync(snapshot, plan.desired):
+        plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        if check is not None:
+            problem = check(plan.seen.base, plan.grants)
+            if problem:
+                raise ChangeRefused(problem)
+        written: QuotaSnapshot | None = None
+        if not in_sync(snapshot, plan.desired):
+            applied_by = format_request_id(request_id) if request_id else "reconcile"
+            self._cluster.write_quota(
+                namespace, quota_name, gpus=plan.desired, previous=snapshot, dry_run=True, applied_by=applied_by
+            )
+            written = self._cluster.write_quota(
+                namespace, quota_name, gpus=plan.desired, previous=snapshot, dry_run=False, applied_by=applied_by
+            )
+        # The adoption is recorded only now, with the write: had the write failed, the stamp would
+        # still hold the bot's last value and the next attempt measures the same edit again.
+        self._db.run(lambda repo: self._record(repo, namespace, snapshot, written, plan, request_id))
+        if written is None:
             assert snapshot is not None
-            return SyncOutcome(namespace, quota_name, snapshot.hard, snapshot.hard, snapshot.used, plan.drift, False)
-        applied_by = format_request_id(request_id) if request_id else "reconcile"
-        self._cluster.write_quota(
-            namespace, quota_name, gpus=plan.desired, previous=snapshot, dry_run=True, applied_by=applied_by
-        )
-        written = self._cluster.write_quota(
-            namespace, quota_name, gpus=plan.desired, previous=snapshot, dry_run=False, applied_by=applied_by
-        )
-        self._db.run(lambda repo: self._record_write(repo, snapshot, written, request_id))
-        used = snapshot.used if snapshot else written.used
+            return SyncOutcome(namespace, quota_name, snapshot.hard, snapshot.hard, snapshot.used, plan.seen.drift, False)
         return SyncOutcome(
-            namespace, quota_name, snapshot.hard if snapshot else None, written.hard, used, plan.drift, snapshot is None
+            namespace,
+            quota_name,
+            snapshot.hard if snapshot else None,
+            written.hard,
+            snapshot.used if snapshot else written.used,
+            plan.seen.drift,
+            snapshot is None,
         )
 
-    def _fold(
-        self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None, *, request_id: int | None, actor: str
-    ) -> _Plan:
-        now = self._clock.now()
+    def _plan(self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None) -> _Plan:
         row = repo.namespace(namespace)
         grants = repo.active_grant_total(namespace)
         seen = observe(
             snapshot,
             base=row.base_gpus if row else None,
             last_seen=row.last_seen_gpus if row else None,
+            seen_version=row.seen_resource_version if row else None,
             active_grants=grants,
             default_quota=self._policy.default_quota(namespace),
         )
+        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants))
+
+    def _record(
+        self,
+        repo: Repository,
+        namespace: str,
+        snapshot: QuotaSnapshot | None,
+        written: QuotaSnapshot | None,
+        plan: _Plan,
+        request_id: int | None,
+    ) -> None:
+        now = self._clock.now()
+        row = repo.namespace(namespace)
         if row is None:
-            team = self._policy.team_of(namespace)
-            row = repo.add_namespace(
-                NamespaceRow(
-                    name=namespace,
-                    team=team.name if team else "",
-                    base_gpus=seen.base,
-                    last_seen_gpus=seen.last_seen,
-                    updated_at=now,
-                )
-            )
+            row = self._adopt_namespace(repo, namespace, snapshot, plan.seen)
+        elif plan.seen.drift:
+            # Relative, on the row as it is now: a permanent approval that moved the base meanwhile stays.
+            before = {"quota_gpus": row.last_seen_gpus, "base_gpus": row.base_gpus}
+            row.base_gpus = max(0, row.base_gpus + plan.seen.drift)
             repo.record(
                 at=now,
-                action="namespace_adopted",
+                action="manual_change_adopted",
                 namespace=namespace,
-                after={"base_gpus": seen.base, "quota_gpus": snapshot.hard if snapshot else None},
-                detail="first seen by the bot" + ("" if snapshot else "; no GPU quota in the cluster yet"),
+                request_id=request_id,
+                before=before,
+                after={"quota_gpus": plan.seen.last_seen, "base_gpus": row.base_gpus},
+                detail=f"the quota was changed outside the bot by {plan.seen.drift:+d} GPUs; adopted into the base",
             )
-        elif (row.base_gpus, row.last_seen_gpus) != (seen.base, seen.last_seen):
-            if seen.drift:
-                repo.record(
-                    at=now,
-                    actor=actor,
-                    action="manual_change_adopted",
-                    namespace=namespace,
-                    request_id=request_id,
-                    before={"quota_gpus": row.last_seen_gpus, "base_gpus": row.base_gpus},
-                    after={"quota_gpus": seen.last_seen, "base_gpus": seen.base},
-                    detail=f"the quota was changed outside the bot by {seen.drift:+d} GPUs; adopted into the base",
-                )
-            row.base_gpus, row.last_seen_gpus, row.updated_at = seen.base, seen.last_seen, now
-        return _Plan(desired=desired_gpus(seen.base, grants), drift=seen.drift)
+        current = written or snapshot
+        if current is not None:
+            row.last_seen_gpus, row.seen_resource_version = current.hard, current.resource_version
+        row.updated_at = now
+        if written is not None:
+            repo.record(
+                at=now,
+                action="quota_created" if snapshot is None else "quota_patched",
+                namespace=namespace,
+                request_id=request_id,
+                before={"quota_gpus": snapshot.hard, "resource_version": snapshot.resource_version} if snapshot else None,
+                after={"quota_gpus": written.hard, "resource_version": written.resource_version},
+                detail=f"{written.name}: requests.nvidia.com/gpu {snapshot.hard if snapshot else 'none'} -> {written.hard}",
+            )
 
-    def _record_write(
-        self, repo: Repository, before: QuotaSnapshot | None, written: QuotaSnapshot, request_id: int | None
-    ) -> None:
-        now: datetime = self._clock.now()
-        row = repo.namespace(written.namespace)
-        assert row is not None, "the namespace row is created before any write"
-        row.last_seen_gpus, row.updated_at = written.hard, now
+    def _adopt_namespace(
+        self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None, seen: Observation
+    ) -> NamespaceRow:
+        now = self._clock.now()
+        team = self._policy.team_of(namespace)
+        row = repo.add_namespace(
+            NamespaceRow(
+                name=namespace,
+                team=team.name if team else "",
+                base_gpus=seen.base,
+                last_seen_gpus=seen.last_seen,
+                seen_resource_version=snapshot.resource_version if snapshot else None,
+                updated_at=now,
+            )
+        )
         repo.record(
             at=now,
-            action="quota_created" if before is None else "quota_patched",
-            namespace=written.namespace,
-            request_id=request_id,
-            before={"quota_gpus": before.hard, "resource_version": before.resource_version} if before else None,
-            after={"quota_gpus": written.hard, "resource_version": written.resource_version},
-            detail=f"{written.name}: requests.nvidia.com/gpu {before.hard if before else 'none'} -> {written.hard}",
+            action="namespace_adopted",
+            namespace=namespace,
+            after={"base_gpus": seen.base, "quota_gpus": snapshot.hard if snapshot else None},
+            detail="first seen by the bot" + ("" if snapshot else "; no GPU quota in the cluster yet"),
         )
+        return row

@@ -1,8 +1,9 @@
 """The periodic reconcile: everything time-driven, read from the database so it survives restarts.
 
 One tick expires undecided requests, reminds requesters before a grant ends, ends grants that are
-due, retries quota reverts that failed, resumes applies a crash interrupted, and re-posts request
-messages Slack refused. Each step stands alone: one failing never stops the others.
+due, retries quota reverts that failed, resumes approved requests whose apply lease lapsed (a crash
+interrupted the apply, or the wait after a temporary fault is over), and re-posts request messages
+Slack refused. Each step stands alone: one failing never stops the others.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.text import gpus, when
 
 log = logging.getLogger(__name__)
-# An approved request still not applied after this long lost its replica mid-apply.
-STUCK_AFTER = timedelta(minutes=2)
 
 
 @dataclass
@@ -143,10 +142,11 @@ class Reconciler:
                 report.grants_ended.append(request_id)
 
     def _resume_stuck(self, report: TickReport) -> None:
-        stuck = self._db.run(lambda repo: [r.id for r in repo.approved_before(self._clock.now() - STUCK_AFTER)])
-        for request_id in stuck:
-            log.warning("resuming %s: approved but never applied", format_request_id(request_id))
-            self._applier.apply(request_id)
+        """Approved requests nobody is applying (their lease lapsed): apply them now."""
+        lapsed = self._db.run(lambda repo: [r.id for r in repo.approved_unleased(self._clock.now())])
+        for request_id in lapsed:
+            log.info("resuming the apply of %s (its lease lapsed)", format_request_id(request_id))
+            self._applier.apply(request_id, resume=True)
             report.resumed.append(request_id)
 
     def _repost(self, report: TickReport) -> None:

@@ -28,13 +28,13 @@ from bot.domain.policy import (
     limit_problems,
     needs_confirmation,
 )
-from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
+from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost, change_problem, desired_gpus
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.changes import ChangeApplier, move_request, record_effect, touch
+from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect, touch
 from bot.services.ports import QuotaCluster
 from bot.services.quota_sync import QuotaSync
 from bot.services.text import Notice, Refusal, User, gpus, mention, say
@@ -408,6 +408,9 @@ class RequestService:
                 raise UserError(
                     f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
                 )
+        # Read only when this approval may complete the request: its limits are checked against now.
+        completes = verdict == Verdict.APPROVE and len(request.approvals) + 1 >= request.approvals_required
+        current = self._current_quota(request.namespace) if completes and request.kind == RequestKind.CHANGE else None
 
         def record(repo: Repository) -> RequestRow:
             now = self._clock.now()
@@ -430,12 +433,15 @@ class RequestService:
             elif len(row.approvals) >= row.approvals_required:
                 move_request(row, RequestState.APPROVED, now=now)
                 row.decided_at = now
-                record_effect(repo, row, now=now)
+                problem = self._recheck(repo, row, current)
+                if problem:
+                    fail_request(repo, row, problem, now=now, recorded=False)
+                else:
+                    record_effect(repo, row, now=now)
             return row
 
         row = self._db.run(record)
         DECISIONS.labels(verdict=str(verdict)).inc()
-        count = f"{len(row.approvals)} of {row.approvals_required}"
         display = format_request_id(request_id)
         if verdict == Verdict.DENY:
             because = f" Reason: {reason}" if reason else ""
@@ -445,12 +451,47 @@ class RequestService:
             )
             self._announce.refresh(request_id)
             return f"You denied {display}."
-        self._announce.thread(request_id, f":+1: Approved by {mention(user)} — {count}.")
-        self._announce.refresh(request_id)
         if row.state == RequestState.APPROVED:
-            state = self._applier.apply(request_id)
+            # The quota first; "Approved by", the card and the DMs follow it.
+            state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user))
             return f"You approved {display}; it is {state}."
-        return f"You approved {display} ({count}); it needs {row.approvals_required - len(row.approvals)} more."
+        self._report_approval(row, user)
+        if row.state == RequestState.FAILED:
+            assert row.failure_reason is not None
+            self._applier.report_failed(request_id, row.failure_reason)
+            return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
+        return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
+
+    def _report_approval(self, row: RequestRow, user: str) -> None:
+        self._announce.thread(row.id, f":+1: Approved by {mention(user)} — {len(row.approvals)} of {row.approvals_required}.")
+        self._announce.refresh(row.id)
+
+    def _current_quota(self, namespace: str) -> int | None:
+        """The quota in the cluster now; None when it cannot be read (the apply checks again anyway)."""
+        try:
+            snapshot = self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
+        except GpuQuotaError as error:
+            log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
+            return None
+        return snapshot.hard if snapshot else None
+
+    def _recheck(self, repo: Repository, row: RequestRow, current: int | None) -> str | None:
+        """The before -> after again, from the quota as it is when the last approval lands: the
+        shown before -> after is updated (an absolute amount is re-derived), or the reason it is refused."""
+        if row.kind != RequestKind.CHANGE:
+            return None
+        namespace = repo.namespace(row.namespace)
+        assert namespace is not None, "a request's namespace is recorded when it is submitted"
+        if current is None:
+            current = desired_gpus(namespace.base_gpus, repo.active_grant_total(row.namespace))
+        if not row.amount_text.startswith(("+", "-")):
+            row.delta = int(row.amount_text) - current
+        row.hard_before = current
+        problem = change_problem(before=current, delta=row.delta, max_gpus=self._policy.max_gpus(row.namespace))
+        if problem is None and row.permanent and namespace.base_gpus + row.delta < 0:
+            # Running grants are not the base: a permanent decrease cannot take more than the base.
+            problem = f"the permanent quota is {namespace.base_gpus} GPUs, so it cannot go down by {-row.delta}"
+        return f"refused when approved: {problem}" if problem else None
 
     # --- cancel, release, retry -----------------------------------------------------------------
 

@@ -102,10 +102,16 @@ def test_invalid_is_reported_with_the_api_servers_words(sandbox: Sandbox) -> Non
     assert current == RequestState.FAILED and "HTTP 422" in (reason or "") and "is invalid" in (reason or "")
 
 
-def test_server_errors_are_retried(sandbox: Sandbox) -> None:
+def test_server_errors_keep_the_request_approved_until_the_reconcile_applies_it(sandbox: Sandbox, clock: ManualClock) -> None:
     request_id = submit(sandbox, "request ai-frontier-research +4 for 3d train")
     kube(sandbox).fail("PATCH", QUOTA_PATH, 500, times=2)
     approve(sandbox, request_id)
+    assert state(sandbox, request_id)[0] == RequestState.APPROVED
+    assert kube(sandbox).hard("ai-frontier-research", "compute-quota") == "4"
+    assert sandbox.services is not None
+    for _ in range(2):  # each tick past the backoff tries again: the second 500, then the write
+        clock.advance(timedelta(seconds=5))
+        sandbox.services.reconciler.tick()
     assert state(sandbox, request_id)[0] == RequestState.APPLIED
     assert kube(sandbox).hard("ai-frontier-research", "compute-quota") == "8"
 

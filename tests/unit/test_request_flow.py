@@ -159,20 +159,27 @@ def test_a_refused_apply_fails_cleanly_and_an_admin_can_retry(world: World) -> N
     assert world.cluster.hard("ai-frontier-research") == 8
 
 
-def test_temporary_failures_are_retried_with_backoff(world: World) -> None:
+def test_a_temporary_failure_keeps_the_request_approved_until_the_reconcile_applies_it(world: World) -> None:
     world.submit(REQUEST)
-    world.cluster.fail("write", TemporaryError("HTTP 503"))
-    approve(world, 1)
+    world.cluster.fail("write", TemporaryError("HTTP 503"), times=2)
+    assert "it is approved" in approve(world, 1)
+    assert world.request(1).state == RequestState.APPROVED
+    assert world.cluster.hard("ai-frontier-research") == 4
+    assert world.services.reconciler.tick().resumed == []  # the backoff (its lease) has not lapsed
+    world.advance(seconds=5)
+    assert world.services.reconciler.tick().resumed == [1]  # fails once more: still approved
+    assert world.request(1).state == RequestState.APPROVED
+    world.advance(seconds=5)
+    assert world.services.reconciler.tick().resumed == [1]
     assert world.request(1).state == RequestState.APPLIED
-    assert world.sleeps == [0.5]
-
-
-def test_temporary_failures_that_persist_end_in_failed(world: World) -> None:
-    world.submit(REQUEST)
-    world.cluster.fail("write", TemporaryError("HTTP 503"), times=3)
-    approve(world, 1)
-    assert world.request(1).state == RequestState.FAILED
-    assert world.sleeps == [0.5, 1.0]
+    assert world.cluster.hard("ai-frontier-research") == 8
+    replies = world.replies()
+    assert [r for r in replies if "waiting for the cluster" in r] == [
+        ":hourglass_flowing_sand: Approved; waiting for the cluster: HTTP 503. The bot keeps trying and says here"
+        " when it is applied; nothing needs to be done."
+    ]
+    assert sum("Applied" in r for r in replies) == 1
+    assert "request_failed" not in world.audit_actions(1)
 
 
 def test_a_concurrent_write_is_reread_and_redone(world: World) -> None:
@@ -185,12 +192,19 @@ def test_a_concurrent_write_is_reread_and_redone(world: World) -> None:
     assert "manual_change_adopted" in world.audit_actions(namespace="ai-frontier-research")
 
 
-def test_conflicts_that_never_stop_fail_the_request(world: World) -> None:
+def test_conflicts_are_retried_with_jittered_backoff_and_never_fail_the_request(world: World) -> None:
     world.submit(REQUEST)
-    world.cluster.fail("write", QuotaConflict("modified"), times=5)
+    world.cluster.fail("write", QuotaConflict("modified"), times=8)
     approve(world, 1)
     row = world.request(1)
-    assert row.state == RequestState.FAILED and "kept changing" in (row.failure_reason or "")
+    assert row.state == RequestState.APPROVED and row.failure_reason is None
+    # conflict_backoff (0.5, 1.0): each wait is between half and all of min(1.0, 0.5 * 2^n)
+    assert len(world.sleeps) == 7
+    assert 0.25 <= world.sleeps[0] <= 0.5 and all(0.5 <= s <= 1.0 for s in world.sleeps[1:])
+    world.advance(seconds=5)
+    world.services.reconciler.tick()
+    assert world.request(1).state == RequestState.APPLIED
+    assert world.cluster.hard("ai-frontier-research") == 8
 
 
 def test_a_hand_edit_before_approval_is_adopted_not_overwritten(world: World) -> None:
@@ -233,7 +247,7 @@ def test_a_revert_that_fails_is_retried_by_the_next_tick(world: World) -> None:
     world.submit(REQUEST)
     approve(world, 1)
     world.advance(days=3)
-    world.cluster.fail("write", TemporaryError("HTTP 503"), times=3)
+    world.cluster.fail("write", TemporaryError("HTTP 503"))
     assert world.services.reconciler.tick().grants_ended == []
     assert world.database.run(lambda r: r.grant_of(1)).state == GrantState.ENDING
     assert world.cluster.hard("ai-frontier-research") == 8
@@ -323,10 +337,10 @@ def test_an_apply_interrupted_by_a_crash_is_resumed_once(world: World) -> None:
     with pytest.raises(RuntimeError):
         approve(world, 1)
     assert world.request(1).state == RequestState.APPROVED
-    world.advance(minutes=1)
-    assert world.services.reconciler.tick().resumed == []  # maybe still running elsewhere
-    world.advance(minutes=2)
-    assert world.services.reconciler.tick().resumed == [1]
+    world.advance(seconds=5)
+    assert world.services.reconciler.tick().resumed == []  # its worker may still be running: the lease holds
+    world.advance(seconds=6)
+    assert world.services.reconciler.tick().resumed == [1]  # the lease (10 s) lapsed
     assert world.request(1).state == RequestState.APPLIED
     assert world.cluster.hard("ai-frontier-research") == 8
     assert world.services.reconciler.tick().resumed == []
@@ -362,3 +376,50 @@ def test_status_list_and_audit(world: World) -> None:
         world.services.queries.audit(user="U0MAYA", namespace="ai-frontier-research")
     trail = world.services.queries.audit(user="U0PAT", request_id=1)
     assert [e.action for e in trail] == ["request_submitted", "request_approved", "quota_patched", "request_applied"]
+
+
+def test_the_quota_is_written_before_approved_by_the_card_and_the_dm(world: World) -> None:
+    """Issue 9: on the approval that completes a request, the quota is written first."""
+    world.submit(REQUEST)
+    seen: list[tuple[str, int]] = []  # what was said, and the quota at that moment
+    notifier = world.notifier
+    for kind in ("reply", "update_request", "tell_user"):
+        send = getattr(notifier, kind)
+
+        def spy(*args, _send=send, _kind=kind, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append((_kind, world.cluster.hard("ai-frontier-research")))
+            return _send(*args, **kwargs)
+
+        setattr(notifier, kind, spy)
+
+    approve(world, 1)
+
+    assert seen and all(hard == 8 for _, hard in seen), seen
+    assert world.replies()[-2].startswith(":+1: Approved by <@U0LEE>")
+    assert world.replies()[-1].startswith(":white_check_mark: Applied")
+
+
+def test_a_limit_broken_by_now_is_refused_inside_the_apply(world: World) -> None:
+    """Between the approval and the write a person raised the quota: the apply refuses, converges, says why."""
+    world.submit(REQUEST)  # +4 for 3d at 4 (max 16)
+    world.cluster.before_write.append(lambda: world.cluster.edit("ai-frontier-research", 13))
+    approve(world, 1)
+    row = world.request(1)
+    assert row.state == RequestState.FAILED and "may be at most 16; 13 +4 = 17" in (row.failure_reason or "")
+    assert world.cluster.hard("ai-frontier-research") == 13  # the person's number, adopted; no grant
+    assert world.database.run(lambda r: r.grant_of(1)) is None
+    assert "Could not apply GQ-1" in world.replies()[-1] and "could not be applied" in world.dms("U0ALICE")[-1]
+
+
+def test_a_permanent_decrease_cannot_take_more_than_the_base(world: World) -> None:
+    """The base never goes negative: running grants are not the base."""
+    world.submit(REQUEST)
+    approve(world, 1)  # base 4 + a 4-GPU grant: the quota is 8
+    world.submit("request ai-frontier-research -5 trim for good", user="U0ALICE")
+    approve(world, 2)
+    approve(world, 2, "U0KIM")
+    row = world.request(2)
+    assert row.state == RequestState.FAILED
+    assert "permanent quota is 4 GPUs, so it cannot go down by 5" in (row.failure_reason or "")
+    assert world.database.run(lambda r: r.namespace("ai-frontier-research")).base_gpus == 4
+    assert world.cluster.hard("ai-frontier-research") == 8

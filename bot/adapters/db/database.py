@@ -1,27 +1,37 @@
-"""The engine, transactions with retry on lost races, and the URL rules.
+"""The engine, transactions with retry on lost races, the per-namespace writer lock, and the URL rules.
 
 ``Database.run(work)`` runs ``work(repository)`` in one transaction. When another transaction won
 a race on the same row (version column -> StaleDataError; unique decision -> IntegrityError;
 PostgreSQL serialization failure), the whole unit is run again from a fresh read, so the work
 function must decide everything from what it reads inside the transaction.
+
+``Database.namespace_lock(name)`` makes one writer per namespace across every process sharing the
+database: a PostgreSQL transaction-level advisory lock keyed by the namespace, held by a transaction
+on its own connection for as long as the block runs (a process that dies loses it with its
+connection). SQLite serves one process, so there it is a process-local lock; every SQLite
+transaction begins with ``BEGIN IMMEDIATE``, which takes SQLite's write lock when it starts (waiting
+up to the busy timeout) instead of failing half-way when another connection wrote since its read.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.pool import StaticPool
 
 from bot.adapters.db.repository import Repository
+from bot.errors import LostRace
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,26 +55,36 @@ def create_db_engine(url: str) -> Engine:
             connect_args={"check_same_thread": False, "timeout": 30},
             poolclass=StaticPool if in_memory else None,
         )
-        event.listen(engine, "connect", _sqlite_pragmas)
+        event.listen(engine, "connect", _sqlite_connect)
+        event.listen(engine, "begin", _sqlite_begin)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    # Each namespace writer holds one connection for its lock besides its transactions.
+    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
 
 
-def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
+    # The driver's own transaction handling never issues BEGIN before a SELECT and cannot say
+    # IMMEDIATE: turn it off and let _sqlite_begin issue it (SQLAlchemy's documented recipe).
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer; no-op in memory
     cursor.close()
 
 
-class LostRace(Exception):
-    """A transaction kept losing races; the caller reports a temporary failure."""
+def _sqlite_begin(connection: Connection) -> None:
+    # Writes are short and never wait on the network here, so serialising them costs little and
+    # spares the lost races a deferred transaction meets when another connection wrote after its read.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._local_locks: dict[str, threading.Lock] = {}
+        self._local_locks_guard = threading.Lock()
 
     @classmethod
     def from_url(cls, url: str) -> Database:
@@ -91,8 +111,30 @@ class Database:
                 time.sleep(random.uniform(0.005, 0.05) * attempt)
         raise AssertionError("unreachable")
 
+    @contextmanager
+    def namespace_lock(self, namespace: str) -> Iterator[None]:
+        """Be the only writer of ``namespace`` (across processes on PostgreSQL) while the block runs."""
+        # Threads of this process queue here first, so waiting never holds a pooled connection.
+        with self._local_lock(namespace):
+            if self.engine.dialect.name != "postgresql":
+                yield
+                return
+            with self.engine.connect() as connection, connection.begin():
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(namespace)})
+                yield
+
+    def _local_lock(self, namespace: str) -> threading.Lock:
+        with self._local_locks_guard:
+            return self._local_locks.setdefault(namespace, threading.Lock())
+
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def lock_key(namespace: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a namespace (the same in every replica)."""
+    digest = hashlib.blake2b(f"gpu-quota-bot/namespace/{namespace}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 def _is_lost_race(error: Exception) -> bool:

@@ -56,6 +56,8 @@ class NamespaceRow(Base):
     team: Mapped[str] = mapped_column(String(100))
     base_gpus: Mapped[int] = mapped_column(Integer)
     last_seen_gpus: Mapped[int | None] = mapped_column(Integer)
+    # The quota's resourceVersion whose hand edits are already in the base: never adopted twice.
+    seen_resource_version: Mapped[str | None] = mapped_column(String(64))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     version: Mapped[int] = mapped_column(Integer, nullable=False)
 
@@ -91,6 +93,12 @@ class RequestRow(Base):
     # Extensions point at the request whose grant they extend:
     extends_request_id: Mapped[int | None] = mapped_column(ForeignKey("requests.id"))
     failure_reason: Mapped[str | None] = mapped_column(Text)
+    # The apply: a worker owns it until the lease ends (then the reconcile resumes it); failed
+    # attempts so far (temporary faults), and the quota before -> after it actually made.
+    apply_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    apply_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    applied_from: Mapped[int | None] = mapped_column(Integer)
+    applied_to: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

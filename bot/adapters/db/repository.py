@@ -52,9 +52,13 @@ class Repository:
         query = select(RequestRow).where(RequestRow.message_ts.is_(None)).order_by(RequestRow.id)
         return self.session.scalars(query).all()
 
-    def approved_before(self, moment: datetime) -> Sequence[RequestRow]:
-        """Approved requests whose apply never finished (a crash or a lost replica)."""
-        query = select(RequestRow).where(RequestRow.state == RequestState.APPROVED, RequestRow.decided_at <= moment)
+    def approved_unleased(self, now: datetime) -> Sequence[RequestRow]:
+        """Approved requests no live worker is applying: its lease lapsed (a crash, a lost replica, or
+        the wait after a temporary failure is over)."""
+        query = select(RequestRow).where(
+            RequestRow.state == RequestState.APPROVED,
+            or_(RequestRow.apply_lease_until.is_(None), RequestRow.apply_lease_until <= now),
+        )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
     def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]:
@@ -152,6 +156,13 @@ class Repository:
 
     def grant_of(self, request_id: int) -> GrantRow | None:
         return self.session.scalar(select(GrantRow).where(GrantRow.request_id == request_id))
+
+    def grant(self, grant_id: int) -> GrantRow | None:
+        return self.session.get(GrantRow, grant_id)
+
+    def remove_grant(self, grant: GrantRow) -> None:
+        """Forget a grant that never took effect (its request failed)."""
+        self.session.delete(grant)
 
     # --- audit trail -------------------------------------------------------------------------
 
