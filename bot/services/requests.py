@@ -15,7 +15,7 @@ from bot.adapters.db.database import Database
 from bot.adapters.db.models import DecisionRow, GrantRow, RequestRow
 from bot.adapters.db.repository import Repository
 from bot.clock import Clock
-from bot.domain.commands import RequestDraft, format_request_id
+from bot.domain.commands import GpuAmount, RequestDraft, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 from bot.domain.policy import (
@@ -373,6 +373,7 @@ class RequestService:
                 f"Could not read the quota of `{request.namespace}` to show the change ({error}). Nothing was recorded; try again."
             ) from error
         current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace)
+        delta = delta_now(request, current)
         price = self._policy.pricing.default_per_gpu_hour
         duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
         large = team.approvals.large_change
@@ -381,16 +382,16 @@ class RequestService:
             namespace=request.namespace,
             team_label=team.label,
             requester_id=request.requester_id,
-            delta=request.delta,
+            delta=delta,
             duration=duration,
             before=current,
-            after=current + request.delta,
-            monthly_cost=change_cost(gpus=request.delta, duration=None, price_per_gpu_hour=price)[0],
-            grant_cost=change_cost(gpus=request.delta, duration=duration, price_per_gpu_hour=price)[0] if duration else None,
+            after=current + delta,
+            monthly_cost=change_cost(gpus=delta, duration=None, price_per_gpu_hour=price)[0],
+            grant_cost=change_cost(gpus=delta, duration=duration, price_per_gpu_hour=price)[0] if duration else None,
             currency=self._policy.pricing.currency,
             approvals=len(request.approvals),
             approvals_required=request.approvals_required,
-            large_above=large.above_gpus if large and abs(request.delta) > large.above_gpus else None,
+            large_above=large.above_gpus if large and abs(delta) > large.above_gpus else None,
         )
 
     # --- decide ------------------------------------------------------------------------------
@@ -484,8 +485,7 @@ class RequestService:
         assert namespace is not None, "a request's namespace is recorded when it is submitted"
         if current is None:
             current = desired_gpus(namespace.base_gpus, repo.active_grant_total(row.namespace))
-        if not row.amount_text.startswith(("+", "-")):
-            row.delta = int(row.amount_text) - current
+        row.delta = delta_now(row, current)
         row.hard_before = current
         problem = change_problem(before=current, delta=row.delta, max_gpus=self._policy.max_gpus(row.namespace))
         if problem is None and row.permanent and namespace.base_gpus + row.delta < 0:
@@ -575,6 +575,13 @@ def pending(repo: Repository, request_id: int) -> RequestRow:
     if row.state != RequestState.PENDING:
         raise Refusal(already_decided(row))
     return row
+
+
+def delta_now(request: RequestRow, current: int) -> int:
+    """The change a request makes to a quota that is ``current`` now: a total asked for ("8") stays that total."""
+    if request.kind != RequestKind.CHANGE:
+        return request.delta
+    return GpuAmount.parse(request.amount_text).delta_from(current)
 
 
 def already_decided(request: RequestRow) -> Notice:

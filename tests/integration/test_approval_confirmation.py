@@ -45,8 +45,8 @@ def test_approving_a_permanent_change_opens_a_confirmation_form(slack: SlackOver
     form = forms_opened(slack)[-1]
     assert form["callback_id"] == ids.CONFIRM_APPROVAL_FORM
     text = json.dumps(form, ensure_ascii=False)
-    assert "5 → *7* (+2)" in text  # before -> after as of now
-    assert "3,650.00 USD per month" in text  # 2 GPUs x 730 h x 2.50
+    assert "5 → *6* (+1)" in text  # before -> after as of now: a total of 6 asked for stays 6
+    assert "1,825.00 USD per month" in text  # 1 GPU x 730 h x 2.50
     assert "permanent" in text
     assert state(slack, 1) == (RequestState.PENDING, 0)  # the button alone records nothing
     assert slack.thread(message) == []
@@ -60,7 +60,7 @@ def test_approving_a_permanent_change_opens_a_confirmation_form(slack: SlackOver
     slack.click(DANA, slack.buttons(message)["Approve"], message)
     slack.submit(DANA, forms_opened(slack)[-1], {})
     assert state(slack, 1) == (RequestState.APPLIED, 2)
-    assert quota(slack) == "7"
+    assert quota(slack) == "6"
 
 
 def test_a_large_temporary_change_needs_the_form_too(slack: SlackOverHttp) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from bot.sandbox.slack_api import Recorded
 from tests.integration.conftest import SlackOverHttp
 
 ALICE, LEE, PAT = "U0ALICE", "U0LEE", "U0PAT"
@@ -14,10 +15,10 @@ def test_a_change_that_breaks_the_limit_by_now_is_refused_at_approval(slack: Sla
     assert kube is not None
     slack.command(ALICE, f"request {NAMESPACE} +12 for 1d big sweep")  # 4 + 12 = 16, the maximum
     message = slack.request_message()
-    slack.click(LEE, slack.buttons(message)["Approve"], message)  # 1 of 2 (a large change)
+    approve_by_form(slack, LEE, message)  # 1 of 2 (a large change: approved through the confirmation form)
     kube.edit_quota(NAMESPACE, QUOTA, "requests.nvidia.com/gpu", "5")  # a person, by hand
 
-    slack.click(PAT, slack.buttons(message)["Approve"], message)
+    approve_by_form(slack, PAT, message)
 
     assert kube.hard(NAMESPACE, QUOTA) == "5"
     refusal = slack.thread(message)[-1]
@@ -47,3 +48,8 @@ def test_the_card_shows_the_change_actually_made(slack: SlackOverHttp) -> None:
     assert "6 → *10* (+4)" in card and "4 → *8*" not in card
     applied = slack.thread(message)[1]
     assert "6 GPUs → *10 GPUs*" in applied and "outside the bot by +2" in applied
+
+
+def approve_by_form(slack: SlackOverHttp, user: str, message: Recorded) -> None:
+    slack.click(user, slack.buttons(message)["Approve"], message)
+    slack.submit(user, slack.records("view_open")[-1].view, {})

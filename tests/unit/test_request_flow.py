@@ -415,7 +415,7 @@ def test_a_permanent_decrease_cannot_take_more_than_the_base(world: World) -> No
     """The base never goes negative: running grants are not the base."""
     world.submit(REQUEST)
     approve(world, 1)  # base 4 + a 4-GPU grant: the quota is 8
-    world.submit("request ai-frontier-research -5 trim for good", user="U0ALICE")
+    world.submit("request ai-frontier-research -5 permanent trim for good", user="U0ALICE")
     approve(world, 2)
     approve(world, 2, "U0KIM")
     row = world.request(2)
