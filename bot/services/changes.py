@@ -43,7 +43,7 @@ from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer
 from bot.services.ports import Action, ActionKind
 from bot.services.quota_sync import QuotaSync, SyncOutcome
-from bot.services.text import gpus, mention, when
+from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
 # A worker applying a request holds it this long; after that the reconcile takes it over.
@@ -316,31 +316,42 @@ class ChangeApplier:
     def _report_waiting(self, request_id: int, reason: str) -> None:
         self._announce.thread(
             request_id,
-            f":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}. "
-            "The bot keeps trying and says here when it is applied; nothing needs to be done.",
+            say(
+                ":hourglass_flowing_sand: Approved; waiting for the cluster: ",
+                reason,
+                ". The bot keeps trying and says here when it is applied; nothing needs to be done.",
+            ),
         )
 
     def _report_applied(self, request_id: int, outcome: SyncOutcome) -> None:
         card = self._announce.card(request_id)
-        lines = [
-            f":white_check_mark: Applied: `requests.nvidia.com/gpu` in *{card.namespace}* "
-            f"({outcome.quota_name}) {gpus(card.hard_before)} → *{gpus(card.hard_after)}*."
+        temporary = card.grant_ends_at is not None and not card.permanent
+        parts: list[str | Part] = [
+            ":white_check_mark: Applied: ",
+            Code("requests.nvidia.com/gpu"),
+            " in ",
+            Strong(card.namespace),
+            f" ({outcome.quota_name}) {gpus(card.hard_before)} → ",
+            Strong(gpus(card.hard_after)),
+            ".",
         ]
-        if card.grant_ends_at is not None and not card.permanent:
-            lines.append(f"The grant ends {when(card.grant_ends_at)}; the quota then goes back automatically.")
+        if temporary:
+            assert card.grant_ends_at is not None
+            parts += ["\nThe grant ends ", Moment(card.grant_ends_at), "; the quota then goes back automatically."]
         if outcome.drift:
-            lines.append(
-                f":warning: Someone had changed this quota outside the bot by {outcome.drift:+d} GPUs"
-                " (e.g. `kubectl edit`). The bot adopted that change into the base instead of overwriting it."
-            )
+            parts += [
+                f"\n:warning: Someone had changed this quota outside the bot by {outcome.drift:+d} GPUs (e.g. ",
+                Code("kubectl edit"),
+                "). The bot adopted that change into the base instead of overwriting it.",
+            ]
         note = below_usage_note(new_hard=card.hard_after, used=outcome.used)
         if note:
-            lines.append(note)
-        self._announce.thread(request_id, "\n".join(lines))
+            parts.append("\n" + note)
+        self._announce.thread(request_id, say(*parts))
+        until: list[str | Part] = [" until ", Moment(card.grant_ends_at), "."] if temporary and card.grant_ends_at else ["."]
         self._announce.direct(
             card.requester_id,
-            f"{card.display_id} is applied: *{card.namespace}* now has {gpus(card.hard_after)}"
-            + ("." if card.permanent or card.grant_ends_at is None else f" until {when(card.grant_ends_at)}."),
+            say(f"{card.display_id} is applied: ", Strong(card.namespace), f" now has {gpus(card.hard_after)}", *until),
         )
         self._announce.refresh(request_id)
 
@@ -378,10 +389,10 @@ class ChangeApplier:
     def _report_extended(self, request_id: int) -> None:
         card = self._announce.card(request_id)
         assert card.extends_id is not None and card.grant_ends_at is not None
-        new_end = f"{format_request_id(card.extends_id)} now ends {when(card.grant_ends_at)}."
-        self._announce.thread(request_id, f":white_check_mark: Applied: {new_end}")
-        self._announce.thread(card.extends_id, f"Extended by {card.display_id}: {new_end}")
-        self._announce.direct(card.requester_id, f"{card.display_id} is applied: {new_end}")
+        new_end = (f"{format_request_id(card.extends_id)} now ends ", Moment(card.grant_ends_at), ".")
+        self._announce.thread(request_id, say(":white_check_mark: Applied: ", *new_end))
+        self._announce.thread(card.extends_id, say(f"Extended by {card.display_id}: ", *new_end))
+        self._announce.direct(card.requester_id, say(f"{card.display_id} is applied: ", *new_end))
         self._announce.refresh(request_id)
         self._announce.refresh(card.extends_id)
 
@@ -391,11 +402,14 @@ class ChangeApplier:
         card = self._announce.card(request_id)
         self._announce.thread(
             request_id,
-            f":x: Could not apply {card.display_id}: {reason}\nThe request is marked failed and nothing of it is "
-            "counted; an admin can retry once the cause is fixed.",
+            say(
+                f":x: Could not apply {card.display_id}: ",
+                reason,  # the API server's (or the policy's) words: shown as text, never as markup
+                "\nThe request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
+            ),
             actions=[Action(ActionKind.RETRY, "Retry", str(request_id), "primary")],
         )
-        self._announce.direct(card.requester_id, f"{card.display_id} could not be applied: {reason}")
+        self._announce.direct(card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
         self._announce.refresh(request_id)
 
     # --- grants ------------------------------------------------------------------------------
@@ -445,7 +459,11 @@ class ChangeApplier:
             if first_attempt:
                 self._announce.thread(
                     grant.request_id,
-                    f":warning: The grant is over but the quota could not be put back yet: {error}. The bot keeps retrying.",
+                    say(
+                        ":warning: The grant is over but the quota could not be put back yet: ",
+                        str(error),
+                        ". The bot keeps retrying.",
+                    ),
                 )
             return False
 
@@ -461,11 +479,11 @@ class ChangeApplier:
 
     def _report_ended(self, grant: GrantRow, outcome: SyncOutcome) -> None:
         card = self._announce.card(grant.request_id)
-        how = "expired" if grant.end_reason == "expired" else f"released by {mention(grant.ended_by or '?')}"
+        how: list[str | Part] = ["expired"] if grant.end_reason == "expired" else ["released by ", User(grant.ended_by or "?")]
         before = "no quota" if outcome.before is None else gpus(outcome.before)
-        summary = f"grant {how}: *{grant.namespace}* {before} → *{gpus(outcome.after)}*."
+        summary = ("grant ", *how, ": ", Strong(grant.namespace), f" {before} → ", Strong(gpus(outcome.after)), ".")
         note = below_usage_note(new_hard=outcome.after, used=outcome.used)
-        self._announce.thread(grant.request_id, f":hourglass: The {summary}" + (f"\n{note}" if note else ""))
+        self._announce.thread(grant.request_id, say(":hourglass: The ", *summary, *(["\n" + note] if note else [])))
         if grant.ended_by != card.requester_id:
-            self._announce.direct(card.requester_id, f"{card.display_id}: {summary}")
+            self._announce.direct(card.requester_id, say(f"{card.display_id}: ", *summary))
         self._announce.refresh(grant.request_id)

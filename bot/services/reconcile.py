@@ -24,7 +24,7 @@ from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, move_request
 from bot.services.ports import Action, ActionKind
 from bot.services.quota_sync import QuotaSync
-from bot.services.text import gpus, when
+from bot.services.text import Code, Moment, Notice, Strong, gpus, say
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +77,14 @@ class Reconciler:
             if outcome.drift:
                 report.drifted.append(namespace)
                 self._tell_admins(
-                    f":warning: The GPU quota of *{namespace}* was changed outside the bot by {outcome.drift:+d} GPUs"
-                    f" (now {gpus(outcome.after)}). The bot adopted the change; see `/gpu-quota audit {namespace}`."
+                    say(
+                        ":warning: The GPU quota of ",
+                        Strong(namespace),
+                        f" was changed outside the bot by {outcome.drift:+d} GPUs (now {gpus(outcome.after)})."
+                        " The bot adopted the change; see ",
+                        Code(f"/gpu-quota audit {namespace}"),
+                        ".",
+                    )
                 )
         return report
 
@@ -104,8 +110,8 @@ class Reconciler:
         for request_id, requester in self._db.run(expire):
             report.expired.append(request_id)
             text = f"{format_request_id(request_id)} expired: nobody decided within {_hours(timeout)}."
-            self._announce.thread(request_id, f":zzz: {text}")
-            self._announce.direct(requester, f"{text} Ask again if you still need the GPUs.")
+            self._announce.thread(request_id, say(f":zzz: {text}"))
+            self._announce.direct(requester, say(f"{text} Ask again if you still need the GPUs."))
             self._announce.refresh(request_id)
 
     def _remind(self, report: TickReport) -> None:
@@ -113,6 +119,8 @@ class Reconciler:
             now = self._clock.now()
             rows = []
             for grant in repo.grants_to_remind(now + self._policy.defaults.reminder_before):
+                if grant.ends_at <= now:
+                    continue  # already over (the bot was down): it is ended below, never "goes back in 1 h"
                 grant.reminded_at = now
                 rows.append((grant.request_id, grant.gpus, grant.namespace, grant.ends_at))
             return rows
@@ -121,7 +129,13 @@ class Reconciler:
             card = self._announce.card(request_id)
             self._announce.direct(
                 card.requester_id,
-                f":alarm_clock: {card.display_id}: your {gpus(grant_gpus)} in *{namespace}* go back {when(ends_at)}.",
+                say(
+                    f":alarm_clock: {card.display_id}: your {gpus(grant_gpus)} in ",
+                    Strong(namespace),
+                    " go back ",
+                    Moment(ends_at),
+                    ".",
+                ),
                 actions=[
                     Action(ActionKind.EXTEND, "Extend", str(request_id), "primary"),
                     Action(ActionKind.RELEASE, "Release now", str(request_id)),
@@ -157,7 +171,7 @@ class Reconciler:
     def _deliver(self, report: TickReport) -> None:
         self._announce.deliver_pending()
 
-    def _tell_admins(self, text: str) -> None:
+    def _tell_admins(self, text: Notice) -> None:
         if self._policy.admin_channel:
             self._announce.post(self._policy.admin_channel, text)
 

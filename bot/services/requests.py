@@ -37,7 +37,7 @@ from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect, touch
 from bot.services.ports import QuotaCluster
 from bot.services.quota_sync import QuotaSync
-from bot.services.text import Notice, Refusal, User, gpus, mention, say
+from bot.services.text import Notice, Refusal, User, gpus, say
 
 log = logging.getLogger(__name__)
 AUTO_APPROVER = "gpu-quota-bot"
@@ -445,10 +445,10 @@ class RequestService:
         DECISIONS.labels(verdict=str(verdict)).inc()
         display = format_request_id(request_id)
         if verdict == Verdict.DENY:
-            because = f" Reason: {reason}" if reason else ""
-            self._announce.thread(request_id, f":no_entry: Denied by {mention(user)}.{because}")
+            because = (" Reason: ", reason) if reason else ()  # the denier's words: shown as text
+            self._announce.thread(request_id, say(":no_entry: Denied by ", User(user), ".", *because))
             self._announce.direct(
-                row.requester_id, f"{display} was denied by {mention(user)}.{because} The thread has the discussion."
+                row.requester_id, say(f"{display} was denied by ", User(user), ".", *because, " The thread has the discussion.")
             )
             self._announce.refresh(request_id)
             return f"You denied {display}."
@@ -464,7 +464,9 @@ class RequestService:
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
 
     def _report_approval(self, row: RequestRow, user: str) -> None:
-        self._announce.thread(row.id, f":+1: Approved by {mention(user)} — {len(row.approvals)} of {row.approvals_required}.")
+        self._announce.thread(
+            row.id, say(":+1: Approved by ", User(user), f" — {len(row.approvals)} of {row.approvals_required}.")
+        )
         self._announce.refresh(row.id)
 
     def _current_quota(self, namespace: str) -> int | None:
@@ -508,9 +510,11 @@ class RequestService:
             repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
 
         self._db.run(cancel)
-        self._announce.thread(request_id, f":wastebasket: Cancelled by {mention(user)}.")
+        self._announce.thread(request_id, say(":wastebasket: Cancelled by ", User(user), "."))
         if user != request.requester_id:
-            self._announce.direct(request.requester_id, f"{format_request_id(request_id)} was cancelled by {mention(user)}.")
+            self._announce.direct(
+                request.requester_id, say(f"{format_request_id(request_id)} was cancelled by ", User(user), ".")
+            )
         self._announce.refresh(request_id)
         return f"{format_request_id(request_id)} is cancelled."
 
@@ -552,7 +556,7 @@ class RequestService:
             repo.record(at=now, actor=user, action="request_retried", namespace=row.namespace, request_id=request_id)
 
         self._db.run(reapprove)
-        self._announce.thread(request_id, f":repeat: Retry by {mention(user)}.")
+        self._announce.thread(request_id, say(":repeat: Retry by ", User(user), "."))
         state = self._applier.apply(request_id)
         return f"{format_request_id(request_id)} is {state}."
 

@@ -94,3 +94,26 @@ def test_control_characters_never_reach_postgresql(postgres_url: str) -> None:
     finally:
         server.close()
         box.stop()
+
+
+def test_a_hostile_deny_reason_and_api_error_reach_slack_escaped(slack: SlackOverHttp) -> None:
+    slack.command(ALICE, "request ai-frontier-research +4 for 3d first")
+    first = slack.request_message()
+    slack.click(LEE, slack.buttons(first)["Deny"], first)
+    slack.submit(LEE, slack.records("view_open")[-1].view, {"reason": REASON})  # by the form
+    assert any("&lt;!channel&gt;" in t for t in slack.thread(first))
+    slack.command(ALICE, "request ai-frontier-research +2 for 1d second")
+    second = slack.request_message()
+    event = slack.side.thread_reply(
+        user_id=LEE, channel_id=second.channel or "", thread_ts=second.ts or "", text="deny " + REASON
+    )
+    slack.post(slack.side.event(event))  # typed in the thread
+    assert any("&lt;@U123&gt;" in t for t in slack.thread(second))
+    # The API server's words in a failure are text too.
+    assert slack.sandbox.kube is not None
+    slack.sandbox.kube.fail("PATCH", "resourcequotas", 403, message="forbidden <!channel> <http://evil.example|click here>")
+    slack.command(ALICE, "request ai-frontier-research +1 for 1h third")  # small and short: auto-approved
+    third = slack.request_message()
+    assert any(t.startswith(":x: Could not apply GQ-3") for t in slack.thread(third))
+    assert "Reason: fine-tune" in " ".join(slack.dms(ALICE))
+    assert_inert(everything_slack_received(slack))
