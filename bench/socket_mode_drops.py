@@ -125,18 +125,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--adapters", default=",".join(ADAPTERS))
     parser.add_argument("--drops", default=",".join(DROPS))
+    parser.add_argument("--repeat", type=int, default=1, help="runs per adapter and drop (each in a fresh process)")
     parser.add_argument("--one", nargs=2, metavar=("ADAPTER", "DROP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(one(*args.one)), flush=True)
         return
-    print(f"{'adapter':<18} {'drop':<8} {'back after':>11} {'CPU seconds':>12}")
+    print(f"{'adapter':<18} {'drop':<8} {'back after (s)':>24} {'CPU seconds':>24}")
     for adapter in args.adapters.split(","):
         for drop in args.drops.split(","):
-            result = _in_a_process(adapter, drop)
-            back = f"{result['back_seconds']:.1f} s" if result.get("back_seconds") is not None else f">{LIMIT:.0f} s"
-            cpu = f"{result['cpu_seconds']:.2f}" if "cpu_seconds" in result else result.get("error", "?")
-            print(f"{adapter:<18} {drop:<8} {back:>11} {cpu:>12}", flush=True)
+            results = [_in_a_process(adapter, drop) for _ in range(args.repeat)]
+            back = " / ".join(_back(r) for r in results)
+            cpu = " / ".join(f"{r['cpu_seconds']:.2f}" if "cpu_seconds" in r else str(r.get("error", "?")) for r in results)
+            print(f"{adapter:<18} {drop:<8} {back:>24} {cpu:>24}", flush=True)
+
+
+def _back(result: dict[str, Any]) -> str:
+    if "cpu_seconds" not in result:
+        return "-"
+    return f"{result['back_seconds']:.1f}" if result.get("back_seconds") is not None else f">{LIMIT:.0f}"
 
 
 def _in_a_process(adapter: str, drop: str) -> dict[str, Any]:
