@@ -15,7 +15,8 @@ This client (websocket-client's plain ``WebSocket``, one supervising thread):
 - on Slack's ``disconnect`` envelope (``refresh_requested``, ``warning``, ``link_disabled``, ...)
   opens the new connection first, then closes the old one (no gap);
 - reconnects at once, then with jittered exponential backoff (capped) while Slack cannot be
-  reached; ``apps.connections.open`` errors are logged without the token;
+  reached or connections end as soon as they open; ``apps.connections.open`` errors are logged
+  without the token;
 - hands each envelope to ``handle`` on a worker pool (the read loop never waits for the app) and
   sends the ack ``handle`` returns on the connection the envelope came from.
 
@@ -45,6 +46,7 @@ Handle = Callable[[Envelope], "dict[str, Any] | None"]
 
 READ_POLL_SECONDS = 0.5  # how long one read waits; bounds how late a ping or a stop is noticed
 MAX_BACKOFF_SECONDS = 30.0
+SHORT_LIVED_SECONDS = 2.0  # a connection that ends sooner counts as a failure to connect
 
 
 class SocketModeConnection:
@@ -100,22 +102,28 @@ class SocketModeConnection:
                 log.warning("Socket Mode: cannot connect (%s); retrying in %.1f s", _describe(error), delay)
                 self._stopping.wait(delay)
                 continue
-            failures, replacement = 0, None
+            replacement = None
             self._current = ws
             self._connected.set()
+            opened_at = time.monotonic()
             outcome = self._read(ws)
             if outcome == "stopping":
                 return  # close() closes it once in-flight handlers have acked
-            if outcome == "refresh":
+            # A connection that ends right after it opened (e.g. Slack's too_many_websockets) must
+            # not turn into a reconnect loop: those count as failures and back off.
+            failures = failures + 1 if time.monotonic() - opened_at < SHORT_LIVED_SECONDS else 0
+            if outcome == "refresh" and failures == 0:
                 # Make before break: the new connection is open before the old one is closed.
                 try:
                     replacement = self._open()
                 except Exception as error:  # noqa: BLE001
                     log.warning("Socket Mode: cannot open the refreshed connection (%s)", _describe(error))
                 threading.Thread(target=_close_quietly, args=[ws], name="socket-mode-close", daemon=True).start()
-            else:
-                ws.shutdown()  # dead already: no close handshake to wait for
-                log.warning("Socket Mode: connection lost (%s); reconnecting", outcome)
+                continue
+            ws.shutdown()  # dead, or refreshed too soon: no close handshake to wait for
+            delay = _backoff(failures) if failures else 0.0
+            log.warning("Socket Mode: connection lost (%s); reconnecting in %.1f s", outcome, delay)
+            self._stopping.wait(delay)
 
     def _open(self) -> websocket.WebSocket:
         try:
