@@ -103,6 +103,9 @@ class SocketModeConnection:
                 self._stopping.wait(delay)
                 continue
             replacement = None
+            if self._stopping.is_set():
+                _close_quietly(ws)
+                return
             self._current = ws
             self._connected.set()
             opened_at = time.monotonic()
@@ -178,7 +181,10 @@ class SocketModeConnection:
             log.debug("Socket Mode: hello (%s connections)", message.get("num_connections"))
             return None
         if message.get("envelope_id"):
-            self._workers.submit(self._dispatch, ws, message)
+            try:
+                self._workers.submit(self._dispatch, ws, message)
+            except RuntimeError:  # close() already stopped the pool: left unacked, as when the bot is down
+                log.warning("Socket Mode: stopping; envelope %s not taken", message["envelope_id"])
         return None
 
     def _dispatch(self, ws: websocket.WebSocket, envelope: Envelope) -> None:
