@@ -21,6 +21,7 @@ SCOPES = {
     "views_open": set(),
     "views_update": set(),
     "auth_test": set(),
+    "apps_connections_open": set(),  # Socket Mode: the app-level token's connections:write, not a bot scope
 }
 # A WebClient method, called or passed: client.chat_postMessage(...), partial(client.users_info, ...), ...
 SLACK_CALL = re.compile(
