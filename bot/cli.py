@@ -89,7 +89,9 @@ def load_cluster(
 # The settings (environment variables) each command reads, listed in its --help.
 SLACK = [
     ("SLACK_BOT_TOKEN", "bot token, xoxb-... (required)"),
-    ("SLACK_APP_TOKEN", "app-level token xapp-...: Socket Mode; unset: HTTP mode"),
+    ("SLACK_MODE", "socket or http (default: socket when SLACK_APP_TOKEN is set, else http)"),
+    ("SLACK_APP_TOKEN", "app-level token xapp-... (Socket Mode)"),
+    ("SLACK_SOCKET_PING_SECONDS", "Socket Mode: ping interval; silent twice as long and the connection is replaced (default 2)"),
     ("SLACK_SIGNING_SECRET", "verifies Slack's HTTP requests (required in HTTP mode)"),
     ("SLACK_API_URL", "Slack Web API base URL (default https://slack.com/api/)"),
 ]

@@ -1,14 +1,18 @@
 """``gpu-quota-bot run``: check the settings, wire the bot, serve Slack, run the jobs, stop cleanly.
 
-Socket Mode when ``SLACK_APP_TOKEN`` is set (no public URL needed), else HTTP on ``PORT``
-(``/slack/events``); waitress serves ``/healthz``, ``/readyz`` and ``/metrics`` on ``PORT`` in both
-modes. The scheduled jobs run on the leader replica only (``bot.leadership``). SIGTERM stops taking
-work, lets in-flight listeners and jobs finish, gives up the leadership, then exits.
+``SLACK_MODE`` (default: Socket Mode when ``SLACK_APP_TOKEN`` is set, else HTTP) decides how Slack
+reaches the bot. Socket Mode: one WebSocket kept open (``bot.adapters.slack.socket_mode``), no
+public URL, and no Slack route over HTTP at all. HTTP mode: ``POST /slack/events`` on ``PORT``,
+verified with the signing secret. Waitress serves ``/healthz``, ``/readyz`` and ``/metrics`` on
+``PORT`` in both modes. The scheduled jobs run on the leader replica only (``bot.leadership``).
+SIGTERM stops taking work, lets in-flight listeners and jobs finish, gives up the leadership, then
+exits.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 import signal
 import sys
 import threading
@@ -26,6 +30,7 @@ from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
+from bot.adapters.slack.socket_mode import SocketModeConnection, bolt_handler
 from bot.bootstrap import Services, build_bolt_app, build_services
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
@@ -50,6 +55,8 @@ def serve() -> int:
     except SettingsError as error:
         return fail(str(error))
     problems = settings.runtime_problems()
+    if len(problems) == 1:
+        return fail(f"cannot start: {problems[0]}")
     if problems:
         return fail("cannot start:\n  " + "\n  ".join(problems))
     configure_logging(level=settings.log_level, fmt=settings.log_format)
@@ -67,6 +74,13 @@ def serve() -> int:
     except GpuQuotaError as error:
         return fail(f"SLACK_BOT_TOKEN / SLACK_API_URL: {error}")
     log.info("connected to Slack as %s in %s", identity.get("user_id"), identity.get("team"))
+    if settings.mode == "socket":
+        assert settings.slack_app_token is not None
+        app_token = settings.slack_app_token.get_secret_value()
+        try:
+            slack_call("check SLACK_APP_TOKEN", lambda: client.apps_connections_open(app_token=app_token))
+        except GpuQuotaError as error:
+            return fail(f"SLACK_APP_TOKEN / SLACK_API_URL: {error}")
 
     metrics = metrics_source(settings, policy)
     if metrics is None:
@@ -82,9 +96,13 @@ def serve() -> int:
         metrics=metrics,
     )
     executor = TrackingExecutor()
-    signing_secret = (
-        settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else "unused-in-socket-mode"
-    )
+    if settings.mode == "http":
+        assert settings.slack_signing_secret is not None  # runtime_problems() refused it otherwise
+        signing_secret = settings.slack_signing_secret.get_secret_value()
+    else:
+        # Socket Mode verifies nothing by signature and serves no Slack route; a random secret all
+        # the same, so that no constant could ever sign a request this app accepts.
+        signing_secret = secrets.token_hex(32)
     app = build_bolt_app(services=services, client=client, signing_secret=signing_secret, executor=executor)
     scheduler = BackgroundScheduler(timezone="UTC")
     jobs.register(
@@ -104,7 +122,7 @@ def serve() -> int:
     scheduler.start(paused=True)
     leader.start()
     stop_http = _serve_http(settings, app, database)
-    stop_socket = _connect_socket_mode(settings, app)
+    stop_socket = _connect_socket_mode(settings, app, client)
     log.info("gpu-quota-bot is running")
     stopping.wait()
     log.info("stopping: no new work; finishing in-flight requests and jobs")
@@ -153,7 +171,7 @@ def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | No
 
 
 def _serve_http(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]
-    """The HTTP server (waitress): /slack/events in HTTP mode, and always /healthz, /readyz, /metrics."""
+    """The HTTP server (waitress): /slack/events in HTTP mode only, and always /healthz, /readyz, /metrics."""
     import waitress
 
     def ready() -> bool:
@@ -161,21 +179,26 @@ def _serve_http(settings: Settings, app: Any, database: Database):  # type: igno
             connection.execute(text("SELECT 1"))
         return True
 
-    server = waitress.create_server(WebApp(app, ready=ready, metrics=exposition), host="0.0.0.0", port=settings.port, threads=8)
+    http_mode = settings.mode == "http"
+    web = WebApp(app if http_mode else None, ready=ready, metrics=exposition)
+    server = waitress.create_server(web, host="0.0.0.0", port=settings.port, threads=8)
     threading.Thread(target=server.run, name="http", daemon=True).start()
-    log.info(
-        "listening on port %s (%s)", settings.port, "health and metrics" if settings.slack_app_token else "POST /slack/events"
-    )
+    log.info("listening on port %s (%s)", settings.port, "POST /slack/events" if http_mode else "health and metrics only")
     return server.close
 
 
-def _connect_socket_mode(settings: Settings, app: Any):  # type: ignore[no-untyped-def]
-    """Socket Mode when SLACK_APP_TOKEN is set (no public URL needed); returns the function that disconnects."""
-    if settings.slack_app_token is None:
+def _connect_socket_mode(settings: Settings, app: Any, client: Any):  # type: ignore[no-untyped-def]
+    """Socket Mode (no public URL needed); returns the function that disconnects."""
+    if settings.mode != "socket":
         return lambda: None
-    from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-    handler = SocketModeHandler(app, settings.slack_app_token.get_secret_value())
-    handler.connect()
-    log.info("Socket Mode connected")
-    return handler.close
+    assert settings.slack_app_token is not None
+    connection = SocketModeConnection(
+        settings.slack_app_token.get_secret_value(),
+        web_client=client,
+        handle=bolt_handler(app),
+        ping_interval=settings.slack_socket_ping_seconds,
+        pong_timeout=settings.slack_socket_ping_seconds,
+    )
+    if not connection.start(wait=10):
+        log.warning("Socket Mode is not connected yet: still trying (see the lines above)")
+    return connection.close

@@ -9,6 +9,30 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+SlackMode = Literal["socket", "http"]
+
+# Values people leave in a Secret when they mean "fill in later": never a real signing secret.
+PLACEHOLDER_SECRETS = frozenset(
+    {
+        "changeme",
+        "change-me",
+        "change_me",
+        "unused-in-socket-mode",
+        "secret",
+        "signing-secret",
+        "signing_secret",
+        "your-signing-secret",
+        "slack-signing-secret",
+        "placeholder",
+        "example",
+        "todo",
+        "tbd",
+        "none",
+        "null",
+        "test",
+        "dummy",
+    }
+)
 
 
 class Settings(BaseSettings):
@@ -17,6 +41,8 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_app_token: SecretStr | None = None
+    slack_mode: SlackMode | None = None  # unset: Socket Mode when SLACK_APP_TOKEN is set, else HTTP
+    slack_socket_ping_seconds: float = Field(default=2.0, ge=0.5, le=30)
     slack_api_url: str = DEFAULT_SLACK_API_URL
     database_url: str = "sqlite:///gpu-quota-bot.db"
     gpu_quota_config: Path | None = None
@@ -48,6 +74,18 @@ class Settings(BaseSettings):
             raise ValueError("must be an http(s) URL, e.g. http://prometheus-operated.monitoring:9090")
         return url.rstrip("/") if url else None
 
+    @field_validator("slack_mode", mode="before")
+    @classmethod
+    def _mode(cls, mode: str | None) -> str | None:
+        return (mode.strip().lower() or None) if isinstance(mode, str) else mode
+
+    @property
+    def mode(self) -> SlackMode:
+        """How Slack reaches the bot: SLACK_MODE, else Socket Mode exactly when an app token is set."""
+        if self.slack_mode is not None:
+            return self.slack_mode
+        return "socket" if self.slack_app_token and self.slack_app_token.get_secret_value() else "http"
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper(cls, level: str) -> str:
@@ -64,11 +102,25 @@ class Settings(BaseSettings):
         app_token = self.slack_app_token.get_secret_value() if self.slack_app_token else ""
         if app_token and not app_token.startswith("xapp-"):
             problems.append("SLACK_APP_TOKEN must start with xapp- (an app-level token with connections:write)")
-        if not app_token and not (self.slack_signing_secret and self.slack_signing_secret.get_secret_value()):
-            problems.append("SLACK_SIGNING_SECRET is not set: HTTP mode needs it (or set SLACK_APP_TOKEN for Socket Mode)")
+        if self.mode == "socket" and not app_token:
+            problems.append("SLACK_APP_TOKEN is not set: Socket Mode (SLACK_MODE=socket) needs it (xapp-..., connections:write)")
+        if self.mode == "http":
+            problem = _signing_secret_problem(self.slack_signing_secret.get_secret_value() if self.slack_signing_secret else "")
+            if problem:
+                problems.append(f"SLACK_SIGNING_SECRET {problem}")
         if self.gpu_quota_config is None:
             problems.append("GPU_QUOTA_CONFIG is not set: point it at the policy file (see deploy/config.example.yaml)")
         return problems
+
+
+def _signing_secret_problem(secret: str) -> str | None:
+    """Why ``secret`` cannot be the app's signing secret (never quoting it), or None."""
+    value = secret.strip().lower()
+    if not value:
+        return "is not set: HTTP mode needs it (or set SLACK_APP_TOKEN for Socket Mode)"
+    if value in PLACEHOLDER_SECRETS or len(set(value)) == 1 or "..." in value or value.startswith(("<", "${")):
+        return "is a placeholder: put the app's Signing Secret (Basic Information > App Credentials) in it"
+    return None
 
 
 def load_settings() -> Settings:

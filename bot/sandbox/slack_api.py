@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
+from bot.sandbox.socket_mode import SocketModeStandIn
 
 
 @dataclass
@@ -83,6 +84,7 @@ class SlackApiStandIn:
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
         self._server = LoopbackServer(self._handle)
+        self.socket_mode: SocketModeStandIn | None = None  # serves apps.connections.open when set
 
     # --- lifecycle and test controls -------------------------------------------------------
 
@@ -155,6 +157,8 @@ class SlackApiStandIn:
                     failures.popleft()
                 headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
                 return Outgoing.json(failure.status, {"ok": False, "error": failure.error}, headers)
+        if method == "apps.connections.open":
+            return Outgoing.json(200, self._apps_connections_open(incoming))
         if incoming.headers.get("authorization") != f"Bearer {self.token}" and params.get("token") != self.token:
             return Outgoing.json(200, {"ok": False, "error": "invalid_auth"})
         handler = getattr(self, "_api_" + method.replace(".", "_"), None)
@@ -191,6 +195,14 @@ class SlackApiStandIn:
         return Outgoing(200, b"OK")
 
     # --- methods ---------------------------------------------------------------------------
+
+    def _apps_connections_open(self, incoming: Incoming) -> dict[str, Any]:
+        """Socket Mode: a WebSocket URL, for an app-level token only (Slack refuses bot tokens here)."""
+        if not incoming.headers.get("authorization", "").startswith("Bearer xapp-"):
+            return {"ok": False, "error": "not_allowed_token_type"}
+        if self.socket_mode is None:
+            return {"ok": False, "error": "not_allowed"}
+        return {"ok": True, "url": self.socket_mode.url()}
 
     def _api_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "user_id": "UBOT", "bot_id": "BBOT", "team": "Sandbox", "team_id": "TSANDBOX"}

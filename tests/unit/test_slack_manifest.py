@@ -22,6 +22,7 @@ SCOPES = {
     "views_update": set(),
     "views_publish": set(),
     "auth_test": set(),
+    "apps_connections_open": set(),  # Socket Mode: the app-level token's connections:write, not a bot scope
 }
 # Each event the bot listens to, the subscriptions that deliver it, and the scopes those need.
 EVENTS = {

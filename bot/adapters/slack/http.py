@@ -34,11 +34,15 @@ def bolt_request(raw_body: str, headers: Mapping[str, str | Sequence[str]], quer
 
 
 class WebApp:
-    """WSGI: ``POST /slack/events`` to Bolt; ``/healthz`` (alive), ``/readyz`` (can serve), ``/metrics``."""
+    """WSGI: ``/healthz`` (alive), ``/readyz`` (can serve), ``/metrics``, and ``POST /slack/events`` to Bolt.
+
+    Without a Bolt app (Socket Mode) there is no Slack route at all: ``/slack/events`` is 404, so
+    nothing that reaches the pod's port can act as a Slack user, whatever it is signed with.
+    """
 
     def __init__(
         self,
-        bolt_app: App,
+        bolt_app: App | None,
         *,
         ready: Callable[[], bool] = lambda: True,
         metrics: Callable[[], tuple[bytes, str]] | None = None,
@@ -49,8 +53,8 @@ class WebApp:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path, method = environ.get("PATH_INFO", ""), environ.get("REQUEST_METHOD", "GET")
-        if path == EVENTS_PATH and method == "POST":
-            return self._slack(environ, start_response)
+        if path == EVENTS_PATH and method == "POST" and self._bolt is not None:
+            return self._slack(environ, start_response, self._bolt)
         if path == "/healthz":
             return _reply(start_response, 200, b"ok\n")
         if path == "/readyz":
@@ -61,7 +65,7 @@ class WebApp:
             return _reply(start_response, 200, body, content_type)
         return _reply(start_response, 404, b"not found\n")
 
-    def _slack(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    def _slack(self, environ: dict[str, Any], start_response: Callable[..., Any], bolt: App) -> Iterable[bytes]:
         try:
             length = int(environ.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -72,7 +76,7 @@ class WebApp:
         headers = {key[5:].replace("_", "-").lower(): value for key, value in environ.items() if key.startswith("HTTP_")}
         if environ.get("CONTENT_TYPE"):
             headers["content-type"] = environ["CONTENT_TYPE"]
-        response = self._bolt.dispatch(bolt_request(raw, headers, environ.get("QUERY_STRING", "")))
+        response = bolt.dispatch(bolt_request(raw, headers, environ.get("QUERY_STRING", "")))
         if response.status == 401:
             log.warning("rejected a Slack request with a bad or stale signature from %s", environ.get("REMOTE_ADDR", "?"))
         out_headers = [(name, value) for name, values in response.headers.items() for value in values]
