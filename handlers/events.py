@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import App, BoltResponse
+from slack_bolt import App, BoltContext, BoltResponse
 from slack_sdk import WebClient
 
 from bot.adapters.slack.events import ThreadReply
@@ -39,9 +39,9 @@ def register(app: App, services: Services) -> None:
         return None
 
     @app.event("message")
-    def on_message(event: dict[str, Any], client: WebClient) -> None:
+    def on_message(event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         reply = ThreadReply.from_event(event)
-        decision = parse_thread_decision(reply.text) if reply else None
+        decision = parse_thread_decision(reply.text, bot_user_id=context.bot_user_id or "") if reply else None
         if reply is None or decision is None:
             return
         request_id = services.queries.request_at(reply.channel_id, reply.thread_ts)
@@ -64,6 +64,15 @@ def decide_in_thread(
 ) -> None:
     """The same rules as a click; a refusal is answered in the thread, to the person who typed."""
     verdict = Verdict.APPROVE if decision.approve else Verdict.DENY
+    if verdict == Verdict.DENY and not decision.reason:
+        # As the Deny button's form does: the requester should learn why.
+        log.info("typed deny on GQ-%s by %s without a reason; nothing decided", request_id, reply.user_id)
+        answer_in_thread(
+            client,
+            reply,
+            f"<@{reply.user_id}> :no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided.",
+        )
+        return
 
     def decide() -> None:
         services.requests.decide(user=reply.user_id, request_id=request_id, verdict=verdict, reason=decision.reason)

@@ -208,16 +208,21 @@ class ThreadDecision:
     reason: str = ""
 
 
-_LEADING_MENTIONS = re.compile(r"^(?:\s*<@[A-Z0-9]+(?:\|[^>]*)?>)+")
+_LEADING_MENTION = re.compile(r"\s*<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
 
-def parse_thread_decision(text: str) -> ThreadDecision | None:
+def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | None:
     """A decision typed in a request's thread, or None for an ordinary reply (left alone).
 
     ``approve`` must stand alone (an "approve of the idea, but..." reply is chat, not a decision);
-    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored.
+    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored; a reply
+    addressed to someone else ("@pat approve") asks them, so it is not the writer's decision.
     """
-    words = _LEADING_MENTIONS.sub("", text).strip().split(maxsplit=1)
+    while mention := _LEADING_MENTION.match(text):
+        if mention.group(1) != bot_user_id:
+            return None
+        text = text[mention.end() :]
+    words = text.strip().split(maxsplit=1)
     if not words:
         return None
     verb = words[0].lower().rstrip(".!")

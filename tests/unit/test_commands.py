@@ -209,6 +209,9 @@ def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
         ("approve", ThreadDecision(approve=True)),
         ("Approve!", ThreadDecision(approve=True)),
         ("<@UBOT> approve", ThreadDecision(approve=True)),
+        ("<@UBOT|gpu-quota> <@UBOT> deny no", ThreadDecision(approve=False, reason="no")),
+        ("<@U0PAT> approve", None),
+        ("<@UBOT> <@U0PAT|pat> deny", None),
         ("approved.", ThreadDecision(approve=True)),
         ("deny", ThreadDecision(approve=False)),
         ("Deny the corpus is not ready", ThreadDecision(approve=False, reason="the corpus is not ready")),
@@ -219,4 +222,4 @@ def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
     ],
 )
 def test_decisions_typed_in_a_thread(text: str, expected: ThreadDecision | None) -> None:
-    assert parse_thread_decision(text) == expected
+    assert parse_thread_decision(text, bot_user_id="UBOT") == expected
