@@ -81,7 +81,11 @@ def register(app: App, services: Services) -> None:
         if not reason:
             ack(response_action="errors", errors={ids.REASON_BLOCK: "Say why: the requester reads it."})
             return
-        request_id = int(form.metadata.get("request_id", 0))
+        request_id = form.request_id
+        if request_id is None:
+            log.warning("deny form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
+            ack(response_action="errors", errors={ids.REASON_BLOCK: "This form is not valid; use the Deny button again."})
+            return
         ack(response_action="update", view=notice_view("Deny a request", ":hourglass_flowing_sand: Denying…"))
         outcome = attempt(
             lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason),

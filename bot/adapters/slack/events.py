@@ -101,7 +101,7 @@ class FormSubmission:
 
     @property
     def request_id(self) -> int | None:
-        """The request an extend form is about (its private metadata); None when missing or not valid."""
+        """The request an extend or deny form is about (its private metadata); None when missing or not valid."""
         return parse_request_id(str(self.metadata.get("request_id", "")))
 
 
