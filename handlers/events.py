@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App, BoltContext, BoltResponse
@@ -32,6 +33,13 @@ log = logging.getLogger(__name__)
 def register(app: App, services: Services) -> None:
     @app.middleware
     def once_per_event(body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:  # noqa: A002 (Bolt's name)
+        if body.get("type") == "app_rate_limited":
+            # Slack's notice (no inner event, so no listener: Bolt would answer 404) that it is dropping events.
+            log.warning(
+                "Slack rate limits this app's events since %s: decisions typed in threads may not arrive (buttons still work)",
+                _minute(body),
+            )
+            return BoltResponse(status=200, body="")
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
         if event_id and not services.inbox.first_delivery(str(event_id)):
             return BoltResponse(status=200, body="")
@@ -57,6 +65,13 @@ def register(app: App, services: Services) -> None:
     @app.event(re.compile(".*"))
     def on_any_other_event() -> None:
         return None
+
+
+def _minute(body: dict[str, Any]) -> str:
+    try:
+        return f"{datetime.fromtimestamp(int(body['minute_rate_limited']), timezone.utc):%Y-%m-%d %H:%M} UTC"
+    except (KeyError, TypeError, ValueError, OverflowError, OSError):
+        return "an unknown minute"
 
 
 def decide_in_thread(

@@ -58,3 +58,19 @@ def test_a_deny_click_on_the_app_home_whose_form_cannot_open_says_so_on_the_tab(
     home = json.dumps(slack.sandbox.slack.homes[LEE])
     assert "Could not open the form" in home
     assert quota(slack) == "4"
+
+
+def test_slacks_app_rate_limited_notice_is_answered_200_and_logged(
+    slack: SlackOverHttp, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slack posts it to the events URL when it drops events; it has no inner event (Bolt found no listener: 404)."""
+    notice = {
+        "token": "legacy-verification-token",
+        "type": "app_rate_limited",
+        "team_id": "TSANDBOX",
+        "minute_rate_limited": 1796029200,
+        "api_app_id": "ASANDBOX",
+    }
+    with caplog.at_level("WARNING"):
+        assert slack.post(json.dumps(notice)).status_code == 200
+    assert any("rate limit" in r.getMessage() and "2026-11-30 09:00 UTC" in r.getMessage() for r in caplog.records)
