@@ -225,7 +225,7 @@ def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | No
     words = text.strip().split(maxsplit=1)
     if not words:
         return None
-    verb = words[0].lower().rstrip(".!")
+    verb = words[0].lower().rstrip(".!:,;")  # "Deny: no budget" is a denial, as a hurried person types it
     rest = words[1].strip() if len(words) > 1 else ""
     if verb in ("approve", "approved") and not rest.strip(".! "):
         return ThreadDecision(approve=True)
