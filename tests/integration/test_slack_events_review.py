@@ -8,7 +8,10 @@ from urllib.parse import parse_qs, urlencode
 import pytest
 
 from bot.adapters.slack import ids
-from tests.integration.conftest import SlackOverHttp, buttons_of
+from bot.adapters.slack.http import WebApp
+from bot.clock import ManualClock
+from bot.sandbox.session import Sandbox
+from tests.integration.conftest import SlackOverHttp, buttons_of, serve
 from tests.integration.test_slack_events import ALICE, LEE, PAT, REQUEST, quota, reply
 
 
@@ -74,3 +77,19 @@ def test_slacks_app_rate_limited_notice_is_answered_200_and_logged(
     with caplog.at_level("WARNING"):
         assert slack.post(json.dumps(notice)).status_code == 200
     assert any("rate limit" in r.getMessage() and "2026-11-30 09:00 UTC" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.postgres
+def test_an_event_id_longer_than_slacks_is_answered_200_and_still_claimed_once(postgres_url: str, clock: ManualClock) -> None:
+    box = Sandbox(clock=clock, database_url=postgres_url).start()
+    assert box.app is not None
+    url, server = serve(WebApp(box.app))
+    try:
+        slack = SlackOverHttp(box, url)
+        event = {"type": "reaction_added", "user": LEE, "reaction": "eyes", "item": {"type": "message"}, "event_ts": "1.0"}
+        assert slack.post(slack.side.event(event, event_id="Ev" + "X" * 98)).status_code == 200
+        assert box.services.inbox.first_delivery("Ev" + "X" * 98) is False
+        assert box.services.inbox.first_delivery("Ev" + "X" * 97 + "Y") is True
+    finally:
+        server.close()
+        box.stop()
