@@ -263,10 +263,16 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         rest.pop(0)
         if not rest:
             raise ValueError(f"`for` needs a duration: {ALLOWED}")
-        duration = _duration_after_for(rest.pop(0))
+        typed = rest.pop(0)
+        duration = _duration_after_for(typed)
+        if rest and rest[0].lower() == PERMANENT_WORD:
+            raise ValueError(f"both `for {typed}` and `{PERMANENT_WORD}`: say one")
     elif rest and rest[0].lower() == PERMANENT_WORD:
         rest.pop(0)
         permanent = True
+        if len(rest) > 1 and rest[0].lower() == "for" and _is_duration(rest[1]):
+            # A hurried "permanent for 3d" must not become a permanent change with "for 3d" as its reason.
+            raise ValueError(f"both `{PERMANENT_WORD}` and `for {rest[1]}`: say one")
     else:
         problems.append(f"say how long: `for 3d` ({ALLOWED}) or `{PERMANENT_WORD}`")
     return RequestDraft(
@@ -277,6 +283,14 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         reason=" ".join(rest),
         problems=tuple(problems),
     )
+
+
+def _is_duration(word: str) -> bool:
+    try:
+        parse_duration(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _duration_after_for(word: str) -> timedelta:

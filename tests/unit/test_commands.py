@@ -56,6 +56,8 @@ def test_a_request_without_for_or_permanent_is_incomplete_not_permanent() -> Non
         ("request ai-frontier-research +4 for 400d x", "`400d` is too long"),
         ("request ai-frontier-research +4 for permanent x", "written `permanent`, without `for`"),
         ("request ai-frontier-research +4 for", "`for` needs a duration"),
+        ("request ai-frontier-research +4 permanent for 3d x", "both `permanent` and `for 3d`: say one"),
+        ("request ai-frontier-research +4 for 3d permanent x", "both `for 3d` and `permanent`: say one"),
     ],
 )
 def test_a_bad_duration_is_an_error_naming_it(text: str, named: str) -> None:
