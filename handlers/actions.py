@@ -63,7 +63,13 @@ def register(app: App, services: Services) -> None:
             open_extend_form(client, respond, click.trigger_id, request_id)
             return
         if click.kind == ActionKind.DENY:
-            open_view(client, respond, click.trigger_id, blocks.deny_form(request_id))
+            open_view(
+                client,
+                answer,
+                click.trigger_id,
+                blocks.deny_form(request_id),
+                instead=f"Press Deny again, or type `deny <reason>` in the thread of GQ-{request_id}.",
+            )
             return
         if click.kind == ActionKind.APPROVE:
             # A permanent or large change is approved by submitting a form; the click itself records nothing.

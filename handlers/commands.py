@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, Respond
@@ -190,18 +191,17 @@ def open_form(
     if isinstance(namespaces, str):
         say(respond, namespaces)
         return
-    open_view(client, respond, trigger_id, blocks.request_form(draft, namespaces, channel_id=channel_id))
+    open_view(client, lambda text: say(respond, text), trigger_id, blocks.request_form(draft, namespaces, channel_id=channel_id))
 
 
 def open_extend_form(client: WebClient, respond: Respond, trigger_id: str | None, request_id: int, **prefill: Any) -> None:
-    open_view(client, respond, trigger_id, blocks.extend_form(request_id, duration=None, **prefill))
+    open_view(client, lambda text: say(respond, text), trigger_id, blocks.extend_form(request_id, duration=None, **prefill))
 
 
-def open_view(client: WebClient, respond: Respond, trigger_id: str | None, view: Any) -> None:
+def open_view(client: WebClient, answer: Callable[[str], None], trigger_id: str | None, view: Any, *, instead: str = "") -> None:
+    """Open ``view``; when Slack refuses (an expired trigger), ``answer`` tells the person what to do instead."""
+    instead = instead or f"Type the whole command instead: `/gpu-quota {USAGE['request']}`"
     try:
         slack_call("open the form", lambda: client.views_open(trigger_id=trigger_id, view=view))
     except GpuQuotaError as error:
-        say(
-            respond,
-            f":warning: Could not open the form ({error}). Type the whole command instead: `/gpu-quota {USAGE['request']}`",
-        )
+        answer(f":warning: Could not open the form ({error}). {instead}")

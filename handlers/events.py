@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import App, BoltResponse
+from slack_bolt import App, BoltContext, BoltResponse
 from slack_sdk import WebClient
 
 from bot.adapters.slack.events import ThreadReply
@@ -32,6 +33,13 @@ log = logging.getLogger(__name__)
 def register(app: App, services: Services) -> None:
     @app.middleware
     def once_per_event(body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:  # noqa: A002 (Bolt's name)
+        if body.get("type") == "app_rate_limited":
+            # Slack's notice (no inner event, so no listener: Bolt would answer 404) that it is dropping events.
+            log.warning(
+                "Slack rate limits this app's events since %s: decisions typed in threads may not arrive (buttons still work)",
+                _minute(body),
+            )
+            return BoltResponse(status=200, body="")
         event_id = body.get("event_id") if body.get("type") == "event_callback" else None
         if event_id and not services.inbox.first_delivery(str(event_id)):
             return BoltResponse(status=200, body="")
@@ -39,9 +47,9 @@ def register(app: App, services: Services) -> None:
         return None
 
     @app.event("message")
-    def on_message(event: dict[str, Any], client: WebClient) -> None:
+    def on_message(event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         reply = ThreadReply.from_event(event)
-        decision = parse_thread_decision(reply.text) if reply else None
+        decision = parse_thread_decision(reply.text, bot_user_id=context.bot_user_id or "") if reply else None
         if reply is None or decision is None:
             return
         request_id = services.queries.request_at(reply.channel_id, reply.thread_ts)
@@ -59,11 +67,27 @@ def register(app: App, services: Services) -> None:
         return None
 
 
+def _minute(body: dict[str, Any]) -> str:
+    try:
+        return f"{datetime.fromtimestamp(int(body['minute_rate_limited']), timezone.utc):%Y-%m-%d %H:%M} UTC"
+    except (KeyError, TypeError, ValueError, OverflowError, OSError):
+        return "an unknown minute"
+
+
 def decide_in_thread(
     services: Services, client: WebClient, reply: ThreadReply, request_id: int, decision: ThreadDecision
 ) -> None:
     """The same rules as a click; a refusal is answered in the thread, to the person who typed."""
     verdict = Verdict.APPROVE if decision.approve else Verdict.DENY
+    if verdict == Verdict.DENY and not decision.reason:
+        # As the Deny button's form does: the requester should learn why.
+        log.info("typed deny on GQ-%s by %s without a reason; nothing decided", request_id, reply.user_id)
+        answer_in_thread(
+            client,
+            reply,
+            f"<@{reply.user_id}> :no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided.",
+        )
+        return
 
     def decide() -> str | None:
         if verdict == Verdict.APPROVE and services.requests.confirmation(user=reply.user_id, request_id=request_id):

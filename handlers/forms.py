@@ -88,7 +88,7 @@ def register(app: App, services: Services) -> None:
         request_id = form.request_id
         if request_id is None:
             log.warning("deny form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
-            ack(response_action="update", view=notice_view("Deny a request", INVALID_FORM))
+            ack(response_action="errors", errors={ids.REASON_BLOCK: "This form is not valid; use the Deny button again."})
             return
         ack(response_action="update", view=notice_view("Deny a request", ":hourglass_flowing_sand: Denying…"))
         outcome = attempt(

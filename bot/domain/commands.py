@@ -208,19 +208,24 @@ class ThreadDecision:
     reason: str = ""
 
 
-_LEADING_MENTIONS = re.compile(r"^(?:\s*<@[A-Z0-9]+(?:\|[^>]*)?>)+")
+_LEADING_MENTION = re.compile(r"\s*<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
 
-def parse_thread_decision(text: str) -> ThreadDecision | None:
+def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | None:
     """A decision typed in a request's thread, or None for an ordinary reply (left alone).
 
     ``approve`` must stand alone (an "approve of the idea, but..." reply is chat, not a decision);
-    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored.
+    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored; a reply
+    addressed to someone else ("@pat approve") asks them, so it is not the writer's decision.
     """
-    words = _LEADING_MENTIONS.sub("", text).strip().split(maxsplit=1)
+    while mention := _LEADING_MENTION.match(text):
+        if mention.group(1) != bot_user_id:
+            return None
+        text = text[mention.end() :]
+    words = text.strip().split(maxsplit=1)
     if not words:
         return None
-    verb = words[0].lower().rstrip(".!")
+    verb = words[0].lower().rstrip(".!:,;")  # "Deny: no budget" is a denial, as a hurried person types it
     rest = words[1].strip() if len(words) > 1 else ""
     if verb in ("approve", "approved") and not rest.strip(".! "):
         return ThreadDecision(approve=True)
@@ -258,10 +263,16 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         rest.pop(0)
         if not rest:
             raise ValueError(f"`for` needs a duration: {ALLOWED}")
-        duration = _duration_after_for(rest.pop(0))
+        typed = rest.pop(0)
+        duration = _duration_after_for(typed)
+        if rest and rest[0].lower() == PERMANENT_WORD:
+            raise ValueError(f"both `for {typed}` and `{PERMANENT_WORD}`: say one")
     elif rest and rest[0].lower() == PERMANENT_WORD:
         rest.pop(0)
         permanent = True
+        if len(rest) > 1 and rest[0].lower() == "for" and _is_duration(rest[1]):
+            # A hurried "permanent for 3d" must not become a permanent change with "for 3d" as its reason.
+            raise ValueError(f"both `{PERMANENT_WORD}` and `for {rest[1]}`: say one")
     else:
         problems.append(f"say how long: `for 3d` ({ALLOWED}) or `{PERMANENT_WORD}`")
     return RequestDraft(
@@ -272,6 +283,14 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         reason=" ".join(rest),
         problems=tuple(problems),
     )
+
+
+def _is_duration(word: str) -> bool:
+    try:
+        parse_duration(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _duration_after_for(word: str) -> timedelta:

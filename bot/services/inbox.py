@@ -7,6 +7,7 @@ in a thread must count once, so every event is claimed in the database before it
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from datetime import timedelta
 
@@ -16,6 +17,7 @@ from bot.clock import Clock
 log = logging.getLogger(__name__)
 # Slack retries three times within about five minutes; keep the ids well past that.
 REMEMBER_FOR = timedelta(hours=1)
+MAX_EVENT_ID = 64  # slack_events.event_id is String(64)
 
 
 class EventInbox:
@@ -26,6 +28,9 @@ class EventInbox:
     def first_delivery(self, event_id: str) -> bool:
         """True the first time ``event_id`` is seen; False for a re-sent delivery (then ignore it)."""
         now = self._clock.now()
+        if len(event_id) > MAX_EVENT_ID:
+            # Slack's ids are short ("Ev0123ABCD"); a longer one is kept by its digest, which fits the column.
+            event_id = hashlib.sha256(event_id.encode()).hexdigest()
 
         def claim(repo) -> bool:  # type: ignore[no-untyped-def]
             repo.forget_events_before(now - REMEMBER_FOR)

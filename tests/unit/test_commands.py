@@ -56,6 +56,8 @@ def test_a_request_without_for_or_permanent_is_incomplete_not_permanent() -> Non
         ("request ai-frontier-research +4 for 400d x", "`400d` is too long"),
         ("request ai-frontier-research +4 for permanent x", "written `permanent`, without `for`"),
         ("request ai-frontier-research +4 for", "`for` needs a duration"),
+        ("request ai-frontier-research +4 permanent for 3d x", "both `permanent` and `for 3d`: say one"),
+        ("request ai-frontier-research +4 for 3d permanent x", "both `for 3d` and `permanent`: say one"),
     ],
 )
 def test_a_bad_duration_is_an_error_naming_it(text: str, named: str) -> None:
@@ -209,6 +211,13 @@ def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
         ("approve", ThreadDecision(approve=True)),
         ("Approve!", ThreadDecision(approve=True)),
         ("<@UBOT> approve", ThreadDecision(approve=True)),
+        ("<@UBOT|gpu-quota> <@UBOT> deny no", ThreadDecision(approve=False, reason="no")),
+        ("<@U0PAT> approve", None),
+        ("Deny: no budget this month", ThreadDecision(approve=False, reason="no budget this month")),
+        ("denied, too expensive", ThreadDecision(approve=False, reason="too expensive")),
+        ("deny - not now", ThreadDecision(approve=False, reason="- not now")),
+        ("approve:", ThreadDecision(approve=True)),
+        ("<@UBOT> <@U0PAT|pat> deny", None),
         ("approved.", ThreadDecision(approve=True)),
         ("deny", ThreadDecision(approve=False)),
         ("Deny the corpus is not ready", ThreadDecision(approve=False, reason="the corpus is not ready")),
@@ -219,4 +228,4 @@ def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
     ],
 )
 def test_decisions_typed_in_a_thread(text: str, expected: ThreadDecision | None) -> None:
-    assert parse_thread_decision(text) == expected
+    assert parse_thread_decision(text, bot_user_id="UBOT") == expected
