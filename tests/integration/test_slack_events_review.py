@@ -27,12 +27,12 @@ def test_a_typed_deny_without_a_reason_asks_for_one_and_denies_nothing(slack: Sl
 
 
 def test_a_reply_addressed_to_someone_else_is_not_the_writers_decision(slack: SlackOverHttp) -> None:
-    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # two approvals
-    reply(slack, LEE, "<@U0ALICE> approve")  # Lee asks Alice to approve
-    reply(slack, LEE, "<@U0ALICE|alice> deny")
+    slack.command(ALICE, "request ai-frontier-research +2 for 1d two more")
+    reply(slack, LEE, "<@U0PAT> approve")  # Lee asks Pat to approve
+    reply(slack, LEE, "<@U0PAT|pat> deny")
     assert slack.thread(slack.request_message()) == []
     reply(slack, LEE, "<@UBOT> approve")  # addressed to the bot: Lee's own decision
-    assert slack.thread(slack.request_message()) == [":+1: Approved by <@U0LEE> — 1 of 2."]
+    assert slack.thread(slack.request_message())[0] == ":+1: Approved by <@U0LEE> — 1 of 1."
 
 
 @pytest.mark.parametrize("metadata", ['{"request_id": "abc"}', '{"request_id": 99999999999999}', "{}"])
