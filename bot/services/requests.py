@@ -134,6 +134,7 @@ class RequestService:
                 "The request is incomplete: " + "; ".join(draft.problems or ("namespace, GPUs and a reason are needed",))
             )
         assert draft.namespace is not None and draft.amount is not None
+        check_reason_length(draft.reason)
         team = self._team_for_request(requester, draft.namespace)
         snapshot = self._read_quota(draft.namespace)
         current = snapshot.hard if snapshot else self._policy.default_quota(draft.namespace)
@@ -159,6 +160,7 @@ class RequestService:
 
     def extend(self, *, requester: str, request_id: int, duration: timedelta, reason: str) -> Submitted:
         """Ask for more time on an active grant: a new request that needs approval like any other."""
+        check_reason_length(reason)
         original = self._load(request_id)
         grant = self._active_grant(request_id)
         team = self._team_for_request(requester, original.namespace)
@@ -398,6 +400,7 @@ class RequestService:
 
     def decide(self, *, user: str, request_id: int, verdict: Verdict, reason: str = "") -> str:
         """Record an approval or a denial (with the denier's reason, if given); returns the line shown to the person."""
+        check_reason_length(reason)
         with request_context(format_request_id(request_id)):
             return self._decide(user, request_id, verdict, reason.strip())
 
@@ -579,6 +582,15 @@ def pending(repo: Repository, request_id: int) -> RequestRow:
     if row.state != RequestState.PENDING:
         raise Refusal(already_decided(row))
     return row
+
+
+MAX_REASON = 2000  # characters: a reason is read by approvers in a card and a thread, not a document
+
+
+def check_reason_length(reason: str) -> None:
+    """A UserError for a reason longer than a card shows (Slack cuts a section at 3,000 characters)."""
+    if len(reason.strip()) > MAX_REASON:
+        raise UserError(f"The reason is {len(reason.strip()):,} characters long; say it in at most {MAX_REASON:,}.")
 
 
 def delta_now(request: RequestRow, current: int) -> int:

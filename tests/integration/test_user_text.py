@@ -117,3 +117,17 @@ def test_a_hostile_deny_reason_and_api_error_reach_slack_escaped(slack: SlackOve
     assert any(t.startswith(":x: Could not apply GQ-3") for t in slack.thread(third))
     assert "Reason: fine-tune" in " ".join(slack.dms(ALICE))
     assert_inert(everything_slack_received(slack))
+
+
+def test_a_reason_longer_than_a_card_can_show_is_refused(slack: SlackOverHttp) -> None:
+    slack.command(ALICE, "request ai-frontier-research +4 for 3d " + "x" * 60_000)
+    assert "The reason is 60,000 characters long; say it in at most 2,000." in slack.responses()[-1]
+    assert slack.channel_messages("C0FRONTIER") == []
+    slack.command(ALICE, "request ai-frontier-research +4 for 3d short")
+    message = slack.request_message()
+    event = slack.side.thread_reply(
+        user_id=LEE, channel_id=message.channel or "", thread_ts=message.ts or "", text="deny " + "y" * 5000
+    )
+    slack.post(slack.side.event(event))
+    assert "say it in at most 2,000" in slack.thread(message)[-1]
+    assert slack.buttons(message)  # still pending
