@@ -134,6 +134,13 @@ class PrometheusMetrics:
                 dcgm_rows.setdefault(day, []).append((metric, value))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
+    def days_with_data(self, windows: Sequence[Window]) -> set[date]:
+        days: set[date] = set()
+        for run in _runs_of_equal_length(windows):
+            query = f"count(count_over_time({RUNNING}[{run[0].seconds}s]))"
+            days.update(day for day, _, value in self._per_window(query, run) if value > 0)
+        return days
+
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         rows = self._instant(
             f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))", at=moment

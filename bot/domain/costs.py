@@ -149,14 +149,24 @@ def month_end_forecast(spent: float, *, elapsed: timedelta, length: timedelta) -
     return spent * (length / elapsed)
 
 
-def exhaustion(spent: float, budget: float, *, elapsed: timedelta, now: datetime) -> datetime | None:
-    """When the budget runs out at the current burn; None if it does not burn (or is already out)."""
-    if spent <= 0 or elapsed <= timedelta(0):
+def exhaustion(spent: float, budget: float, *, elapsed: timedelta, now: datetime, month_end: datetime) -> datetime | None:
+    """When the budget runs out at the current burn, if that is before ``month_end``; None if it does
+    not burn, is already out (see ``over_budget_since``), or lasts the month (a new budget starts then)."""
+    if spent <= 0 or elapsed <= timedelta(0) or spent >= budget:
         return None
-    if spent >= budget:
-        return now
     burn_per_second = spent / elapsed.total_seconds()
-    return now + timedelta(seconds=(budget - spent) / burn_per_second)
+    runs_out = now + timedelta(seconds=(budget - spent) / burn_per_second)
+    return runs_out if runs_out < month_end else None
+
+
+def over_budget_since(daily_costs: Mapping[date, float], budget: float) -> date | None:
+    """The day the month's running total first reached ``budget``; None while it has not."""
+    total = 0.0
+    for day, cost in sorted(daily_costs.items()):
+        total += cost
+        if total >= budget:
+            return day
+    return None
 
 
 FORECAST = "forecast"

@@ -109,6 +109,9 @@ class HistoryMetrics:
             for ns in set(allocated) | set(models)
         }
 
+    def days_with_data(self, windows: Sequence[Window]) -> set[date]:
+        return {w.day for w in windows if w.start < self.history.end and w.end > self.history.start}
+
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         totals: dict[str, float] = {}
         for pod in self.history.pods:

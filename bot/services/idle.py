@@ -47,7 +47,7 @@ class IdleWatch:
         self._clock = clock
 
     def check(self) -> list[str]:
-        """The scheduled job; returns the namespaces nudged."""
+        """The scheduled job; returns the namespaces nudged. Raises when the metrics fail."""
         now = self._clock.now()
         settings = self._policy.metrics
         try:
@@ -57,7 +57,7 @@ class IdleWatch:
             held = self._metrics.allocated_at(now) if idle else {}
         except GpuQuotaError as error:
             self._health.failed(str(error))
-            return []
+            raise  # a failed run: the job counts it and keeps last_success as it was
         self._health.recovered()
         nudged = []
         for team in self._policy.teams.values():

@@ -60,6 +60,11 @@ class MetricsSource(Protocol):
         """Usage per window (keyed by the window's day) per namespace."""
         ...
 
+    def days_with_data(self, windows: Sequence[Window]) -> set[date]:
+        """The windows' days for which the metrics hold any kube-state-metrics sample: a day without
+        any is unknown (before the retention, an outage), never a day of zero use."""
+        ...
+
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         """GPUs requested by running pods at ``moment``, per namespace."""
         ...

@@ -62,6 +62,11 @@ class SpendReader:
         windows: list[Window] = month_windows(today.day - timedelta(days=1), zone) if today.day.day > 1 else []
         return self.read([*windows, today], at=now)
 
+    def missing_days(self, windows: Sequence[Window]) -> list[date]:
+        """The windows' days the metrics know nothing about (before their retention, or lost)."""
+        covered = self._metrics.days_with_data(windows)
+        return [w.day for w in windows if w.day not in covered]
+
     def read(self, windows: Sequence[Window], *, at: datetime) -> Spend:
         usage = self._metrics.usage(windows)
         teams = self._teams(at, {ns for per_day in usage.values() for ns in per_day})

@@ -19,7 +19,7 @@ import requests
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.clock import ManualClock
 from bot.domain.policy import Policy, parse_policy
-from bot.errors import PermanentError
+from bot.errors import PermanentError, TemporaryError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
 from bot.sandbox.kube_api import quota_refusal_event
@@ -270,7 +270,8 @@ def test_metrics_down_is_told_once_then_the_digest_catches_up(policy: Policy, pr
         proxy.up = False
         for _ in range(2):
             clock.advance(timedelta(days=1))
-            assert box.services.digest.run() == []
+            with pytest.raises(TemporaryError):
+                box.services.digest.run()
         notices = [r.text for r in messages(box, "C0PLATFORM") if "unavailable" in r.text]
         assert len(notices) == 1 and "HTTP 503" in notices[0]
         box.send(box.side.slash_command(user_id="U0ALICE", text="status ns-train"))  # commands still work
