@@ -64,6 +64,7 @@ class NamespaceUsage:
     model_hours: Mapping[str, float] = field(default_factory=dict)  # GPU-hours DCGM saw, by model
     idle_model_hours: Mapping[str, float] = field(default_factory=dict)  # of which under the idle threshold
     util_hours: float = 0.0  # sum of utilisation (0..1) x hours
+    util_model_hours: Mapping[str, float] = field(default_factory=dict)  # the same, by model
 
     @property
     def observed_hours(self) -> float:
@@ -74,14 +75,14 @@ def combine(usages: Iterable[NamespaceUsage]) -> NamespaceUsage:
     allocated = util = 0.0
     models: dict[str, float] = {}
     idle: dict[str, float] = {}
+    util_models: dict[str, float] = {}
     for usage in usages:
         allocated += usage.allocated_hours
         util += usage.util_hours
-        for model, hours in usage.model_hours.items():
-            models[model] = models.get(model, 0.0) + hours
-        for model, hours in usage.idle_model_hours.items():
-            idle[model] = idle.get(model, 0.0) + hours
-    return NamespaceUsage(allocated, models, idle, util)
+        for into, source in ((models, usage.model_hours), (idle, usage.idle_model_hours), (util_models, usage.util_model_hours)):
+            for model, hours in source.items():
+                into[model] = into.get(model, 0.0) + hours
+    return NamespaceUsage(allocated, models, idle, util, util_models)
 
 
 @dataclass(frozen=True)
