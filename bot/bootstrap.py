@@ -24,6 +24,7 @@ from bot.services.budget import BudgetWatch
 from bot.services.changes import ChangeApplier
 from bot.services.digest import DigestService
 from bot.services.idle import IdleWatch
+from bot.services.ledger import Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, MetricsSource, Notifier, QuotaCluster
 from bot.services.queries import Queries
@@ -49,6 +50,7 @@ class Services:
     digest: DigestService | None = None
     budget: BudgetWatch | None = None
     idle: IdleWatch | None = None
+    ledger: Ledger | None = None
 
 
 def build_services(
@@ -68,11 +70,14 @@ def build_services(
     sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, sleep=sleep)
     announcer = Announcer(notifier=notifier, policy=policy, database=database)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
-    digest = budget = idle = None
+    digest = budget = idle = ledger = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
-        spend = SpendReader(policy=policy, metrics=metrics)
-        digest = build_digest(policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart)
+        ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
+        spend = SpendReader(policy=policy, metrics=metrics, ledger=ledger)
+        digest = build_digest(
+            policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart, ledger=ledger
+        )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
         idle = IdleWatch(
             policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock
@@ -102,6 +107,7 @@ def build_services(
         digest=digest,
         budget=budget,
         idle=idle,
+        ledger=ledger,
     )
 
 
@@ -113,12 +119,15 @@ def build_digest(
     clock: Clock,
     announcer: Announcer | None = None,
     chart: Callable[..., bytes] = daily_cost_chart,
+    ledger: Ledger | None = None,
 ) -> DigestService:
-    """The digest service; without an announcer it builds reports (``digest --print``) but cannot post them."""
+    """The digest service, reading finished days from the cost ledger; without an announcer it builds
+    reports (``digest --print``) but cannot post them."""
     health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
+    ledger = ledger or Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
     return DigestService(
         policy=policy,
-        spend=SpendReader(policy=policy, metrics=metrics),
+        spend=SpendReader(policy=policy, metrics=metrics, ledger=ledger),
         database=database,
         announcer=announcer,
         health=health,

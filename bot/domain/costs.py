@@ -194,3 +194,63 @@ def days_in(day: date) -> int:
 def budget_pace(monthly_budget: float, day: date) -> float:
     """The spend per day that uses the budget exactly by the month's end."""
     return monthly_budget / days_in(day)
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    """One namespace's use of one GPU model on one day, priced: a row of the cost ledger."""
+
+    model: str
+    allocated_hours: float
+    idle_hours: float
+    observed_hours: float
+    util_hours: float
+    price: float
+    cost: float
+    idle_cost: float
+
+
+def model_uses(usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
+    """``usage`` split by GPU model, as ``price`` splits it: allocated hours in the proportions DCGM saw
+    (all at the default price as "unknown model" when DCGM saw nothing), idle hours at each model's price."""
+    observed = usage.observed_hours
+    shares = {m: h / observed for m, h in usage.model_hours.items() if h > 0} if observed > 0 else {UNKNOWN_MODEL: 1.0}
+    models = sorted(set(shares) | {m for m, h in usage.idle_model_hours.items() if h > 0})
+    uses = []
+    for model in models:
+        rate = pricing.price_for(model)
+        allocated = usage.allocated_hours * shares.get(model, 0.0)
+        idle = usage.idle_model_hours.get(model, 0.0)
+        uses.append(
+            ModelUse(
+                model=model,
+                allocated_hours=allocated,
+                idle_hours=idle,
+                observed_hours=usage.model_hours.get(model, 0.0),
+                util_hours=usage.util_model_hours.get(model, 0.0),
+                price=rate,
+                cost=allocated * rate,
+                idle_cost=idle * rate,
+            )
+        )
+    return uses
+
+
+def line_of(namespace: str, team: str, uses: Sequence[ModelUse]) -> CostLine:
+    """The ledger rows of one namespace (one day or many) as one line, at the prices they were recorded at."""
+    by_model: dict[str, tuple[float, float]] = {}
+    for use in uses:
+        hours, cost = by_model.get(use.model, (0.0, 0.0))
+        by_model[use.model] = (hours + use.allocated_hours, cost + use.cost)
+    observed = sum(u.observed_hours for u in uses)
+    return CostLine(
+        namespace=namespace,
+        team=team,
+        gpu_hours=sum(u.allocated_hours for u in uses),
+        cost=sum(u.cost for u in uses),
+        by_model={m: v for m, v in by_model.items() if v[0] > 0 or v[1] > 0},
+        utilisation=sum(u.util_hours for u in uses) / observed if observed > 0 else None,
+        idle_hours=sum(u.idle_hours for u in uses),
+        idle_cost=sum(u.idle_cost for u in uses),
+        observed_hours=observed,
+    )

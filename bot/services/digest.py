@@ -39,6 +39,7 @@ from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy, Team
 from bot.errors import GpuQuotaError, UserError
 from bot.services.announce import Announcer
+from bot.services.ledger import day_ranges
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Attachment, Report, ReportSection
 from bot.services.spend import Spend, SpendReader
@@ -74,6 +75,7 @@ class TeamDigest:
     forecast: float
     exhausts_at: datetime | None  # only when it falls after now and within the month
     over_since: date | None
+    missing: list[date]  # days of the month the metrics held nothing for: not counted, not zero
     expiring: list[ExpiringGrant]
 
     @property
@@ -87,6 +89,7 @@ class OrgDigest:
     teams: list[TeamDigest]
     others: dict[str, float]  # month cost of namespaces outside the policy, by their label team
     yesterday: float  # the day's cost over the same namespaces as the month's totals
+    missing: list[date]
     top: list[CostLine]
     daily: dict[date, dict[str, float]]
 
@@ -136,7 +139,15 @@ class DigestService:
                 others[line.team] = others.get(line.team, 0.0) + line.cost
         daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
         yesterday = sum(line.cost for line in spend.lines([day]))
-        return OrgDigest(day=day, teams=teams, others=others, yesterday=yesterday, top=every_namespace[:TOP], daily=daily)
+        return OrgDigest(
+            day=day,
+            teams=teams,
+            others=others,
+            yesterday=yesterday,
+            missing=spend.missing,
+            top=every_namespace[:TOP],
+            daily=daily,
+        )
 
     def _team_digest(self, team: Team, day: date, spend: Spend, expiring: list[ExpiringGrant]) -> TeamDigest:
         zone = self._policy.schedules.zone
@@ -164,6 +175,7 @@ class DigestService:
             forecast=month_end_forecast(spent, elapsed=elapsed, length=month_length(day, zone)),
             exhausts_at=runs_out,
             over_since=over_since,
+            missing=spend.missing,
             expiring=[grant for grant in expiring if grant.namespace in namespaces],
         )
 
@@ -254,7 +266,8 @@ class DigestService:
         return Report(
             title=f"GPU cost summary · {digest.day:%a %d %b %Y}",
             summary=f"Yesterday {money(digest.yesterday, currency)} · month to date {money(total, currency)}"
-            + (f" of {money(budgets, currency)} budgeted ({total / budgets:.0%})" if budgets else ""),
+            + (f" of {money(budgets, currency)} budgeted ({total / budgets:.0%})" if budgets else "")
+            + _missing_note(digest.missing),
             sections=sections,
             attachment=attachment,
         )
@@ -373,7 +386,12 @@ def _team_summary(digest: TeamDigest, currency: str) -> str:
             text += f" :rotating_light: over budget since {digest.over_since:%a %d %b}"
         elif digest.forecast > digest.budget and digest.exhausts_at is not None:
             text += f" :warning: the budget runs out around {when(digest.exhausts_at)}"
-    return text + "."
+    return text + "." + _missing_note(digest.missing)
+
+
+def _missing_note(missing: list[date]) -> str:
+    """Days Prometheus no longer (or never) held: said, so a month-to-date without them is not taken as whole."""
+    return f" No metrics for {day_ranges(missing)}: those days are not counted." if missing else ""
 
 
 def _namespace_lines(digest: TeamDigest, currency: str) -> list[str]:

@@ -1,0 +1,217 @@
+"""The cost ledger: what each namespace used of each GPU model on each finished day, priced at that
+day's price, kept in the database.
+
+Prometheus keeps days for its retention only (10 days in kube-prometheus-stack): month-to-date,
+budgets and exports read the ledger, which records each day once it is over, from one range query
+per week of days whatever the cluster's size. Recording is idempotent (a day's rows are replaced
+whole, in one transaction); days missed while the bot was down are caught up from Prometheus while
+it still holds them; a day it no longer holds is recorded as ``no_data`` and reported as missing,
+never as zero. A day keeps the prices it was recorded with, so a price change applies from the day
+it is made.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from sqlalchemy import delete, select
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import LedgerDay, LedgerEntry
+from bot.clock import Clock
+from bot.domain.costs import CostLine, ModelUse, Window, day_window, line_of, model_uses
+from bot.domain.policy import Policy
+from bot.services.ports import MetricsSource
+
+log = logging.getLogger(__name__)
+
+RECORDED, NO_DATA = "recorded", "no_data"
+# How far back the scheduled catch-up looks for days it missed (longer gaps: ``ledger backfill``).
+CATCH_UP_LIMIT = timedelta(days=62)
+UNMANAGED = "(not managed)"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A ledger row, detached from the database."""
+
+    day: date
+    namespace: str
+    team: str
+    cost_center: str | None
+    use: ModelUse
+
+
+@dataclass(frozen=True)
+class Recorded:
+    recorded: list[date]
+    no_data: list[date]
+
+
+def team_map(policy: Policy, metrics: MetricsSource, at: datetime, seen: set[str]) -> dict[str, str]:
+    """The team of each namespace seen: by the policy, else by its team label ("<label> (not managed)")."""
+    teams = {ns.name: team.name for team in policy.teams.values() for ns in team.namespaces}
+    label = policy.metrics.team_label
+    if label:
+        for ns, value in metrics.namespace_labels(at, label).items():
+            teams.setdefault(ns, f"{value} {UNMANAGED}")
+    return {ns: team for ns, team in teams.items() if ns in seen or policy.team_of(ns) is not None}
+
+
+class Ledger:
+    def __init__(self, *, policy: Policy, metrics: MetricsSource, database: Database, clock: Clock) -> None:
+        self._policy = policy
+        self._metrics = metrics
+        self._db = database
+        self._clock = clock
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def catch_up(self, through: date) -> Recorded:
+        """Record every finished day up to ``through`` not in the ledger yet: from the first of its month,
+        or from the day after the last one recorded when that is earlier (within ``CATCH_UP_LIMIT``)."""
+        first = through.replace(day=1)
+        latest = self._db.run(lambda repo: repo.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1)))
+        if latest is not None and latest < first:
+            first = max(latest + timedelta(days=1), through - CATCH_UP_LIMIT)
+        days = [first + timedelta(days=i) for i in range((through - first).days + 1)]
+        known = set(self.status(days))
+        return self.record([d for d in days if d not in known])
+
+    def record(self, days: Sequence[date]) -> Recorded:
+        """Record (or record again) ``days``; days not over yet are left out."""
+        zone = self._policy.schedules.zone
+        today = self._clock.now().astimezone(zone).date()
+        windows = [day_window(d, zone) for d in sorted(set(days)) if d < today]
+        if not windows:
+            return Recorded([], [])
+        covered = self._metrics.days_with_data(windows)
+        present = [w for w in windows if w.day in covered]
+        usage = self._metrics.usage(present) if present else {}
+        seen = {ns for per_day in usage.values() for ns in per_day}
+        at = present[-1].end if present else windows[-1].end
+        teams = team_map(self._policy, self._metrics, at, seen) if present else {}
+        centers = self._cost_centers(at) if present else {}
+        spacings: dict[date, dict[str, float]] = getattr(self._metrics, "spacings", {})
+        for window in windows:
+            entries = [
+                Entry(window.day, ns, teams[ns], centers.get(ns), use)
+                for ns, ns_usage in sorted(usage.get(window.day, {}).items())
+                if ns in teams and (ns_usage.allocated_hours > 0 or self._policy.team_of(ns) is not None)
+                for use in model_uses(ns_usage, self._policy.pricing)
+            ]
+            self._write(window, entries, has_data=window.day in covered, spacing=spacings.get(window.day, {}))
+        no_data = [w.day for w in windows if w.day not in covered]
+        if no_data:
+            log.info("ledger: no metrics for %s", day_ranges(no_data))
+        return Recorded([w.day for w in present], no_data)
+
+    def _cost_centers(self, at: datetime) -> dict[str, str]:
+        label = self._policy.metrics.cost_center_label
+        return self._metrics.namespace_labels(at, label) if label else {}
+
+    def _write(self, window: Window, entries: list[Entry], *, has_data: bool, spacing: dict[str, float]) -> None:
+        now = self._clock.now()
+        with self._db.transaction() as repo:
+            session = repo.session
+            session.execute(delete(LedgerEntry).where(LedgerEntry.day == window.day))
+            row = session.get(LedgerDay, window.day) or LedgerDay(day=window.day)
+            row.status, row.recorded_at = (RECORDED if has_data else NO_DATA), now
+            row.ksm_spacing, row.dcgm_spacing = spacing.get("ksm"), spacing.get("dcgm")
+            session.add(row)
+            for entry in entries:
+                use = entry.use
+                session.add(
+                    LedgerEntry(
+                        day=entry.day,
+                        namespace=entry.namespace,
+                        model=use.model,
+                        team=entry.team,
+                        cost_center=entry.cost_center,
+                        allocated_hours=use.allocated_hours,
+                        idle_hours=use.idle_hours,
+                        observed_hours=use.observed_hours,
+                        util_hours=use.util_hours,
+                        price=use.price,
+                        cost=use.cost,
+                        idle_cost=use.idle_cost,
+                    )
+                )
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def status(self, days: Iterable[date]) -> dict[date, str]:
+        """``recorded`` or ``no_data`` for each of ``days`` in the ledger (days not in it are left out)."""
+        wanted = sorted(set(days))
+        if not wanted:
+            return {}
+        rows = self._db.run(
+            lambda repo: list(
+                repo.session.execute(
+                    select(LedgerDay.day, LedgerDay.status).where(LedgerDay.day >= wanted[0], LedgerDay.day <= wanted[-1])
+                )
+            )
+        )
+        return {day: status for day, status in rows if day in set(wanted)}
+
+    def entries(self, first: date, last: date) -> list[Entry]:
+        rows = self._db.run(
+            lambda repo: list(
+                repo.session.scalars(
+                    select(LedgerEntry)
+                    .where(LedgerEntry.day >= first, LedgerEntry.day <= last)
+                    .order_by(LedgerEntry.day, LedgerEntry.namespace, LedgerEntry.model)
+                )
+            )
+        )
+        return [
+            Entry(
+                r.day,
+                r.namespace,
+                r.team,
+                r.cost_center,
+                ModelUse(r.model, r.allocated_hours, r.idle_hours, r.observed_hours, r.util_hours, r.price, r.cost, r.idle_cost),
+            )
+            for r in rows
+        ]
+
+    def lines(self, first: date, last: date) -> tuple[dict[date, dict[str, CostLine]], dict[str, str]]:
+        """Per day per namespace, the recorded lines; and each namespace's team (the policy's for the
+        namespaces it manages, else the one recorded)."""
+        grouped: dict[tuple[date, str], list[Entry]] = {}
+        for entry in self.entries(first, last):
+            grouped.setdefault((entry.day, entry.namespace), []).append(entry)
+        teams: dict[str, str] = {}
+        days: dict[date, dict[str, CostLine]] = {}
+        for (day, namespace), entries in grouped.items():
+            managed = self._policy.team_of(namespace)
+            team = managed.name if managed is not None else entries[-1].team
+            teams[namespace] = team
+            days.setdefault(day, {})[namespace] = line_of(namespace, team, [e.use for e in entries])
+        for owner in self._policy.teams.values():
+            for ns in owner.namespaces:
+                teams.setdefault(ns.name, owner.name)
+        return days, teams
+
+
+def day_ranges(days: Iterable[date]) -> str:
+    """Days as short ranges: "3-9 Nov, 12 Nov"."""
+    ordered = sorted(set(days))
+    parts: list[str] = []
+    start = previous = None
+    for day in [*ordered, None]:
+        if start is not None and previous is not None and (day is None or day - previous != timedelta(days=1)):
+            if start == previous:
+                parts.append(f"{start.day} {start:%b}")
+            elif start.month == previous.month:
+                parts.append(f"{start.day}-{previous.day} {previous:%b}")
+            else:
+                parts.append(f"{start.day} {start:%b}-{previous.day} {previous:%b}")
+            start = None
+        if day is not None:
+            start = start or day
+            previous = day
+    return ", ".join(parts)
