@@ -29,6 +29,11 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(digest)
 
+    from bot.ledger_cli import add_cost_arguments, add_ledger_arguments
+
+    add_ledger_arguments(commands.add_parser("ledger", help="the cost ledger: backfill it from Prometheus"))
+    add_cost_arguments(commands.add_parser("cost", help="GPU cost from the ledger: export a month as CSV or JSON"))
+
     commands.add_parser("check-config", help="check the settings and the policy, and that what it names exists")
 
     database = commands.add_parser("db", help="database schema")
@@ -52,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
             from bot.digest_cli import run
 
             return run(args)
+        if args.command == "ledger":
+            from bot.ledger_cli import run_ledger
+
+            return run_ledger(args)
+        if args.command == "cost":
+            from bot.ledger_cli import run_cost
+
+            return run_cost(args)
     except (PolicyError, SettingsProblem) as error:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
         return 2

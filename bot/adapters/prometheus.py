@@ -208,7 +208,8 @@ class PrometheusMetrics:
 
     def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:
         name = "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
-        rows = self._instant(f'max by (namespace, {name}) (kube_namespace_labels{{{name}!=""}})', at=moment)
+        # Over the day before ``moment``: a namespace deleted during the day still has its labels.
+        rows = self._instant(f'max by (namespace, {name}) (last_over_time(kube_namespace_labels{{{name}!=""}}[1d]))', at=moment)
         return {metric["namespace"]: metric[name] for metric, _ in rows if "namespace" in metric and name in metric}
 
     def series_present(self, names: Sequence[str], *, at: datetime | None = None) -> dict[str, bool]:

@@ -62,7 +62,8 @@ def team_map(policy: Policy, metrics: MetricsSource, at: datetime, seen: set[str
 
 
 class Ledger:
-    def __init__(self, *, policy: Policy, metrics: MetricsSource, database: Database, clock: Clock) -> None:
+    def __init__(self, *, policy: Policy, metrics: MetricsSource | None, database: Database, clock: Clock) -> None:
+        """Without ``metrics`` the ledger can be read (exports, the cost command) but not recorded."""
         self._policy = policy
         self._metrics = metrics
         self._db = database
@@ -83,19 +84,22 @@ class Ledger:
 
     def record(self, days: Sequence[date]) -> Recorded:
         """Record (or record again) ``days``; days not over yet are left out."""
+        metrics = self._metrics
+        assert metrics is not None, "recording needs a metrics source"
         zone = self._policy.schedules.zone
         today = self._clock.now().astimezone(zone).date()
         windows = [day_window(d, zone) for d in sorted(set(days)) if d < today]
         if not windows:
             return Recorded([], [])
-        covered = self._metrics.days_with_data(windows)
+        covered = metrics.days_with_data(windows)
         present = [w for w in windows if w.day in covered]
-        usage = self._metrics.usage(present) if present else {}
+        usage = metrics.usage(present) if present else {}
         seen = {ns for per_day in usage.values() for ns in per_day}
         at = present[-1].end if present else windows[-1].end
-        teams = team_map(self._policy, self._metrics, at, seen) if present else {}
-        centers = self._cost_centers(at) if present else {}
-        spacings: dict[date, dict[str, float]] = getattr(self._metrics, "spacings", {})
+        teams = team_map(self._policy, metrics, at, seen) if present else {}
+        label = self._policy.metrics.cost_center_label
+        centers = metrics.namespace_labels(at, label) if present and label else {}
+        spacings: dict[date, dict[str, float]] = getattr(metrics, "spacings", {})
         for window in windows:
             entries = [
                 Entry(window.day, ns, teams[ns], centers.get(ns), use)
@@ -108,10 +112,6 @@ class Ledger:
         if no_data:
             log.info("ledger: no metrics for %s", day_ranges(no_data))
         return Recorded([w.day for w in present], no_data)
-
-    def _cost_centers(self, at: datetime) -> dict[str, str]:
-        label = self._policy.metrics.cost_center_label
-        return self._metrics.namespace_labels(at, label) if label else {}
 
     def _write(self, window: Window, entries: list[Entry], *, has_data: bool, spacing: dict[str, float]) -> None:
         now = self._clock.now()
@@ -215,3 +215,27 @@ def day_ranges(days: Iterable[date]) -> str:
             start = start or day
             previous = day
     return ", ".join(parts)
+
+
+def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str, object]]:
+    """The month's ledger for finance: one row per day x namespace x GPU model, in day order."""
+    first = month.replace(day=1)
+    last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
+    _, teams = ledger.lines(first, last)
+    return [
+        {
+            "day": entry.day.isoformat(),
+            "namespace": entry.namespace,
+            "team": teams.get(entry.namespace, entry.team),
+            "cost_center": entry.cost_center or "",
+            "gpu_model": entry.use.model,
+            "gpu_hours": round(entry.use.allocated_hours, 6),
+            "idle_gpu_hours": round(entry.use.idle_hours, 6),
+            "utilisation": round(entry.use.util_hours / entry.use.observed_hours, 6) if entry.use.observed_hours else "",
+            "price_per_gpu_hour": entry.use.price,
+            "cost": round(entry.use.cost, 6),
+            "idle_cost": round(entry.use.idle_cost, 6),
+            "currency": currency,
+        }
+        for entry in ledger.entries(first, last)
+    ]
