@@ -24,7 +24,7 @@ from bot.services.budget import BudgetWatch
 from bot.services.changes import ChangeApplier
 from bot.services.digest import DigestService
 from bot.services.idle import IdleWatch
-from bot.services.ledger import Ledger
+from bot.services.ledger import CostLookup, Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, MetricsSource, Notifier, QuotaCluster
 from bot.services.queries import Queries
@@ -51,6 +51,7 @@ class Services:
     budget: BudgetWatch | None = None
     idle: IdleWatch | None = None
     ledger: Ledger | None = None
+    costs: CostLookup | None = None
 
 
 def build_services(
@@ -108,6 +109,7 @@ def build_services(
         budget=budget,
         idle=idle,
         ledger=ledger,
+        costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
     )
 
 

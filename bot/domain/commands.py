@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import date, timedelta
 
 from bot.domain.durations import parse_duration
 
@@ -120,6 +120,14 @@ class AuditCommand:
 
 
 @dataclass(frozen=True)
+class CostCommand:
+    """``cost [team|namespace] [YYYY-MM]``: the ledger's figures; no target means the person's teams."""
+
+    target: str | None = None
+    month: date | None = None  # the first of the month; None: this month
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     topic: str | None = None
 
@@ -141,6 +149,7 @@ Command = (
     | ExtendCommand
     | RetryCommand
     | AuditCommand
+    | CostCommand
     | HelpCommand
     | Malformed
 )
@@ -154,6 +163,7 @@ USAGE = {
     "extend": "extend <request id> <duration> [reason]",
     "retry": "retry <request id>",
     "audit": "audit <namespace|request id>",
+    "cost": "cost [team|namespace] [YYYY-MM]",
     "help": "help [command]",
 }
 
@@ -252,6 +262,24 @@ def _parse_audit(args: list[str]) -> Command:
     return Malformed("`audit` needs a namespace or a request id.", usage=(USAGE["audit"],))
 
 
+_MONTH_PATTERN = re.compile(r"(\d{4})-(\d{2})")
+
+
+def _parse_cost(args: list[str]) -> Command:
+    target = month = None
+    for word in args:
+        found = _MONTH_PATTERN.fullmatch(word)
+        if found:
+            if month is not None or not 1 <= int(found.group(2)) <= 12:
+                return Malformed(f"`{word}` is not a month: use YYYY-MM, once.", usage=(USAGE["cost"],))
+            month = date(int(found.group(1)), int(found.group(2)), 1)
+        elif target is None and is_namespace_name(word):
+            target = word
+        else:
+            return Malformed(f"`{word}` is neither a team, a namespace nor a month (YYYY-MM).", usage=(USAGE["cost"],))
+    return CostCommand(target=target, month=month)
+
+
 def _parse_help(args: list[str]) -> Command:
     return HelpCommand(topic=args[0].lower() if args else None)
 
@@ -265,5 +293,6 @@ _PARSERS = {
     "retry": _request_id_command("retry", RetryCommand),
     "extend": _parse_extend,
     "audit": _parse_audit,
+    "cost": _parse_cost,
     "help": _parse_help,
 }

@@ -22,9 +22,12 @@ from sqlalchemy import delete, select
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import LedgerDay, LedgerEntry
 from bot.clock import Clock
-from bot.domain.costs import CostLine, ModelUse, Window, day_window, line_of, model_uses
-from bot.domain.policy import Policy
+from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
+from bot.domain.policy import Policy, Team
+from bot.errors import UserError
+from bot.services.access import Access
 from bot.services.ports import MetricsSource
+from bot.services.text import money
 
 log = logging.getLogger(__name__)
 
@@ -239,3 +242,90 @@ def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str,
         }
         for entry in ledger.entries(first, last)
     ]
+
+
+@dataclass(frozen=True)
+class CostAnswer:
+    """The ledger's figures for one team or namespace over one month (what ``/gpu-quota cost`` shows)."""
+
+    scope: str  # a team's label, or a namespace
+    month: date
+    recorded_through: date | None  # the last day in the ledger (the month may be under way)
+    line: CostLine | None  # None: nothing recorded
+    budget: float | None
+    missing: list[date]
+
+
+class CostLookup:
+    """``/gpu-quota cost``: from the ledger only (no Prometheus query), for the team's people (members,
+    approvers, owners) and admins."""
+
+    def __init__(self, *, policy: Policy, ledger: Ledger, access: Access, clock: Clock) -> None:
+        self._policy = policy
+        self._ledger = ledger
+        self._access = access
+        self._clock = clock
+
+    def answer(self, *, user: str, target: str | None, month: date | None) -> list[CostAnswer]:
+        zone = self._policy.schedules.zone
+        today = self._clock.now().astimezone(zone).date()
+        first = (month or today).replace(day=1)
+        if first > today:
+            raise UserError(f"{first:%B %Y} has not begun.")
+        last = min((first + timedelta(days=32)).replace(day=1) - timedelta(days=1), today - timedelta(days=1))
+        scopes = self._scopes(user, target)
+        days, _ = self._ledger.lines(first, last) if last >= first else ({}, {})
+        status = self._ledger.status(first + timedelta(days=i) for i in range((last - first).days + 1))
+        missing = sorted(d for d, s in status.items() if s == NO_DATA)
+        recorded = max((d for d, s in status.items() if s == RECORDED), default=None)
+        answers = []
+        for scope, namespaces, budget in scopes:
+            lines = [line for per_ns in days.values() for ns, line in per_ns.items() if ns in namespaces]
+            combined = add_lines(lines) if lines else None
+            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing))
+        return answers
+
+    def _scopes(self, user: str, target: str | None) -> list[tuple[str, set[str], float | None]]:
+        if target is None:
+            teams = self._access.teams_of(user)
+            if not teams:
+                raise UserError("You are not in any team of the policy; name one: `/gpu-quota cost <team|namespace> [YYYY-MM]`.")
+        elif target in self._policy.teams:
+            teams = [self._policy.teams[target]]
+        else:
+            team = self._policy.team_of(target)
+            if team is None:
+                raise UserError(f"`{target}` is neither a team nor a namespace of the policy.")
+            self._check(user, team)
+            return [(target, {target}, None)]
+        for team in teams:
+            self._check(user, team)
+        return [(t.label, {ns.name for ns in t.namespaces}, t.budget.monthly if t.budget else None) for t in teams]
+
+    def _check(self, user: str, team: Team) -> None:
+        if not (self._access.belongs_to(user, team) or self._access.is_admin(user)):
+            raise UserError(f"Only the people of {team.label} and admins can see its costs.")
+
+
+def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
+    """The answer as lines of text (one place, so the Slack edge can take it over)."""
+    through = f" (through {answer.recorded_through:%d %b})" if answer.recorded_through else ""
+    head = f"*{answer.scope}* · {answer.month:%B %Y}{through}"
+    if answer.line is None:
+        lines = [f"{head}: nothing recorded."]
+    else:
+        line = answer.line
+        budget = f" of {money(answer.budget, currency)} ({line.cost / answer.budget:.0%})" if answer.budget else ""
+        utilisation = "n/a" if line.utilisation is None else f"{line.utilisation:.0%}"
+        lines = [
+            f"{head}: {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}{budget}",
+            f"Idle (samples under the threshold): {line.idle_hours:,.1f} GPU-h · {money(line.idle_cost, currency)}"
+            f" · average utilisation {utilisation}",
+        ]
+        lines += [
+            f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
+            for model, (hours, cost) in sorted(line.by_model.items(), key=lambda item: item[1][1], reverse=True)
+        ]
+    if answer.missing:
+        lines.append(f"No metrics for {day_ranges(answer.missing)}: not counted.")
+    return lines

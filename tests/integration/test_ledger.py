@@ -287,6 +287,28 @@ def test_queries_use_nothing_beyond_the_prometheus_http_api(prometheus: Promethe
 
 
 @pytest.mark.prometheus
+def test_the_cost_command_answers_from_the_ledger(prometheus: PrometheusServer, policy: Policy, database_url: str) -> None:
+    from bot.sandbox.session import Sandbox
+
+    box = Sandbox(policy=policy, clock=ManualClock(NOW), metrics=connect(prometheus.url), seed=False, database_url=database_url)
+    box.start()
+    try:
+        box.send(box.side.slash_command(user_id="U0LEE", text="cost research 2026-11"))
+        answer = [r.text for r in box.slack.records if r.kind == "response"][-1]
+        days, teams = ledger_of(policy, None, database_url).lines(date(2026, 11, 1), date(2026, 11, 20))
+        research = sum(line.cost for per_ns in days.values() for ns, line in per_ns.items() if teams[ns] == "research")
+        assert "*Research* · November 2026 (through 20 Nov)" in answer
+        assert f"{research:,.2f} EUR of 5,000.00 EUR" in answer
+        assert "Idle (samples under the threshold)" in answer and H100 in answer and A100 in answer
+        assert "No metrics for 10 Nov: not counted." in answer
+        box.send(box.side.slash_command(user_id="U0MAYA", text="cost ns-notebook"))
+        refused = [r.text for r in box.slack.records if r.kind == "response"][-1]
+        assert "Only the people of Research and admins can see its costs." in refused
+    finally:
+        box.stop()
+
+
+@pytest.mark.prometheus
 def test_month_to_date_survives_prometheus_dropping_the_first_days(
     prometheus: PrometheusServer, policy: Policy, database_url: str
 ) -> None:
