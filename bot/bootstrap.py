@@ -81,7 +81,14 @@ def build_services(
         )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
         idle = IdleWatch(
-            policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock
+            policy=policy,
+            metrics=metrics,
+            database=database,
+            announcer=announcer,
+            access=access,
+            health=health,
+            clock=clock,
+            ledger=ledger,
         )
     requests = RequestService(
         policy=policy,

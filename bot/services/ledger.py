@@ -146,6 +146,22 @@ class Ledger:
 
     # --- reading -------------------------------------------------------------------------------
 
+    def recent_price(self, namespace: str, *, days: int = 7) -> tuple[float, str] | None:
+        """The price per GPU-hour of what ``namespace`` ran on in the last ``days`` recorded days (weighted
+        by GPU-hours, at today's prices) and the models it names; None when the ledger has nothing."""
+        latest = self._db.run(lambda repo: repo.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1)))
+        if latest is None:
+            return None
+        hours: dict[str, float] = {}
+        for entry in self.entries(latest - timedelta(days=days - 1), latest):
+            if entry.namespace == namespace and entry.use.allocated_hours > 0:
+                hours[entry.use.model] = hours.get(entry.use.model, 0.0) + entry.use.allocated_hours
+        total = sum(hours.values())
+        if total <= 0:
+            return None
+        rate = sum(h * self._policy.pricing.price_for(m) for m, h in hours.items()) / total
+        return rate, ", ".join(sorted(hours))
+
     def status(self, days: Iterable[date]) -> dict[date, str]:
         """``recorded`` or ``no_data`` for each of ``days`` in the ledger (days not in it are left out)."""
         wanted = sorted(set(days))

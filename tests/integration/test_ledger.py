@@ -242,6 +242,17 @@ def test_backfill_and_the_csv_export_sum_to_the_digest_month_to_date(
     assert len(json.loads(as_json.stdout)) == len(rows)
 
 
+@pytest.mark.prometheus
+def test_check_config_names_an_exporter_whose_spacing_differs_from_the_policy(
+    prometheus: PrometheusServer, policy: Policy
+) -> None:
+    from bot.check_config import interval_problems
+
+    assert interval_problems(connect(prometheus.url), policy, NOW - timedelta(days=2)) == [
+        "metrics.sample_interval is 300s but the DCGM exporter samples every 60s in Prometheus"
+    ]
+
+
 class RecordingProxy:
     """Prometheus behind a proxy that notes every path and parameter the bot uses."""
 

@@ -88,3 +88,11 @@ def test_the_digest_of_an_over_budget_day_says_since_when(jobs: Jobs) -> None:
     jobs.services.digest.publish(date(2026, 11, 12), org=False)
     frontier = next(s.report for s in jobs.notifier.of("report") if "frontier" in s.report.title)
     assert "over budget since Wed 11 Nov" in frontier.summary and "runs out" not in frontier.summary
+
+
+def test_the_idle_nudge_prices_idle_hours_at_the_model_price(jobs: Jobs) -> None:
+    assert jobs.services.ledger is not None
+    jobs.services.ledger.catch_up(date(2026, 11, 9))  # the ledger knows biz-model-serving runs on H100s (4.00 an hour)
+    assert jobs.services.idle.check() == ["biz-model-serving"]
+    nudge = next(s for s in jobs.notifier.of("post") if s.target == "C0BIZ")
+    assert "about 24 idle GPU-hours, 96.00 USD" in nudge.text  # 4 GPUs x 6 h x 4.00, not the default 1.00
