@@ -151,5 +151,5 @@ def interval_problems(metrics: PrometheusMetrics, policy: Policy, at: datetime) 
     return [
         f"metrics.sample_interval is {configured:g}s but {EXPORTERS[name]} samples every {seconds:g}s in Prometheus"
         for name, seconds in measured.items()
-        if abs(seconds - configured) > 0.03 * configured
+        if name in EXPORTERS and abs(seconds - configured) > 0.03 * configured
     ]

@@ -7,8 +7,8 @@ GPU-hours are sums of samples times the sample spacing, never ``avg_over_time * 
 pods that lived part of the day). Sums run over raw range vectors, so Prometheus reads each sample
 once; a subquery with a fixed resolution would re-evaluate the pod join at every point and costs
 minutes on a large cluster (see bench/digest_scale.py). The spacing of each exporter is read from
-Prometheus for each day (the median spacing of the series of kube-state-metrics, and of DCGM, in
-it, see ``spacing_query``), so the two exporters may be scraped at different intervals; the policy's
+Prometheus for each day (from the samples one series of kube-state-metrics, and of DCGM, holds over
+the day's last hours, see ``spacing_query``), so the two exporters may be scraped at different intervals; the policy's
 ``metrics.sample_interval`` is the fallback for a day without such a series.
 
 A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
@@ -24,6 +24,8 @@ the window stayed under the threshold.
 
 Idle GPU-hours are counted per sample: the DCGM samples under the idle threshold (a subquery at the
 DCGM spacing over the utilisation, the one place a per-sample filter needs one), times the spacing.
+Where the shipped recording rule ``gpu_quota:gpu_idle:bool`` runs with the policy's threshold and
+covers the whole day, its evaluations are summed instead (a plain range function, much cheaper).
 Only the Prometheus HTTP API and standard PromQL are used, so Thanos Query, Grafana Mimir and
 VictoriaMetrics answer the same queries.
 """
@@ -79,12 +81,20 @@ def allocated_samples_query(seconds: int) -> str:
     return f"sum by (namespace) ({running_gpu_samples(seconds)})"
 
 
-def dcgm_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
+def idle_rule(idle_threshold: float) -> str:
+    """The recording rule's series for this threshold (deploy/helm/gpu-quota-bot/files/recording-rules.yaml)."""
+    return f'gpu_quota:gpu_idle:bool{{threshold="{idle_threshold:g}"}}'
+
+
+def dcgm_samples_query(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False) -> str:
     """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and
-    model, in one query (times the DCGM spacing: GPU-seconds)."""
+    model, in one query (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds).
+    ``with_rule``: count the idle samples from the recording rule instead of a subquery."""
     samples = f"count_over_time({DEV}[{seconds}s])"
     per_sample = f"(({PROF} * 1) or ({DEV} / 100))"  # "* 1" drops the name, so "or" keeps one per GPU
     idle = f"count_over_time(({per_sample} < {idle_threshold})[{seconds}s:{step}s])"
+    if with_rule:
+        idle = f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"
     measures = (("hours", samples), ("idle_hours", idle), ("util_hours", utilisation("sum_over_time", seconds)))
     return " or ".join(
         f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
@@ -95,15 +105,22 @@ def dcgm_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
 SPACING_SERIES = {"ksm": RUNNING, "dcgm": DEV}
 
 
-def spacing_query(seconds: int, step: int) -> str:
-    """The median sample spacing of each exporter's series in the window: each series' span from its
-    first to its last sample (``timestamp`` through a subquery) over its samples minus one. Right for
-    series that lived part of the window too (the first day of data, pods that came and went)."""
+# The spacing is read over the last hours of each window: long enough that one sample more or less
+# (range ends, scrape jitter) stays under 2 % at a 5-minute interval, short enough that a series
+# that began during the day (the first day of data) usually spans it.
+SPACING_WINDOW = 6 * 3600
+
+
+def spacing_query(seconds: int, idle_threshold: float) -> str:
+    """The most samples one series of each exporter (and of the idle recording rule) holds over the last
+    ``SPACING_WINDOW`` of the window, and the rule's over the whole window (whether it covers the day);
+    plain range functions: cheap, unlike a subquery over every series."""
+    span = min(seconds, SPACING_WINDOW)
+    counts = [(name, series, span) for name, series in SPACING_SERIES.items()]
+    counts += [("rule", idle_rule(idle_threshold), span), ("rule_day", idle_rule(idle_threshold), seconds)]
     return " or ".join(
-        f"label_replace(quantile(0.5, (max_over_time(timestamp({series})[{seconds}s:{step}s])"
-        f" - min_over_time(timestamp({series})[{seconds}s:{step}s]))"
-        f' / (count_over_time({series}[{seconds}s]) - 1 > 0)), "exporter", "{name}", "", "")'
-        for name, series in SPACING_SERIES.items()
+        f'label_replace(max(count_over_time({series}[{window}s])), "exporter", "{name}", "", "")'
+        for name, series, window in counts
     )
 
 
@@ -169,24 +186,35 @@ class PrometheusMetrics:
             for day, metric, value in self._per_window(allocated_samples_query(seconds), run):
                 allocated.setdefault(day, {})[metric.get("namespace", "")] = value * spacing[day]["ksm"] / 3600
             # The idle subquery steps at the DCGM spacing; a run whose days differ uses its first day's.
+            # The recording rule replaces it when it covers every day of the run.
             step = int(round(spacing[run[0].day]["dcgm"]))
-            for day, metric, value in self._per_window(dcgm_samples_query(seconds, step, self._idle_threshold), run):
-                dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["dcgm"] / 3600))
+            with_rule = all("rule" in spacing[w.day] for w in run)
+            query = dcgm_samples_query(seconds, step, self._idle_threshold, with_rule=with_rule)
+            for day, metric, value in self._per_window(query, run):
+                idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
+                dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
     def sample_spacing(self, run: Sequence[Window]) -> dict[date, dict[str, float]]:
         """Each exporter's sample spacing (seconds) on each day of ``run``, read from Prometheus in one
-        query; the configured interval for an exporter without two samples in a series that day."""
+        query; the configured interval for an exporter without a series in the day's last hours."""
         found: dict[date, dict[str, float]] = {w.day: {} for w in run}
         seconds = run[0].seconds
-        for day, metric, value in self._per_window(spacing_query(seconds, self._interval), run):
+        span = min(seconds, SPACING_WINDOW)
+        rule_day: dict[date, float] = {}
+        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold), run):
             exporter = metric.get("exporter", "")
-            if exporter in SPACING_SERIES and value > 0:
-                found[day][exporter] = spacing_of(value)
+            if exporter == "rule_day":
+                rule_day[day] = value
+            elif value >= 2:
+                found[day][exporter] = spacing_of(span / value)
         for day, per_exporter in found.items():
             for exporter in SPACING_SERIES:
                 per_exporter.setdefault(exporter, float(self._interval))
-            self.spacings[day] = per_exporter
+            # The rule counts only for a day it covers whole (not the day it was deployed).
+            if "rule" in per_exporter and rule_day.get(day, 0) * per_exporter["rule"] < 0.98 * seconds:
+                del per_exporter["rule"]
+            self.spacings[day] = {k: v for k, v in per_exporter.items() if k in SPACING_SERIES}
         return found
 
     def days_with_data(self, windows: Sequence[Window]) -> set[date]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -317,6 +319,52 @@ def test_the_cost_command_answers_from_the_ledger(prometheus: PrometheusServer, 
         assert "Only the people of Research and admins can see its costs." in refused
     finally:
         box.stop()
+
+
+@pytest.mark.prometheus
+def test_the_shipped_recording_rule_gives_the_same_idle_hours(
+    prometheus: PrometheusServer, policy: Policy, tmp_path: Path
+) -> None:
+    """promtool evaluates the chart's recording rules over the history (as Prometheus would have live)."""
+    rules = Path(__file__).parents[2] / "deploy" / "helm" / "gpu-quota-bot" / "files" / "recording-rules.yaml"
+    blocks = tmp_path / "rule-blocks"
+    result = subprocess.run(
+        [
+            "promtool",
+            "tsdb",
+            "create-blocks-from",
+            "rules",
+            f"--start={int(FIRST.timestamp())}",
+            f"--end={int(LAST.timestamp())}",
+            f"--url={prometheus.url}",
+            f"--output-dir={blocks}",
+            "--eval-interval=60s",
+            str(rules),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    prometheus.stop()
+    for block in blocks.iterdir():
+        shutil.move(str(block), prometheus.data / block.name)
+    prometheus.start(max_block="1d")
+    metrics = connect(prometheus.url)
+    zone = policy.schedules.zone
+    days = [day_window(d, zone) for d in (date(2026, 11, 3), date(2026, 11, 4))]
+    assert all("rule" in spacing for spacing in metrics.sample_spacing(days).values())  # the rule is used
+    url = f"sqlite:///{tmp_path}/bot.db"
+    upgrade(url)
+    ledger_of(policy, metrics, url).catch_up(date(2026, 11, 20))
+    measured = SpendReader(policy=policy, metrics=metrics, ledger=ledger_of(policy, metrics, url)).month_through(
+        date(2026, 11, 20)
+    )
+    expected = truth(policy)
+    for namespace in ("ns-notebook", "ns-edge", "ns-serve", "ns-other"):
+        got, want = measured.line(namespace, DAYS), expected.line(namespace, DAYS)
+        assert got is not None and want is not None
+        assert within(got.idle_hours, want.idle_hours), (namespace, got.idle_hours, want.idle_hours)
 
 
 @pytest.mark.prometheus
