@@ -86,16 +86,19 @@ def idle_rule(idle_threshold: float) -> str:
     return f'gpu_quota:gpu_idle:bool{{threshold="{idle_threshold:g}"}}'
 
 
-def dcgm_samples_query(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False) -> str:
+def dcgm_samples_query(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True) -> str:
     """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and
     model, in one query (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds).
-    ``with_rule``: count the idle samples from the recording rule instead of a subquery."""
+    ``with_rule``: count the idle samples from the recording rule instead of a subquery; ``idle=False``:
+    leave them out (what prices a day needs no idle count)."""
     samples = f"count_over_time({DEV}[{seconds}s])"
     per_sample = f"(({PROF} * 1) or ({DEV} / 100))"  # "* 1" drops the name, so "or" keeps one per GPU
-    idle = f"count_over_time(({per_sample} < {idle_threshold})[{seconds}s:{step}s])"
+    idle_samples = f"count_over_time(({per_sample} < {idle_threshold})[{seconds}s:{step}s])"
     if with_rule:
-        idle = f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"
-    measures = (("hours", samples), ("idle_hours", idle), ("util_hours", utilisation("sum_over_time", seconds)))
+        idle_samples = f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"
+    measures = [("hours", samples), ("util_hours", utilisation("sum_over_time", seconds))]
+    if idle:
+        measures.insert(1, ("idle_hours", idle_samples))
     return " or ".join(
         f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
         for name, expression in measures
@@ -177,7 +180,7 @@ class PrometheusMetrics:
 
     # --- MetricsSource -----------------------------------------------------------------------
 
-    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
+    def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
         allocated: dict[date, dict[str, float]] = {}
         dcgm_rows: dict[date, list[tuple[dict[str, str], float]]] = {}
         for run in _runs_of_equal_length(windows):
@@ -189,7 +192,7 @@ class PrometheusMetrics:
             # The recording rule replaces it when it covers every day of the run.
             step = int(round(spacing[run[0].day]["dcgm"]))
             with_rule = all("rule" in spacing[w.day] for w in run)
-            query = dcgm_samples_query(seconds, step, self._idle_threshold, with_rule=with_rule)
+            query = dcgm_samples_query(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle)
             for day, metric, value in self._per_window(query, run):
                 idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
                 dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))

@@ -83,7 +83,7 @@ class HistoryMetrics:
         self.history = history
         self._idle_threshold = idle_threshold
 
-    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
+    def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
         return {window.day: self.window_usage(window) for window in windows}
 
     def window_usage(self, window: Window) -> dict[str, NamespaceUsage]:

@@ -66,7 +66,7 @@ class SpendReader:
         zone = self._policy.schedules.zone
         today = today_so_far(now, zone)
         if self._ledger is not None:
-            partial = self.read([today], at=now)
+            partial = self.read([today], at=now, idle=False)  # budgets need today's cost, not its idle hours
             if today.day.day == 1:
                 return partial
             past = self._from_ledger(today.day.replace(day=1), today.day - timedelta(days=1))
@@ -92,8 +92,8 @@ class SpendReader:
         missing = sorted(day for day, state in status.items() if state == NO_DATA)
         return Spend(days=days, teams=teams, missing=missing)
 
-    def read(self, windows: Sequence[Window], *, at: datetime) -> Spend:
-        usage = self._metrics.usage(windows)
+    def read(self, windows: Sequence[Window], *, at: datetime, idle: bool = True) -> Spend:
+        usage = self._metrics.usage(windows, idle=idle)
         teams = team_map(self._policy, self._metrics, at, {ns for per_day in usage.values() for ns in per_day})
         days = {
             day: {
