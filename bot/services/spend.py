@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 
 from bot.domain.costs import CostLine, Window, add_lines, month_windows, price, today_so_far
 from bot.domain.policy import Policy
-from bot.services.ledger import NO_DATA, Ledger, team_map
+from bot.services.ledger import NO_DATA, Ledger, managed_teams, team_map
 from bot.services.ports import MetricsSource
 
 
@@ -95,11 +95,12 @@ class SpendReader:
     def read(self, windows: Sequence[Window], *, at: datetime, idle: bool = True) -> Spend:
         usage = self._metrics.usage(windows, idle=idle)
         teams = team_map(self._policy, self._metrics, at, {ns for per_day in usage.values() for ns in per_day})
+        managed = managed_teams(self._policy)
         days = {
             day: {
                 ns: price(ns, teams[ns], ns_usage, self._policy.pricing)
                 for ns, ns_usage in per_ns.items()
-                if ns in teams and (ns_usage.allocated_hours > 0 or self._policy.team_of(ns) is not None)
+                if ns in teams and (ns_usage.allocated_hours > 0 or ns in managed)
             }
             for day, per_ns in usage.items()
         }

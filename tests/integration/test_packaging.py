@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bot.adapters.db.migrate import head_revision
+
 ROOT = Path(__file__).parents[2]
 
 
@@ -59,7 +61,7 @@ def test_the_wheel_installs_and_runs_like_the_image(tmp_path: Path) -> None:
         if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "PROMETHEUS", "PYTHONPATH"))
     }
     out = run(venv / "bin" / "gpu-quota-bot", "--help", env=clean, cwd=tmp_path)
-    for command in ("run", "shell", "digest", "check-config", "db"):
+    for command in ("run", "shell", "digest", "ledger", "cost", "check-config", "db"):
         assert command in out
     migrated = run(
         venv / "bin" / "gpu-quota-bot",
@@ -68,7 +70,7 @@ def test_the_wheel_installs_and_runs_like_the_image(tmp_path: Path) -> None:
         env={**clean, "DATABASE_URL": f"sqlite:///{tmp_path}/bot.db"},
         cwd=tmp_path,
     )
-    assert "database schema at 0002" in migrated  # the migrations ship in the wheel
+    assert f"database schema at {head_revision()}" in migrated  # the migrations ship in the wheel
     digest = run(
         venv / "bin" / "gpu-quota-bot",
         "digest",
