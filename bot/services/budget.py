@@ -76,7 +76,7 @@ class BudgetWatch:
         if not teams:
             return []
         try:
-            spend = self._spend.month_so_far(now)
+            costs = self._spend.team_costs_so_far(now)
         except GpuQuotaError as error:
             self._health.failed(str(error))
             raise
@@ -87,8 +87,8 @@ class BudgetWatch:
         for team in teams:
             assert team.budget is not None
             budget = team.budget.monthly
-            spent = spend.team_cost(team.name, spend.days)
-            daily = {day: sum(costs.values()) for day, costs in spend.daily_team_costs(team.name).items()}
+            daily = costs.get(team.name, {})
+            spent = sum(daily.values())
             state = BudgetState(
                 team.name,
                 f"{today:%Y-%m}",

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import LedgerDay, LedgerEntry
@@ -194,6 +194,18 @@ class Ledger:
         )
         rows = self._db.run(lambda repo: list(repo.session.execute(query)))
         return [Entry(r[0], r[1], r[2], r[3], ModelUse(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])) for r in rows]
+
+    def team_day_costs(self, first: date, last: date) -> dict[str, dict[date, float]]:
+        """Per team, the cost of each recorded day: summed in the database (what budgets need, cheaply)."""
+        e = LedgerEntry
+        query = select(e.day, e.namespace, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last)
+        rows = self._db.run(lambda repo: list(repo.session.execute(query.group_by(e.day, e.namespace, e.team))))
+        managed = managed_teams(self._policy)
+        costs: dict[str, dict[date, float]] = {}
+        for day, namespace, recorded, cost in rows:
+            per_day = costs.setdefault(managed.get(namespace) or recorded, {})
+            per_day[day] = per_day.get(day, 0.0) + float(cost or 0.0)
+        return costs
 
     def lines(self, first: date, last: date) -> tuple[dict[date, dict[str, CostLine]], dict[str, str]]:
         """Per day per namespace, the recorded lines; and each namespace's team (the policy's for the

@@ -74,6 +74,23 @@ class SpendReader:
         windows: list[Window] = month_windows(today.day - timedelta(days=1), zone) if today.day.day > 1 else []
         return self.read([*windows, today], at=now)
 
+    def team_costs_so_far(self, now: datetime) -> dict[str, dict[date, float]]:
+        """Per team, the cost of each day of this month up to ``now``: with a ledger, its recorded days
+        summed in the database plus today's partial day from the metrics (the hourly budget check)."""
+        if self._ledger is None:
+            spend = self.month_so_far(now)
+            return {team: _day_totals(spend.daily_team_costs(team)) for team in set(spend.teams.values())}
+        today = today_so_far(now, self._policy.schedules.zone)
+        costs: dict[str, dict[date, float]] = {}
+        if today.day.day > 1:
+            yesterday = today.day - timedelta(days=1)
+            self._ledger.catch_up(yesterday)
+            costs = self._ledger.team_day_costs(today.day.replace(day=1), yesterday)
+        partial = self.read([today], at=now, idle=False)
+        for team in set(partial.teams.values()):
+            costs.setdefault(team, {}).update(_day_totals(partial.daily_team_costs(team)))
+        return costs
+
     def missing_days(self, windows: Sequence[Window]) -> list[date]:
         """The windows' days the metrics know nothing about (before their retention, or lost)."""
         if self._ledger is not None:
@@ -105,3 +122,7 @@ class SpendReader:
             for day, per_ns in usage.items()
         }
         return Spend(days=days, teams=teams)
+
+
+def _day_totals(daily: dict[date, dict[str, float]]) -> dict[date, float]:
+    return {day: sum(costs.values()) for day, costs in daily.items()}
