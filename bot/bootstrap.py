@@ -26,6 +26,7 @@ from bot.services.digest import DigestService
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
+from bot.services.ledger import CostLookup, Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster
 from bot.services.queries import Queries
@@ -53,6 +54,8 @@ class Services:
     digest: DigestService | None = None
     budget: BudgetWatch | None = None
     idle: IdleWatch | None = None
+    ledger: Ledger | None = None
+    costs: CostLookup | None = None
 
 
 def build_services(
@@ -80,14 +83,24 @@ def build_services(
     )
     announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
-    digest = budget = idle = None
+    digest = budget = idle = ledger = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
-        spend = SpendReader(policy=policy, metrics=metrics)
-        digest = build_digest(policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart)
+        ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
+        spend = SpendReader(policy=policy, metrics=metrics, ledger=ledger)
+        digest = build_digest(
+            policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart, ledger=ledger
+        )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
         idle = IdleWatch(
-            policy=policy, metrics=metrics, database=database, announcer=announcer, access=access, health=health, clock=clock
+            policy=policy,
+            metrics=metrics,
+            database=database,
+            announcer=announcer,
+            access=access,
+            health=health,
+            clock=clock,
+            ledger=ledger,
         )
     requests = RequestService(
         policy=policy,
@@ -117,6 +130,8 @@ def build_services(
         digest=digest,
         budget=budget,
         idle=idle,
+        ledger=ledger,
+        costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
     )
 
 
@@ -128,12 +143,15 @@ def build_digest(
     clock: Clock,
     announcer: Announcer | None = None,
     chart: Callable[..., bytes] = daily_cost_chart,
+    ledger: Ledger | None = None,
 ) -> DigestService:
-    """The digest service; without an announcer it builds reports (``digest --print``) but cannot post them."""
+    """The digest service, reading finished days from the cost ledger; without an announcer it builds
+    reports (``digest --print``) but cannot post them."""
     health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
+    ledger = ledger or Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
     return DigestService(
         policy=policy,
-        spend=SpendReader(policy=policy, metrics=metrics),
+        spend=SpendReader(policy=policy, metrics=metrics, ledger=ledger),
         database=database,
         announcer=announcer,
         health=health,

@@ -2,22 +2,26 @@
 
 Checks the settings and the policy file, then, for each system it can reach, that the namespaces
 (Kubernetes), the users, user groups and channels (Slack) and the GPU metrics (Prometheus) are
-there. Prints one line per problem and exits 1 if there is any; systems it cannot reach are
-reported as skipped, not as problems; a setting that cannot work (a DATABASE_URL that does not
-parse or answer, a missing or corrupt kubeconfig) is a problem.
+there, and that each exporter's sample spacing matches ``metrics.sample_interval``. Prints one
+line per problem and exits 1 if there is any; systems it cannot reach are reported as skipped, not
+as problems; a setting that cannot work (a DATABASE_URL that does not parse or answer, a missing
+or corrupt kubeconfig) is a problem.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import Any
 
 from slack_sdk import WebClient
 
+from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import make_web_client, slack_call
 from bot.cli import SettingsProblem, check_database, load_cluster
+from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError
 from bot.settings import Settings, SettingsError, load_settings
@@ -129,9 +133,10 @@ def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) 
         present = metrics.series_present(
             ["kube_pod_status_phase", "kube_pod_container_resource_requests", "DCGM_FI_DEV_GPU_UTIL"]
         )
+        intervals = interval_problems(metrics, policy, datetime.now(timezone.utc))
     except GpuQuotaError as error:
         return [f"PROMETHEUS_URL: {error}"]
-    return [
+    return intervals + [
         f"Prometheus has no {name} series: is {source} scraped?"
         for name, source in (
             ("kube_pod_status_phase", "kube-state-metrics"),
@@ -139,4 +144,21 @@ def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) 
             ("DCGM_FI_DEV_GPU_UTIL", "the NVIDIA DCGM exporter"),
         )
         if not present.get(name)
+    ]
+
+
+EXPORTERS = {"ksm": "kube-state-metrics", "dcgm": "the DCGM exporter"}
+
+
+def interval_problems(metrics: PrometheusMetrics, policy: Policy, at: datetime) -> list[str]:
+    """Where the sample spacing Prometheus holds for the last hour differs from ``metrics.sample_interval``.
+    The bot measures and uses the real spacing; the configured one is its fallback (and the idle
+    nudges' sample count), so a mismatch is worth fixing."""
+    configured = policy.metrics.sample_interval.total_seconds()
+    window = Window(at.date(), at - timedelta(hours=1), at)
+    measured = metrics.sample_spacing([window])[window.day]
+    return [
+        f"metrics.sample_interval is {configured:g}s but {EXPORTERS[name]} samples every {seconds:g}s in Prometheus"
+        for name, seconds in measured.items()
+        if name in EXPORTERS and abs(seconds - configured) > 0.03 * configured
     ]

@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(digest)
 
+
     commands.add_parser(
         "check-config",
         help="check the settings and the policy, and that what it names exists",
@@ -181,6 +182,14 @@ def main(argv: list[str] | None = None) -> int:
             from bot.digest_cli import run
 
             return run(args)
+        if args.command == "ledger":
+            from bot.ledger_cli import run_ledger
+
+            return run_ledger(args)
+        if args.command == "cost":
+            from bot.ledger_cli import run_cost
+
+            return run_cost(args)
     except (PolicyError, SettingsProblem) as error:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
         return SETTINGS_EXIT

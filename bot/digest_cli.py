@@ -1,7 +1,10 @@
 """``gpu-quota-bot digest``: render the cost digest in the terminal (``--print``) or post it (``--post``).
 
-Without ``PROMETHEUS_URL`` it reads the sandbox's synthetic month of GPU use, and without
-``GPU_QUOTA_CONFIG`` the sandbox policy: a newcomer sees a real-looking digest with no setup.
+With ``--print`` and no ``PROMETHEUS_URL`` it reads the sandbox's synthetic month of GPU use, and
+without ``GPU_QUOTA_CONFIG`` the sandbox policy: a newcomer sees a real-looking digest with no setup.
+``--post`` never does: invented figures must not reach Slack, nor mark a real day as posted.
+Every problem (a day not over yet, a day Prometheus holds nothing for, Prometheus down) is one line
+and an exit code.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from bot.adapters.slack.notifier import SlackNotifier, make_web_client
 from bot.bootstrap import build_digest
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
+from bot.errors import GpuQuotaError, UserError
 from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.world import CHANNELS, PEOPLE, sandbox_policy
 from bot.server import metrics_source
 from bot.services.announce import Announcer
-from bot.services.digest import DigestService
+from bot.services.digest import DigestService, NoMetrics
 from bot.services.ports import MetricsSource, Report
 from bot.settings import Settings, SettingsError, load_settings
 
@@ -44,6 +48,15 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
         return 2
+    if args.post and (not settings.prometheus_url or not settings.gpu_quota_config):
+        missing = " and ".join(
+            n for n, v in (("PROMETHEUS_URL", settings.prometheus_url), ("GPU_QUOTA_CONFIG", settings.gpu_quota_config)) if not v
+        )
+        print(
+            f"gpu-quota-bot: digest --post needs {missing} (the sandbox's synthetic figures are for --print only)",
+            file=sys.stderr,
+        )
+        return 2
     policy = load_policy(settings.gpu_quota_config) if settings.gpu_quota_config else sandbox_policy()
     clock = SystemClock()
     metrics: MetricsSource | None = metrics_source(settings, policy)
@@ -57,19 +70,30 @@ def run(args: argparse.Namespace) -> int:
     if args.team and args.team not in policy.teams:
         print(f"gpu-quota-bot: no team {args.team!r} in the policy (teams: {', '.join(policy.teams)})", file=sys.stderr)
         return 2
-    if args.post:
-        return _post(settings, policy, metrics, day, args.team)
-    for note in notes:
-        print(f"# {note}")
+    try:
+        if args.post:
+            return _post(settings, policy, metrics, day, args.team)
+        return _print(settings, policy, metrics, day, args.team, args.chart_dir, notes)
+    except GpuQuotaError as error:
+        print(f"gpu-quota-bot: {error}", file=sys.stderr)
+        # 2: the command asked for something impossible; 1: the metrics could not give what it asked
+        return 2 if isinstance(error, UserError) and not isinstance(error, NoMetrics) else 1
+
+
+def _print(
+    settings: Settings, policy: Policy, metrics: MetricsSource, day: date, team: str | None, chart_dir: Path, notes: list[str]
+) -> int:
     service = _service(policy, metrics, _database(settings, sandbox=settings.gpu_quota_config is None), notifier=None)
     digest = service.build(day)
-    reports = [service.team_report(t) for t in digest.teams if args.team in (None, t.team.name)]
-    if args.team is None:
+    for note in notes:
+        print(f"# {note}")
+    reports = [service.team_report(t) for t in digest.teams if team in (None, t.team.name)]
+    if team is None:
         reports.append(service.org_report(digest))
     renderer = TextRenderer(users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS))
-    args.chart_dir.mkdir(parents=True, exist_ok=True)
+    chart_dir.mkdir(parents=True, exist_ok=True)
     for report in reports:
-        _print_report(report, renderer, args.chart_dir)
+        _print_report(report, renderer, chart_dir)
     return 0
 
 

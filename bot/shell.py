@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot.domain.durations import parse_duration
+from bot.errors import GpuQuotaError
 from bot.sandbox.history import A100, History, PodRun
 from bot.sandbox.kube_api import quota_refusal_event
 from bot.sandbox.render import TextRenderer
@@ -246,7 +247,11 @@ class Shell:
         except ValueError:
             self._say("Usage: digest [YYYY-MM-DD]")
             return
-        posted = digest.publish(day)
+        try:
+            posted = digest.publish(day)
+        except GpuQuotaError as error:  # a day not over yet, or before the sandbox's metrics
+            self._say(f"  {error}")
+            return
         self._show_new()
         self._say(f"  digest for {day}: " + (f"posted ({', '.join(posted)})" if posted else "already posted for that day"))
 

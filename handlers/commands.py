@@ -17,6 +17,7 @@ from bot.domain.commands import (
     USAGE,
     AuditCommand,
     CancelCommand,
+    CostCommand,
     ExtendCommand,
     HelpCommand,
     ListCommand,
@@ -30,6 +31,7 @@ from bot.domain.commands import (
 )
 from bot.domain.durations import MAX_DURATION
 from bot.errors import GpuQuotaError
+from bot.services.ledger import cost_lines
 from bot.services.text import channel
 from handlers.outcome import attempt
 
@@ -49,6 +51,8 @@ HELP = {
     "release": "End a grant early and give the GPUs back.",
     "extend": "Ask for more time on an active grant (needs approval like a new request).",
     "retry": "Admins: apply a failed request again.",
+    "cost": "GPU-hours, cost, idle cost, budget and GPU models of your teams (or a team or namespace) this month "
+    "or in YYYY-MM, from the cost ledger.",
     "audit": "The audit trail of a namespace or a request.",
     "help": "This help.",
 }
@@ -113,6 +117,8 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
             what="audit",
         )
         say(respond, answer, header="Audit trail")
+    elif isinstance(parsed, CostCommand):
+        say(respond, attempt(lambda: _cost(services, user, parsed), user=user, what="cost"), header="GPU cost")
     elif isinstance(parsed, RequestCommand):
         say(
             respond,
@@ -144,6 +150,13 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
                 what="extend",
             ),
         )
+
+
+def _cost(services: Services, user: str, parsed: CostCommand) -> list[str]:
+    if services.costs is None:
+        return ["Costs need Prometheus (PROMETHEUS_URL), which this bot is not connected to."]
+    answers = services.costs.answer(user=user, target=parsed.target, month=parsed.month)
+    return [text for answer in answers for text in cost_lines(answer, services.policy.pricing.currency)]
 
 
 def submitted_text(submitted: Any) -> str:

@@ -3,6 +3,9 @@
 Every job has an explicit id, ``replace_existing``, ``coalesce``, ``max_instances=1`` and a misfire
 grace time, so a restart or a slow run never stacks up duplicate runs. The metric jobs run on the
 policy's cron expressions in its time zone, and only when a metrics source is configured.
+
+A job whose data source failed raises the bot's own error: that is a failed run (``outcome="error"``,
+no ``last_success``), logged in one line, so the "job failing" and "job stale" alerts can fire.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.errors import GpuQuotaError
 from bot.observability import JOB_LAST_SUCCESS, JOB_RUNS, JOB_SECONDS, timed
 
 if TYPE_CHECKING:
@@ -61,6 +65,10 @@ def run_job(job_id: str, work: Callable[[], object]) -> None:
     try:
         with timed(JOB_SECONDS, task=job_id):
             result = work()
+    except GpuQuotaError as error:  # a known failure (Prometheus down, no metrics): its sentence says it all
+        log.error("job %s failed: %s", job_id, error)
+        JOB_RUNS.labels(job=job_id, outcome="error").inc()
+        return
     except Exception:
         log.exception("job %s failed", job_id)
         JOB_RUNS.labels(task=job_id, outcome="error").inc()

@@ -57,8 +57,18 @@ class PrometheusServer:
         source.unlink()
         return samples
 
-    def start(self, *, timeout: float = 60.0, config_text: str = "global:\n  scrape_interval: 1h\n") -> PrometheusServer:
-        """Start the server; ``config_text`` is its prometheus.yml (scrape jobs, for tests that scrape)."""
+    def start(
+        self,
+        *,
+        timeout: float = 60.0,
+        retention: str = "400d",
+        max_block: str | None = None,
+        config_text: str = "global:\n  scrape_interval: 1h\n",
+    ) -> PrometheusServer:
+        """Serve the blocks; a shorter ``retention`` drops the blocks older than it (counted back from
+        the newest sample) when the server opens them. ``max_block`` caps how far the server compacts
+        blocks (retention drops whole blocks only). ``config_text`` is its prometheus.yml (scrape jobs,
+        for tests that scrape)."""
         config = self.workdir / "prometheus.yml"
         config.write_text(config_text)
         self._process = subprocess.Popen(
@@ -67,10 +77,11 @@ class PrometheusServer:
                 f"--config.file={config}",
                 f"--storage.tsdb.path={self.data}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
-                "--storage.tsdb.retention.time=400d",
+                f"--storage.tsdb.retention.time={retention}",
                 "--query.max-samples=500000000",
                 "--query.lookback-delta=4m",
                 "--log.level=warn",
+                *([f"--storage.tsdb.max-block-duration={max_block}"] if max_block else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=(self.workdir / "prometheus.log").open("wb"),

@@ -3,11 +3,13 @@
 Every measure is ONE aggregated query over all namespaces (``sum by (namespace) ...``) per run of
 days; the number of queries depends on the calendar (weeks, DST days), never on the cluster's size.
 
-GPU-hours are sums of samples times the sample interval, never ``avg_over_time * 24`` (wrong for
+GPU-hours are sums of samples times the sample spacing, never ``avg_over_time * 24`` (wrong for
 pods that lived part of the day). Sums run over raw range vectors, so Prometheus reads each sample
 once; a subquery with a fixed resolution would re-evaluate the pod join at every point and costs
-minutes on a large cluster (see bench/digest_scale.py). The interval is the policy's
-``metrics.sample_interval``: the scrape interval of kube-state-metrics and the DCGM exporter.
+minutes on a large cluster (see bench/digest_scale.py). The spacing of each exporter is read from
+Prometheus for each day (from the samples one series of kube-state-metrics, and of DCGM, holds over
+the day's last hours, see ``spacing_query``), so the two exporters may be scraped at different intervals; the policy's
+``metrics.sample_interval`` is the fallback for a day without such a series.
 
 A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
 sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.
@@ -19,6 +21,13 @@ namespace ``namespace`` or, behind a ServiceMonitor with ``honorLabels: false``,
 ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0-1) per GPU, falling back to ``DCGM_FI_DEV_GPU_UTIL`` / 100 for
 GPUs without the profiling metric. Idle GPU-hours are the hours of GPUs whose average utilisation in
 the window stayed under the threshold.
+
+Idle GPU-hours are counted per sample: the DCGM samples under the idle threshold (a subquery at the
+DCGM spacing over the utilisation, the one place a per-sample filter needs one), times the spacing.
+Where the shipped recording rule ``gpu_quota:gpu_idle:bool`` runs with the policy's threshold and
+covers the whole day, its evaluations are summed instead (a plain range function, much cheaper).
+Only the Prometheus HTTP API and standard PromQL are used, so Thanos Query, Grafana Mimir and
+VictoriaMetrics answer the same queries.
 """
 
 from __future__ import annotations
@@ -67,19 +76,66 @@ def utilisation(function: str, seconds: int) -> str:
     return f"({function}({PROF}[{seconds}s]) or ({function}({DEV}[{seconds}s]) / 100))"
 
 
-def allocated_hours_query(seconds: int, interval: int) -> str:
-    return f"sum by (namespace) ({running_gpu_samples(seconds)}) * {interval} / 3600"
+def allocated_samples_query(seconds: int) -> str:
+    """GPU-samples of running pods by namespace (times the kube-state-metrics spacing: GPU-seconds)."""
+    return f"sum by (namespace) ({running_gpu_samples(seconds)})"
 
 
-def dcgm_hours_query(seconds: int, interval: int, idle_threshold: float) -> str:
-    """GPU-hours DCGM saw, idle GPU-hours and utilisation-hours, by namespace and model, in one query."""
-    hours = f"count_over_time({DEV}[{seconds}s])"
-    idle = f"({hours} and ({utilisation('avg_over_time', seconds)} < {idle_threshold}))"
-    measures = (("hours", hours), ("idle_hours", idle), ("util_hours", utilisation("sum_over_time", seconds)))
+def idle_rule(idle_threshold: float) -> str:
+    """The recording rule's series for this threshold (deploy/helm/gpu-quota-bot/files/recording-rules.yaml)."""
+    return f'gpu_quota:gpu_idle:bool{{threshold="{idle_threshold:g}"}}'
+
+
+def dcgm_samples_query(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True) -> str:
+    """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and
+    model, in one query (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds).
+    ``with_rule``: count the idle samples from the recording rule instead of a subquery; ``idle=False``:
+    leave them out (what prices a day needs no idle count)."""
+    samples = f"count_over_time({DEV}[{seconds}s])"
+    per_sample = f"(({PROF} * 1) or ({DEV} / 100))"  # "* 1" drops the name, so "or" keeps one per GPU
+    idle_samples = f"count_over_time(({per_sample} < {idle_threshold})[{seconds}s:{step}s])"
+    if with_rule:
+        idle_samples = f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"
+    measures = [("hours", samples), ("util_hours", utilisation("sum_over_time", seconds))]
+    if idle:
+        measures.insert(1, ("idle_hours", idle_samples))
     return " or ".join(
-        f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}) * {interval} / 3600, "measure", "{name}", "", "")'
+        f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
         for name, expression in measures
     )
+
+
+SPACING_SERIES = {"ksm": RUNNING, "dcgm": DEV}
+
+
+# The spacing is read over the last hours of each window: long enough that one sample more or less
+# (range ends, scrape jitter) stays under 2 % at a 5-minute interval, short enough that a series
+# that began during the day (the first day of data) usually spans it.
+SPACING_WINDOW = 6 * 3600
+
+
+def spacing_query(seconds: int, idle_threshold: float) -> str:
+    """The most samples one series of each exporter (and of the idle recording rule) holds over the last
+    ``SPACING_WINDOW`` of the window, and the rule's over the whole window (whether it covers the day);
+    plain range functions: cheap, unlike a subquery over every series."""
+    span = min(seconds, SPACING_WINDOW)
+    counts = [(name, series, span) for name, series in SPACING_SERIES.items()]
+    counts += [("rule", idle_rule(idle_threshold), span), ("rule_day", idle_rule(idle_threshold), seconds)]
+    return " or ".join(
+        f'label_replace(max(count_over_time({series}[{window}s])), "exporter", "{name}", "", "")'
+        for name, series, window in counts
+    )
+
+
+# Scrape intervals people configure; a measured spacing this close to one of them is that one
+# (a range that holds both ends of a whole-day series counts one sample more than the day has).
+COMMON_INTERVALS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 600, 900)
+
+
+def spacing_of(raw: float) -> float:
+    """A measured spacing (seconds), snapped to the common scrape interval it is within 3 % of."""
+    nearest = min(COMMON_INTERVALS, key=lambda interval: abs(interval - raw))
+    return float(nearest) if abs(nearest - raw) <= 0.03 * nearest else raw
 
 
 def idle_query(window: int, interval: int, threshold: float) -> str:
@@ -97,6 +153,7 @@ class PrometheusMetrics:
     def __init__(self, client: PrometheusConnect, *, interval: timedelta, idle_threshold: float, timeout: float = 30.0) -> None:
         self._client = client
         self._interval = int(interval.total_seconds())
+        self.spacings: dict[date, dict[str, float]] = {}  # measured per day: {"ksm": s, "dcgm": s}
         self._idle_threshold = idle_threshold
         self._timeout = timeout
         self.queries = 0
@@ -123,16 +180,52 @@ class PrometheusMetrics:
 
     # --- MetricsSource -----------------------------------------------------------------------
 
-    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
+    def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
         allocated: dict[date, dict[str, float]] = {}
         dcgm_rows: dict[date, list[tuple[dict[str, str], float]]] = {}
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
-            for day, metric, value in self._per_window(allocated_hours_query(seconds, self._interval), run):
-                allocated.setdefault(day, {})[metric.get("namespace", "")] = value
-            for day, metric, value in self._per_window(dcgm_hours_query(seconds, self._interval, self._idle_threshold), run):
-                dcgm_rows.setdefault(day, []).append((metric, value))
+            spacing = self.sample_spacing(run)
+            for day, metric, value in self._per_window(allocated_samples_query(seconds), run):
+                allocated.setdefault(day, {})[metric.get("namespace", "")] = value * spacing[day]["ksm"] / 3600
+            # The idle subquery steps at the DCGM spacing; a run whose days differ uses its first day's.
+            # The recording rule replaces it when it covers every day of the run.
+            step = int(round(spacing[run[0].day]["dcgm"]))
+            with_rule = all("rule" in spacing[w.day] for w in run)
+            query = dcgm_samples_query(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle)
+            for day, metric, value in self._per_window(query, run):
+                idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
+                dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
+
+    def sample_spacing(self, run: Sequence[Window]) -> dict[date, dict[str, float]]:
+        """Each exporter's sample spacing (seconds) on each day of ``run``, read from Prometheus in one
+        query; the configured interval for an exporter without a series in the day's last hours."""
+        found: dict[date, dict[str, float]] = {w.day: {} for w in run}
+        seconds = run[0].seconds
+        span = min(seconds, SPACING_WINDOW)
+        rule_day: dict[date, float] = {}
+        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold), run):
+            exporter = metric.get("exporter", "")
+            if exporter == "rule_day":
+                rule_day[day] = value
+            elif value >= 2:
+                found[day][exporter] = spacing_of(span / value)
+        for day, per_exporter in found.items():
+            for exporter in SPACING_SERIES:
+                per_exporter.setdefault(exporter, float(self._interval))
+            # The rule counts only for a day it covers whole (not the day it was deployed).
+            if "rule" in per_exporter and rule_day.get(day, 0) * per_exporter["rule"] < 0.98 * seconds:
+                del per_exporter["rule"]
+            self.spacings[day] = {k: v for k, v in per_exporter.items() if k in SPACING_SERIES}
+        return found
+
+    def days_with_data(self, windows: Sequence[Window]) -> set[date]:
+        days: set[date] = set()
+        for run in _runs_of_equal_length(windows):
+            query = f"count(count_over_time({RUNNING}[{run[0].seconds}s]))"
+            days.update(day for day, _, value in self._per_window(query, run) if value > 0)
+        return days
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         rows = self._instant(
@@ -146,7 +239,8 @@ class PrometheusMetrics:
 
     def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:
         name = "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
-        rows = self._instant(f'max by (namespace, {name}) (kube_namespace_labels{{{name}!=""}})', at=moment)
+        # Over the day before ``moment``: a namespace deleted during the day still has its labels.
+        rows = self._instant(f'max by (namespace, {name}) (last_over_time(kube_namespace_labels{{{name}!=""}}[1d]))', at=moment)
         return {metric["namespace"]: metric[name] for metric, _ in rows if "namespace" in metric and name in metric}
 
     def series_present(self, names: Sequence[str], *, at: datetime | None = None) -> dict[str, bool]:
@@ -242,7 +336,7 @@ def _eval_time(window: Window) -> datetime:
 def _usage_of(allocated: dict[str, float], rows: list[tuple[dict[str, str], float]]) -> dict[str, NamespaceUsage]:
     hours: dict[str, dict[str, float]] = {}
     idle: dict[str, dict[str, float]] = {}
-    util: dict[str, float] = {}
+    util: dict[str, dict[str, float]] = {}
     for metric, value in rows:
         namespace, model = metric.get("namespace", ""), metric.get("modelName") or "unknown model"
         measure = metric.get("measure")
@@ -251,10 +345,17 @@ def _usage_of(allocated: dict[str, float], rows: list[tuple[dict[str, str], floa
         elif measure == "idle_hours":
             idle.setdefault(namespace, {})[model] = value
         elif measure == "util_hours":
-            util[namespace] = util.get(namespace, 0.0) + value
+            util.setdefault(namespace, {})[model] = value
     namespaces = set(allocated) | set(hours)
     return {
-        ns: NamespaceUsage(allocated.get(ns, 0.0), hours.get(ns, {}), idle.get(ns, {}), util.get(ns, 0.0)) for ns in namespaces
+        ns: NamespaceUsage(
+            allocated.get(ns, 0.0),
+            hours.get(ns, {}),
+            {m: h for m, h in idle.get(ns, {}).items() if h > 0},
+            sum(util.get(ns, {}).values()),
+            util_model_hours=util.get(ns, {}),
+        )
+        for ns in namespaces
     }
 
 

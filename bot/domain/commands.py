@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import date, timedelta
 
 from bot.domain.durations import ALLOWED, parse_duration
 
@@ -144,6 +144,14 @@ class AuditCommand:
 
 
 @dataclass(frozen=True)
+class CostCommand:
+    """``cost [team|namespace] [YYYY-MM]``: the ledger's figures; no target means the person's teams."""
+
+    target: str | None = None
+    month: date | None = None  # the first of the month; None: this month
+
+
+@dataclass(frozen=True)
 class HelpCommand:
     topic: str | None = None
 
@@ -165,6 +173,7 @@ Command = (
     | ExtendCommand
     | RetryCommand
     | AuditCommand
+    | CostCommand
     | HelpCommand
     | Malformed
 )
@@ -178,6 +187,7 @@ USAGE = {
     "extend": "extend <request id> <duration> [reason]",
     "retry": "retry <request id>",
     "audit": "audit <namespace|request id>",
+    "cost": "cost [team|namespace] [YYYY-MM]",
     "help": "help [command]",
 }
 
@@ -351,6 +361,24 @@ def _parse_audit(args: list[str]) -> Command:
     return Malformed("`audit` needs a namespace or a request id.", usage=(USAGE["audit"],))
 
 
+_MONTH_PATTERN = re.compile(r"(\d{4})-(\d{2})")
+
+
+def _parse_cost(args: list[str]) -> Command:
+    target = month = None
+    for word in args:
+        found = _MONTH_PATTERN.fullmatch(word)
+        if found:
+            if month is not None or not 1 <= int(found.group(2)) <= 12:
+                return Malformed(f"`{word}` is not a month: use YYYY-MM, once.", usage=(USAGE["cost"],))
+            month = date(int(found.group(1)), int(found.group(2)), 1)
+        elif target is None and is_namespace_name(word):
+            target = word
+        else:
+            return Malformed(f"`{word}` is neither a team, a namespace nor a month (YYYY-MM).", usage=(USAGE["cost"],))
+    return CostCommand(target=target, month=month)
+
+
 def _parse_help(args: list[str]) -> Command:
     if not args:
         return HelpCommand()
@@ -369,5 +397,6 @@ _PARSERS = {
     "retry": _request_id_command("retry", RetryCommand),
     "extend": _parse_extend,
     "audit": _parse_audit,
+    "cost": _parse_cost,
     "help": _parse_help,
 }

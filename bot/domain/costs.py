@@ -64,6 +64,7 @@ class NamespaceUsage:
     model_hours: Mapping[str, float] = field(default_factory=dict)  # GPU-hours DCGM saw, by model
     idle_model_hours: Mapping[str, float] = field(default_factory=dict)  # of which under the idle threshold
     util_hours: float = 0.0  # sum of utilisation (0..1) x hours
+    util_model_hours: Mapping[str, float] = field(default_factory=dict)  # the same, by model
 
     @property
     def observed_hours(self) -> float:
@@ -74,14 +75,14 @@ def combine(usages: Iterable[NamespaceUsage]) -> NamespaceUsage:
     allocated = util = 0.0
     models: dict[str, float] = {}
     idle: dict[str, float] = {}
+    util_models: dict[str, float] = {}
     for usage in usages:
         allocated += usage.allocated_hours
         util += usage.util_hours
-        for model, hours in usage.model_hours.items():
-            models[model] = models.get(model, 0.0) + hours
-        for model, hours in usage.idle_model_hours.items():
-            idle[model] = idle.get(model, 0.0) + hours
-    return NamespaceUsage(allocated, models, idle, util)
+        for into, source in ((models, usage.model_hours), (idle, usage.idle_model_hours), (util_models, usage.util_model_hours)):
+            for model, hours in source.items():
+                into[model] = into.get(model, 0.0) + hours
+    return NamespaceUsage(allocated, models, idle, util, util_models)
 
 
 @dataclass(frozen=True)
@@ -149,14 +150,24 @@ def month_end_forecast(spent: float, *, elapsed: timedelta, length: timedelta) -
     return spent * (length / elapsed)
 
 
-def exhaustion(spent: float, budget: float, *, elapsed: timedelta, now: datetime) -> datetime | None:
-    """When the budget runs out at the current burn; None if it does not burn (or is already out)."""
-    if spent <= 0 or elapsed <= timedelta(0):
+def exhaustion(spent: float, budget: float, *, elapsed: timedelta, now: datetime, month_end: datetime) -> datetime | None:
+    """When the budget runs out at the current burn, if that is before ``month_end``; None if it does
+    not burn, is already out (see ``over_budget_since``), or lasts the month (a new budget starts then)."""
+    if spent <= 0 or elapsed <= timedelta(0) or spent >= budget:
         return None
-    if spent >= budget:
-        return now
     burn_per_second = spent / elapsed.total_seconds()
-    return now + timedelta(seconds=(budget - spent) / burn_per_second)
+    runs_out = now + timedelta(seconds=(budget - spent) / burn_per_second)
+    return runs_out if runs_out < month_end else None
+
+
+def over_budget_since(daily_costs: Mapping[date, float], budget: float) -> date | None:
+    """The day the month's running total first reached ``budget``; None while it has not."""
+    total = 0.0
+    for day, cost in sorted(daily_costs.items()):
+        total += cost
+        if total >= budget:
+            return day
+    return None
 
 
 FORECAST = "forecast"
@@ -183,3 +194,63 @@ def days_in(day: date) -> int:
 def budget_pace(monthly_budget: float, day: date) -> float:
     """The spend per day that uses the budget exactly by the month's end."""
     return monthly_budget / days_in(day)
+
+
+@dataclass(frozen=True)
+class ModelUse:
+    """One namespace's use of one GPU model on one day, priced: a row of the cost ledger."""
+
+    model: str
+    allocated_hours: float
+    idle_hours: float
+    observed_hours: float
+    util_hours: float
+    price: float
+    cost: float
+    idle_cost: float
+
+
+def model_uses(usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
+    """``usage`` split by GPU model, as ``price`` splits it: allocated hours in the proportions DCGM saw
+    (all at the default price as "unknown model" when DCGM saw nothing), idle hours at each model's price."""
+    observed = usage.observed_hours
+    shares = {m: h / observed for m, h in usage.model_hours.items() if h > 0} if observed > 0 else {UNKNOWN_MODEL: 1.0}
+    models = sorted(set(shares) | {m for m, h in usage.idle_model_hours.items() if h > 0})
+    uses = []
+    for model in models:
+        rate = pricing.price_for(model)
+        allocated = usage.allocated_hours * shares.get(model, 0.0)
+        idle = usage.idle_model_hours.get(model, 0.0)
+        uses.append(
+            ModelUse(
+                model=model,
+                allocated_hours=allocated,
+                idle_hours=idle,
+                observed_hours=usage.model_hours.get(model, 0.0),
+                util_hours=usage.util_model_hours.get(model, 0.0),
+                price=rate,
+                cost=allocated * rate,
+                idle_cost=idle * rate,
+            )
+        )
+    return uses
+
+
+def line_of(namespace: str, team: str, uses: Sequence[ModelUse]) -> CostLine:
+    """The ledger rows of one namespace (one day or many) as one line, at the prices they were recorded at."""
+    by_model: dict[str, tuple[float, float]] = {}
+    for use in uses:
+        hours, cost = by_model.get(use.model, (0.0, 0.0))
+        by_model[use.model] = (hours + use.allocated_hours, cost + use.cost)
+    observed = sum(u.observed_hours for u in uses)
+    return CostLine(
+        namespace=namespace,
+        team=team,
+        gpu_hours=sum(u.allocated_hours for u in uses),
+        cost=sum(u.cost for u in uses),
+        by_model={m: v for m, v in by_model.items() if v[0] > 0 or v[1] > 0},
+        utilisation=sum(u.util_hours for u in uses) / observed if observed > 0 else None,
+        idle_hours=sum(u.idle_hours for u in uses),
+        idle_cost=sum(u.idle_cost for u in uses),
+        observed_hours=observed,
+    )

@@ -195,11 +195,14 @@ class Schedules(_Frozen):
 class Metrics(_Frozen):
     """How GPU usage is read from Prometheus."""
 
-    # The scrape interval of kube-state-metrics and the DCGM exporter: GPU-hours are samples x interval.
+    # The scrape interval of kube-state-metrics and the DCGM exporter. The bot measures each exporter's
+    # real sample spacing from Prometheus; this is the fallback, and check-config says when they differ.
     sample_interval: Duration = timedelta(seconds=30)
+    # A GPU sample under this utilisation is idle (idle GPU-hours count samples, not daily averages).
     idle_threshold_percent: float = Field(default=5.0, ge=0, le=100)
     idle_window: Duration = timedelta(hours=6)
     team_label: str | None = None  # kube_namespace_labels label naming a namespace's team, e.g. "team"
+    cost_center_label: str | None = None  # the label naming its cost center in the ledger export, e.g. "cost-center"
 
 
 class Defaults(_Frozen):

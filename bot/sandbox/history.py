@@ -57,10 +57,15 @@ class History:
     pods: list[PodRun] = field(default_factory=list)
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     unattached_gpus: int = 0  # GPUs with no pod, as DCGM reports them behind a ServiceMonitor
+    dcgm_step: timedelta | None = None  # the DCGM exporter's own sample spacing (default: ``step``)
 
-    def steps(self, start: datetime, end: datetime) -> Iterator[datetime]:
-        """Sample times in [start, end), aligned to the step."""
-        size = int(self.step.total_seconds())
+    @property
+    def dcgm_spacing(self) -> timedelta:
+        return self.dcgm_step or self.step
+
+    def steps(self, start: datetime, end: datetime, step: timedelta | None = None) -> Iterator[datetime]:
+        """Sample times in [start, end), aligned to ``step`` (default: the kube-state-metrics step)."""
+        size = int((step or self.step).total_seconds())
         first = math.ceil(start.timestamp() / size) * size
         stamp = first
         while stamp < end.timestamp():
@@ -78,36 +83,48 @@ class HistoryMetrics:
         self.history = history
         self._idle_threshold = idle_threshold
 
-    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
+    def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
         return {window.day: self.window_usage(window) for window in windows}
 
     def window_usage(self, window: Window) -> dict[str, NamespaceUsage]:
-        """Sums over the samples in the window: allocated GPU-steps from the pods, per-GPU utilisation
-        from DCGM; a GPU whose average utilisation in the window is under the threshold counts as idle."""
-        hours_per_step = self.history.step.total_seconds() / 3600
+        """Sums over the samples in the window: allocated GPU-steps from the pods (kube-state-metrics
+        spacing), per-GPU utilisation from DCGM (its own spacing); each DCGM sample under the threshold
+        is an idle sample. Utilisation is the value Prometheus stores (what the exporter wrote)."""
+        ksm_hours = self.history.step.total_seconds() / 3600
+        dcgm_step = self.history.dcgm_spacing
+        dcgm_hours = dcgm_step.total_seconds() / 3600
         allocated: dict[str, float] = {}
         models: dict[str, dict[str, float]] = {}
         idle: dict[str, dict[str, float]] = {}
-        util: dict[str, float] = {}
+        util: dict[str, dict[str, float]] = {}
         for pod in self.history.pods:
             lo, hi = max(window.start, pod.start), min(window.end, pod.end)
             if not pod.scheduled or lo >= hi:
                 continue
-            moments = list(self.history.steps(lo, hi))
+            allocated[pod.namespace] = (
+                allocated.get(pod.namespace, 0.0) + pod.gpus * len(list(self.history.steps(lo, hi))) * ksm_hours
+            )
+            moments = list(self.history.steps(lo, hi, dcgm_step))
             if not moments:
                 continue
-            hours = len(moments) * hours_per_step
-            allocated[pod.namespace] = allocated.get(pod.namespace, 0.0) + pod.gpus * hours
             for gpu in range(pod.gpus):
-                values = [pod.utilisation_at(moment, gpu) for moment in moments]
-                _add(models, pod.namespace, pod.model, hours)
-                util[pod.namespace] = util.get(pod.namespace, 0.0) + sum(values) * hours_per_step
-                if sum(values) / len(values) < self._idle_threshold:
-                    _add(idle, pod.namespace, pod.model, hours)
+                values = [stored_utilisation(pod, moment, gpu) for moment in moments]
+                _add(models, pod.namespace, pod.model, len(values) * dcgm_hours)
+                _add(util, pod.namespace, pod.model, sum(values) * dcgm_hours)
+                _add(idle, pod.namespace, pod.model, sum(1 for v in values if v < self._idle_threshold) * dcgm_hours)
         return {
-            ns: NamespaceUsage(allocated.get(ns, 0.0), models.get(ns, {}), idle.get(ns, {}), util.get(ns, 0.0))
+            ns: NamespaceUsage(
+                allocated.get(ns, 0.0),
+                models.get(ns, {}),
+                {m: h for m, h in idle.get(ns, {}).items() if h > 0},
+                sum(util.get(ns, {}).values()),
+                util_model_hours=util.get(ns, {}),
+            )
             for ns in set(allocated) | set(models)
         }
+
+    def days_with_data(self, windows: Sequence[Window]) -> set[date]:
+        return {w.day for w in windows if w.start < self.history.end and w.end > self.history.start}
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         totals: dict[str, float] = {}
@@ -195,7 +212,7 @@ def write_openmetrics(history: History, out: TextIO) -> int:
                     labels,
                     (
                         (m, round(pod.utilisation_at(m, gpu) * scale, 4))
-                        for m in history.steps(max(pod.start, history.start), min(pod.end, history.end))
+                        for m in history.steps(max(pod.start, history.start), min(pod.end, history.end), history.dcgm_spacing)
                     ),
                 )
         for gpu in range(history.unattached_gpus):
@@ -208,13 +225,20 @@ def write_openmetrics(history: History, out: TextIO) -> int:
                 "namespace": "gpu-operator",
                 "pod": "dcgm-exporter-spare",
             }
-            series(metric, labels, ((m, 0.0) for m in history.steps(history.start, history.end)))
+            series(metric, labels, ((m, 0.0) for m in history.steps(history.start, history.end, history.dcgm_spacing)))
     family("kube_namespace_labels")
     for namespace, namespace_labels in sorted(history.namespace_labels.items()):
         labels = {"namespace": namespace, **{f"label_{k}": v for k, v in namespace_labels.items()}}
         series("kube_namespace_labels", labels, ((m, 1.0) for m in history.steps(history.start, history.end)))
     out.write("# EOF\n")
     return written
+
+
+def stored_utilisation(pod: PodRun, moment: datetime, gpu: int) -> float:
+    """The utilisation (0..1) Prometheus holds for one sample: the profiling metric where the node has
+    it, else GPU_UTIL / 100, each rounded as ``write_openmetrics`` writes it."""
+    value = pod.utilisation_at(moment, gpu)
+    return round(value, 4) if pod.profiling else round(value * 100.0, 4) / 100.0
 
 
 def _dcgm_labels(pod: PodRun, gpu: int) -> dict[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, datetime
 from functools import partial
 
 from sqlalchemy import select
@@ -16,7 +16,15 @@ from bot.adapters.db.database import Database
 from bot.adapters.db.models import BudgetAlert, TeamSpend
 from bot.adapters.db.repository import Repository
 from bot.clock import Clock
-from bot.domain.costs import FORECAST, day_window, exhaustion, month_end_forecast, month_length, thresholds_to_send
+from bot.domain.costs import (
+    FORECAST,
+    day_window,
+    exhaustion,
+    month_end_forecast,
+    month_length,
+    over_budget_since,
+    thresholds_to_send,
+)
 from bot.domain.policy import People, Policy, Team
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
@@ -34,6 +42,8 @@ class BudgetState:
     spent: float
     budget: float
     forecast: float
+    over_since: date | None = None  # the day spend reached the budget
+    runs_out: datetime | None = None  # at the current burn, when within this month
 
     @property
     def percent(self) -> float:
@@ -56,7 +66,9 @@ class BudgetWatch:
         self._clock = clock
 
     def check(self) -> list[tuple[str, str]]:
-        """The hourly job: measure every team's month so far, send the warnings now due."""
+        """The hourly job: measure every team's month so far, send the warnings now due.
+
+        When the metrics fail, the outage is recorded and the error raised: the run is a failed run."""
         now = self._clock.now()
         zone = self._policy.schedules.zone
         today = now.astimezone(zone).date()
@@ -64,23 +76,31 @@ class BudgetWatch:
         if not teams:
             return []
         try:
-            spend = self._spend.month_so_far(now)
+            costs = self._spend.team_costs_so_far(now)
         except GpuQuotaError as error:
             self._health.failed(str(error))
-            return []
+            raise
         self._health.recovered()
         month_start = day_window(today.replace(day=1), zone).start
         elapsed, length = now - month_start, month_length(today, zone)
         sent: list[tuple[str, str]] = []
         for team in teams:
             assert team.budget is not None
-            spent = spend.team_cost(team.name, spend.days)
+            budget = team.budget.monthly
+            daily = costs.get(team.name, {})
+            spent = sum(daily.values())
             state = BudgetState(
-                team.name, f"{today:%Y-%m}", spent, team.budget.monthly, month_end_forecast(spent, elapsed=elapsed, length=length)
+                team.name,
+                f"{today:%Y-%m}",
+                spent,
+                budget,
+                month_end_forecast(spent, elapsed=elapsed, length=length),
+                over_since=over_budget_since(daily, budget),
+                runs_out=exhaustion(spent, budget, elapsed=elapsed, now=now, month_end=month_start + length),
             )
             self._db.run(partial(self._remember, state=state))
             if team.notifications.budget_warnings:
-                sent.extend((team.name, key) for key in self._warn(team, state, elapsed=elapsed))
+                sent.extend((team.name, key) for key in self._warn(team, state))
         return sent
 
     def over_budget(self, team: str) -> bool:
@@ -102,7 +122,7 @@ class BudgetWatch:
             self._clock.now(),
         )
 
-    def _warn(self, team: Team, state: BudgetState, *, elapsed: timedelta) -> list[str]:
+    def _warn(self, team: Team, state: BudgetState) -> list[str]:
         assert team.budget is not None
         already = self._db.run(
             lambda repo: set(
@@ -119,7 +139,7 @@ class BudgetWatch:
         )
         if not due or not self._claim(team.name, state, due):
             return []
-        text = self._message(team, state, due, elapsed=elapsed)
+        text = self._message(team, state, due)
         if not self._announce.post(team.channel, text):
             self._unclaim(team.name, state.month, due)  # told nobody: try again next run
             return []
@@ -147,11 +167,10 @@ class BudgetWatch:
 
         self._db.run(forget)
 
-    def _message(self, team: Team, state: BudgetState, keys: list[str], *, elapsed: timedelta) -> str:
+    def _message(self, team: Team, state: BudgetState, keys: list[str]) -> str:
         currency = self._policy.pricing.currency
         owners = _mentions(team.owners if not team.owners.empty else team.approvers)
-        runs_out = exhaustion(state.spent, state.budget, elapsed=elapsed, now=self._clock.now())
-        when_out = f" At the current burn it runs out around {when(runs_out)}." if runs_out else ""
+        when_out = _outlook(state)
         spent = f"{money(state.spent, currency)} of {money(state.budget, currency)}"
         if keys == [FORECAST]:
             return (
@@ -167,6 +186,15 @@ class BudgetWatch:
             f"threshold {highest}%). Month-end forecast {money(state.forecast, currency)} ({state.forecast_percent:.0f}%)."
             f"{when_out}{over}"
         )
+
+
+def _outlook(state: BudgetState) -> str:
+    """Over budget since a day, or the run-out time when it falls within this month, or nothing."""
+    if state.over_since is not None:
+        return f" It has been over budget since {state.over_since:%a %d %b}."
+    if state.runs_out is not None:
+        return f" At the current burn it runs out around {when(state.runs_out)}."
+    return ""
 
 
 def _mentions(people: People) -> str:

@@ -5,6 +5,10 @@ budget used and the month-end forecast, utilisation, idle GPU-hours and their co
 within 24 hours, top consumers, and a chart. Each (team, day) is claimed in the database before it
 is posted, so reruns, restarts and a second replica never post it twice; days missed while the
 metrics were down are posted by the next run.
+
+Only finished days are reported, and only days the metrics know: a day before Prometheus's data (or
+lost in an outage) is "no metrics", never a day of zero cost. A day recorded as posted outside the
+catch-up window (a future date posted by hand) does not hold the schedule back.
 """
 
 from __future__ import annotations
@@ -21,11 +25,21 @@ from sqlalchemy.exc import IntegrityError
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import DigestRun
 from bot.clock import Clock
-from bot.domain.costs import CostLine, add_lines, budget_pace, day_window, exhaustion, month_end_forecast, month_length
+from bot.domain.costs import (
+    CostLine,
+    add_lines,
+    budget_pace,
+    day_window,
+    exhaustion,
+    month_end_forecast,
+    month_length,
+    over_budget_since,
+)
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy, Team
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, UserError
 from bot.services.announce import Announcer
+from bot.services.ledger import day_ranges
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Attachment, Report, ReportSection
 from bot.services.spend import Spend, SpendReader
@@ -36,6 +50,10 @@ ORG = "*"
 CATCH_UP_DAYS = 7
 TOP = 5
 Chart = Callable[..., bytes]
+
+
+class NoMetrics(UserError):
+    """The metrics hold nothing for the day asked for: there is nothing true to report."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +73,9 @@ class TeamDigest:
     daily: dict[date, dict[str, float]]
     spent: float
     forecast: float
-    exhausts_at: datetime | None
+    exhausts_at: datetime | None  # only when it falls after now and within the month
+    over_since: date | None
+    missing: list[date]  # days of the month the metrics held nothing for: not counted, not zero
     expiring: list[ExpiringGrant]
 
     @property
@@ -68,6 +88,8 @@ class OrgDigest:
     day: date
     teams: list[TeamDigest]
     others: dict[str, float]  # month cost of namespaces outside the policy, by their label team
+    yesterday: float  # the day's cost over the same namespaces as the month's totals
+    missing: list[date]
     top: list[CostLine]
     daily: dict[date, dict[str, float]]
 
@@ -96,7 +118,15 @@ class DigestService:
     # --- building ------------------------------------------------------------------------------
 
     def build(self, day: date) -> OrgDigest:
-        """The digests of every team for ``day`` (metrics are read once for all of them)."""
+        """The digests of every team for ``day`` (metrics are read once for all of them).
+
+        Raises UserError for a day not over yet and NoMetrics for a day the metrics do not hold."""
+        zone = self._policy.schedules.zone
+        today = self._clock.now().astimezone(zone).date()
+        if day >= today:
+            raise UserError(f"Digests are only for finished days: {day:%a %d %b %Y} is not over yet (today is {today}).")
+        if self._spend.missing_days([day_window(day, zone)]):
+            raise NoMetrics(f"no metrics for {day:%a %d %b %Y}: Prometheus holds no data for that day.")
         spend = self._spend.month_through(day)
         expiring = self._expiring()
         teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
@@ -108,7 +138,16 @@ class DigestService:
             if line.namespace not in managed:
                 others[line.team] = others.get(line.team, 0.0) + line.cost
         daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
-        return OrgDigest(day=day, teams=teams, others=others, top=every_namespace[:TOP], daily=daily)
+        yesterday = sum(line.cost for line in spend.lines([day]))
+        return OrgDigest(
+            day=day,
+            teams=teams,
+            others=others,
+            yesterday=yesterday,
+            missing=spend.missing,
+            top=every_namespace[:TOP],
+            daily=daily,
+        )
 
     def _team_digest(self, team: Team, day: date, spend: Spend, expiring: list[ExpiringGrant]) -> TeamDigest:
         zone = self._policy.schedules.zone
@@ -118,15 +157,25 @@ class DigestService:
         elapsed = day_window(day, zone).end - month_start
         budget = team.budget.monthly if team.budget else None
         namespaces = {ns.name for ns in team.namespaces}
+        daily = spend.daily_team_costs(team.name)
+        over_since = over_budget_since({d: sum(c.values()) for d, c in daily.items()}, budget) if budget else None
+        runs_out = None
+        if budget:
+            month_end = month_start + month_length(day, zone)
+            runs_out = exhaustion(spent, budget, elapsed=elapsed, now=day_window(day, zone).end, month_end=month_end)
+        if runs_out is not None and runs_out <= self._clock.now():
+            runs_out = None  # a late digest (catch-up, --date) never announces a run-out already past
         return TeamDigest(
             team=team,
             day=day,
             yesterday=spend.lines([day], team=team.name),
             month=month,
-            daily=spend.daily_team_costs(team.name),
+            daily=daily,
             spent=spent,
             forecast=month_end_forecast(spent, elapsed=elapsed, length=month_length(day, zone)),
-            exhausts_at=exhaustion(spent, budget, elapsed=elapsed, now=day_window(day, zone).end) if budget else None,
+            exhausts_at=runs_out,
+            over_since=over_since,
+            missing=spend.missing,
             expiring=[grant for grant in expiring if grant.namespace in namespaces],
         )
 
@@ -214,11 +263,11 @@ class DigestService:
                 currency=currency,
             )
             attachment = Attachment(f"gpu-cost-org-{digest.day.isoformat()}.png", f"GPU cost by team, {digest.day:%B %Y}", png)
-        yesterday = sum(line.cost for t in digest.teams for line in t.yesterday)
         return Report(
             title=f"GPU cost summary · {digest.day:%a %d %b %Y}",
-            summary=f"Yesterday {money(yesterday, currency)} · month to date {money(total, currency)}"
-            + (f" of {money(budgets, currency)} budgeted ({total / budgets:.0%})" if budgets else ""),
+            summary=f"Yesterday {money(digest.yesterday, currency)} · month to date {money(total, currency)}"
+            + (f" of {money(budgets, currency)} budgeted ({total / budgets:.0%})" if budgets else "")
+            + _missing_note(digest.missing),
             sections=sections,
             attachment=attachment,
         )
@@ -246,26 +295,41 @@ class DigestService:
         return posted
 
     def run(self) -> list[tuple[date, list[str]]]:
-        """The scheduled job: post yesterday's digests, and any day missed (up to a week) before it."""
+        """The scheduled job: post yesterday's digests, and any day missed (up to a week) before it.
+
+        When the metrics fail, the outage is recorded and the error raised: the run is a failed run."""
         yesterday = (self._clock.now().astimezone(self._policy.schedules.zone) - timedelta(days=1)).date()
         done: list[tuple[date, list[str]]] = []
+        unknown: list[str] = []
         try:
             for day in self._days_to_post(yesterday):
-                done.append((day, self.publish(day)))
+                try:
+                    done.append((day, self.publish(day)))
+                except NoMetrics as missing:  # Prometheus answers but holds nothing for that day
+                    unknown.append(str(missing))
         except GpuQuotaError as error:
             if self._health is not None:
                 self._health.failed(str(error))
-            return done
+            raise
         if self._health is not None:
             self._health.recovered()
+        if unknown:
+            raise NoMetrics("; ".join(unknown))
         return done
 
     def _days_to_post(self, yesterday: date) -> list[date]:
+        """The days after the last one posted in the catch-up window; a day posted beyond yesterday
+        (by hand, or by an older version) is not a sign the schedule is up to date."""
         first = yesterday - timedelta(days=CATCH_UP_DAYS - 1)
         posted = self._db.run(
             lambda repo: set(
                 repo.session.scalars(
-                    select(DigestRun.day).where(DigestRun.scope == ORG, DigestRun.status == "posted", DigestRun.day >= first)
+                    select(DigestRun.day).where(
+                        DigestRun.scope == ORG,
+                        DigestRun.status == "posted",
+                        DigestRun.day >= first,
+                        DigestRun.day <= yesterday,
+                    )
                 )
             )
         )
@@ -318,11 +382,16 @@ def _team_summary(digest: TeamDigest, currency: str) -> str:
         text += (
             f" Month-end forecast at the current burn: {money(digest.forecast, currency)} ({digest.forecast / digest.budget:.0%})"
         )
-        if digest.spent >= digest.budget:
-            text += " :rotating_light: the budget is spent"
+        if digest.over_since is not None:
+            text += f" :rotating_light: over budget since {digest.over_since:%a %d %b}"
         elif digest.forecast > digest.budget and digest.exhausts_at is not None:
             text += f" :warning: the budget runs out around {when(digest.exhausts_at)}"
-    return text + "."
+    return text + "." + _missing_note(digest.missing)
+
+
+def _missing_note(missing: list[date]) -> str:
+    """Days Prometheus no longer (or never) held: said, so a month-to-date without them is not taken as whole."""
+    return f" No metrics for {day_ranges(missing)}: those days are not counted." if missing else ""
 
 
 def _namespace_lines(digest: TeamDigest, currency: str) -> list[str]:

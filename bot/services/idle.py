@@ -18,6 +18,7 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
+from bot.services.ledger import Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, MetricsSource
 from bot.services.text import Code, Moment, Notice, Strong, gpus, money, say
@@ -37,7 +38,9 @@ class IdleWatch:
         access: Access,
         health: MetricsHealth,
         clock: Clock,
+        ledger: Ledger | None = None,
     ) -> None:
+        """``ledger`` says which GPU models a namespace ran on lately, to price its idle hours."""
         self._policy = policy
         self._metrics = metrics
         self._db = database
@@ -45,9 +48,10 @@ class IdleWatch:
         self._access = access
         self._health = health
         self._clock = clock
+        self._ledger = ledger
 
     def check(self) -> list[str]:
-        """The scheduled job; returns the namespaces nudged."""
+        """The scheduled job; returns the namespaces nudged. Raises when the metrics fail."""
         now = self._clock.now()
         settings = self._policy.metrics
         try:
@@ -57,7 +61,7 @@ class IdleWatch:
             held = self._metrics.allocated_at(now) if idle else {}
         except GpuQuotaError as error:
             self._health.failed(str(error))
-            return []
+            raise  # a failed run: the job counts it and keeps last_success as it was
         self._health.recovered()
         nudged = []
         for team in self._policy.teams.values():
@@ -95,7 +99,10 @@ class IdleWatch:
             return False
         window = self._policy.metrics.idle_window
         idle_hours = held * window.total_seconds() / 3600
-        cost = idle_hours * self._policy.pricing.default_per_gpu_hour
+        recent = self._ledger.recent_price(namespace) if self._ledger is not None else None
+        # The models it ran on lately (the ledger), else the default price: one price list everywhere.
+        rate = recent[0] if recent else self._policy.pricing.default_per_gpu_hour
+        cost = idle_hours * rate
         grant = self._latest_grant(namespace)
         actions = [Action(ActionKind.RELEASE, f"Release grant GQ-{grant}", str(grant), "primary")] if grant else []
         actions.append(Action(ActionKind.SNOOZE, "Snooze 24 h", namespace))

@@ -60,8 +60,14 @@ class QuotaCluster(Protocol):
 class MetricsSource(Protocol):
     """GPU usage, aggregated by namespace in a fixed number of queries whatever the cluster's size."""
 
-    def usage(self, windows: Sequence[Window]) -> dict[date, dict[str, NamespaceUsage]]:
-        """Usage per window (keyed by the window's day) per namespace."""
+    def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
+        """Usage per window (keyed by the window's day) per namespace; ``idle=False`` may leave the idle
+        hours out (the costliest measure, which pricing does not need)."""
+        ...
+
+    def days_with_data(self, windows: Sequence[Window]) -> set[date]:
+        """The windows' days for which the metrics hold any kube-state-metrics sample: a day without
+        any is unknown (before the retention, an outage), never a day of zero use."""
         ...
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from bot.domain.costs import CostLine, Window, add_lines, month_windows, price, today_so_far
 from bot.domain.policy import Policy
+from bot.services.ledger import NO_DATA, Ledger, managed_teams, team_map
 from bot.services.ports import MetricsSource
-
-UNMANAGED = "(not managed)"
 
 
 @dataclass(frozen=True)
@@ -19,6 +18,7 @@ class Spend:
 
     days: dict[date, dict[str, CostLine]]
     teams: dict[str, str]
+    missing: list[date] = field(default_factory=list)  # days the metrics held nothing for: unknown, not zero
 
     def namespaces_of(self, team: str) -> list[str]:
         return sorted(ns for ns, owner in self.teams.items() if owner == team)
@@ -46,40 +46,83 @@ class Spend:
 
 
 class SpendReader:
-    def __init__(self, *, policy: Policy, metrics: MetricsSource) -> None:
+    """Month-to-date spend. With a ledger, finished days come from it (caught up first) and only today
+    is read from the metrics; without one (``digest --print`` on the sandbox), everything is read."""
+
+    def __init__(self, *, policy: Policy, metrics: MetricsSource, ledger: Ledger | None = None) -> None:
         self._policy = policy
         self._metrics = metrics
+        self._ledger = ledger
 
     def month_through(self, day: date) -> Spend:
         """Every full day of ``day``'s month up to and including ``day``."""
         windows = month_windows(day, self._policy.schedules.zone)
+        if self._ledger is not None:
+            return self._from_ledger(day.replace(day=1), day)
         return self.read(windows, at=windows[-1].end)
 
     def month_so_far(self, now: datetime) -> Spend:
         """This month's full days and today up to ``now``."""
         zone = self._policy.schedules.zone
         today = today_so_far(now, zone)
+        if self._ledger is not None:
+            partial = self.read([today], at=now, idle=False)  # budgets need today's cost, not its idle hours
+            if today.day.day == 1:
+                return partial
+            past = self._from_ledger(today.day.replace(day=1), today.day - timedelta(days=1))
+            return Spend(days={**past.days, **partial.days}, teams={**partial.teams, **past.teams}, missing=past.missing)
         windows: list[Window] = month_windows(today.day - timedelta(days=1), zone) if today.day.day > 1 else []
         return self.read([*windows, today], at=now)
 
-    def read(self, windows: Sequence[Window], *, at: datetime) -> Spend:
-        usage = self._metrics.usage(windows)
-        teams = self._teams(at, {ns for per_day in usage.values() for ns in per_day})
+    def team_costs_so_far(self, now: datetime) -> dict[str, dict[date, float]]:
+        """Per team, the cost of each day of this month up to ``now``: with a ledger, its recorded days
+        summed in the database plus today's partial day from the metrics (the hourly budget check)."""
+        if self._ledger is None:
+            spend = self.month_so_far(now)
+            return {team: _day_totals(spend.daily_team_costs(team)) for team in set(spend.teams.values())}
+        today = today_so_far(now, self._policy.schedules.zone)
+        costs: dict[str, dict[date, float]] = {}
+        if today.day.day > 1:
+            yesterday = today.day - timedelta(days=1)
+            self._ledger.catch_up(yesterday)
+            costs = self._ledger.team_day_costs(today.day.replace(day=1), yesterday)
+        partial = self.read([today], at=now, idle=False)
+        for team in set(partial.teams.values()):
+            costs.setdefault(team, {}).update(_day_totals(partial.daily_team_costs(team)))
+        return costs
+
+    def missing_days(self, windows: Sequence[Window]) -> list[date]:
+        """The windows' days the metrics know nothing about (before their retention, or lost)."""
+        if self._ledger is not None:
+            self._ledger.catch_up(max(w.day for w in windows))
+            status = self._ledger.status(w.day for w in windows)
+            if all(w.day in status for w in windows):
+                return [w.day for w in windows if status[w.day] == NO_DATA]
+        covered = self._metrics.days_with_data(windows)
+        return [w.day for w in windows if w.day not in covered]
+
+    def _from_ledger(self, first: date, last: date) -> Spend:
+        assert self._ledger is not None
+        self._ledger.catch_up(last)
+        days, teams = self._ledger.lines(first, last)
+        status = self._ledger.status(first + timedelta(days=i) for i in range((last - first).days + 1))
+        missing = sorted(day for day, state in status.items() if state == NO_DATA)
+        return Spend(days=days, teams=teams, missing=missing)
+
+    def read(self, windows: Sequence[Window], *, at: datetime, idle: bool = True) -> Spend:
+        usage = self._metrics.usage(windows, idle=idle)
+        teams = team_map(self._policy, self._metrics, at, {ns for per_day in usage.values() for ns in per_day})
+        managed = managed_teams(self._policy)
         days = {
             day: {
                 ns: price(ns, teams[ns], ns_usage, self._policy.pricing)
                 for ns, ns_usage in per_ns.items()
-                if ns in teams and (ns_usage.allocated_hours > 0 or self._policy.team_of(ns) is not None)
+                if ns in teams and (ns_usage.allocated_hours > 0 or ns in managed)
             }
             for day, per_ns in usage.items()
         }
         return Spend(days=days, teams=teams)
 
-    def _teams(self, at: datetime, seen: set[str]) -> dict[str, str]:
-        """Managed namespaces by the policy; others by their namespace label when one is configured."""
-        teams = {ns: team.name for team in self._policy.teams.values() for ns in (n.name for n in team.namespaces)}
-        label = self._policy.metrics.team_label
-        if label:
-            for ns, value in self._metrics.namespace_labels(at, label).items():
-                teams.setdefault(ns, f"{value} {UNMANAGED}")
-        return {ns: team for ns, team in teams.items() if ns in seen or self._policy.team_of(ns) is not None}
+
+def _day_totals(daily: dict[date, dict[str, float]]) -> dict[date, float]:
+    return {day: sum(costs.values()) for day, costs in daily.items()}

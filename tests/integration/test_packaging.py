@@ -61,7 +61,7 @@ def test_the_wheel_installs_and_runs_like_the_image(tmp_path: Path) -> None:
         if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "PROMETHEUS", "PYTHONPATH"))
     }
     out = run(venv / "bin" / "gpu-quota-bot", "--help", env=clean, cwd=tmp_path)
-    for command in ("run", "shell", "digest", "check-config", "db"):
+    for command in ("run", "shell", "digest", "ledger", "cost", "check-config", "db"):
         assert command in out
     migrated = run(
         venv / "bin" / "gpu-quota-bot",

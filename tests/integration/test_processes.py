@@ -164,16 +164,3 @@ def test_check_config_passes_a_sound_configuration(tmp_path: Path, stand_ins: tu
     result = run_bot("check-config", env=run_env(tmp_path, slack, kube))
     assert result.returncode == 0, result.stderr
     assert "configuration OK" in result.stdout and "skipped Prometheus" in result.stdout
-
-
-def test_digest_post_goes_to_slack_once(tmp_path: Path, stand_ins: tuple) -> None:
-    slack, kube = stand_ins
-    env = run_env(tmp_path, slack, kube)
-    for name in ("GPU_QUOTA_CONFIG", "PROMETHEUS_URL"):  # the sandbox policy and metrics
-        env.pop(name, None)
-    first = run_bot("digest", "--post", "--date", "2026-11-20", env=env, timeout=120)
-    assert first.returncode == 0, first.stderr
-    assert "posted the digests of 2026-11-20: frontier, business, *" in first.stdout
-    assert {r.channel for r in slack.records if r.kind == "file"} == {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}
-    again = run_bot("digest", "--post", "--date", "2026-11-20", env=env, timeout=120)
-    assert "nothing new (already posted)" in again.stdout

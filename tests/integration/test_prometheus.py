@@ -19,7 +19,7 @@ import requests
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.clock import ManualClock
 from bot.domain.policy import Policy, parse_policy
-from bot.errors import PermanentError
+from bot.errors import PermanentError, TemporaryError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
 from bot.sandbox.kube_api import quota_refusal_event
@@ -160,11 +160,11 @@ def test_the_number_of_queries_does_not_depend_on_the_number_of_namespaces(prome
     october = real(prometheus, policy)
     SpendReader(policy=policy, metrics=october).month_through(date(2026, 10, 31))
     # Runs of equal-length days of at most a week (1-7, 8-14, 15-21, 22-24, the 25-hour 25th, 26-31),
-    # two measures each, plus the team labels.
-    assert october.queries == 13
+    # the sample spacing and two measures each, plus the team labels.
+    assert october.queries == 19
     november = real(prometheus, policy)
     SpendReader(policy=policy, metrics=november).month_through(date(2026, 11, 2))
-    assert november.queries == 3
+    assert november.queries == 4
 
 
 @pytest.mark.prometheus
@@ -270,7 +270,8 @@ def test_metrics_down_is_told_once_then_the_digest_catches_up(policy: Policy, pr
         proxy.up = False
         for _ in range(2):
             clock.advance(timedelta(days=1))
-            assert box.services.digest.run() == []
+            with pytest.raises(TemporaryError):
+                box.services.digest.run()
         notices = [r.text for r in messages(box, "C0PLATFORM") if "unavailable" in r.text]
         assert len(notices) == 1 and "HTTP 503" in notices[0]
         box.send(box.side.slash_command(user_id="U0ALICE", text="status ns-train"))  # commands still work

@@ -12,7 +12,7 @@ from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
 from bot.sandbox.session import Sandbox
 from tests.integration.conftest import SlackOverHttp, buttons_of, serve
-from tests.integration.test_slack_events import ALICE, LEE, PAT, REQUEST, quota, reply
+from tests.integration.test_slack_events import ALICE, LEE, REQUEST, quota, reply
 
 
 def test_a_typed_deny_without_a_reason_asks_for_one_and_denies_nothing(slack: SlackOverHttp) -> None:

@@ -16,6 +16,7 @@ from bot.domain.costs import (
     month_end_forecast,
     month_length,
     month_windows,
+    over_budget_since,
     price,
     thresholds_to_send,
     today_so_far,
@@ -90,9 +91,19 @@ def test_forecast_and_exhaustion() -> None:
     assert month_end_forecast(100.0, elapsed=timedelta(days=10), length=timedelta(days=30)) == pytest.approx(300.0)
     now = datetime(2026, 11, 11, tzinfo=timezone.utc)
     # 100 spent in 10 days: 10 a day; 150 left of 250 lasts 15 more days.
-    assert exhaustion(100.0, 250.0, elapsed=timedelta(days=10), now=now) == now + timedelta(days=15)
-    assert exhaustion(0.0, 250.0, elapsed=timedelta(days=10), now=now) is None
-    assert exhaustion(300.0, 250.0, elapsed=timedelta(days=10), now=now) == now
+    end = datetime(2026, 12, 1, tzinfo=timezone.utc)
+    assert exhaustion(100.0, 250.0, elapsed=timedelta(days=10), now=now, month_end=end) == now + timedelta(days=15)
+    assert exhaustion(0.0, 250.0, elapsed=timedelta(days=10), now=now, month_end=end) is None
+    # Already over: no run-out time (the message says since when instead).
+    assert exhaustion(300.0, 250.0, elapsed=timedelta(days=10), now=now, month_end=end) is None
+    # 100 of 300 lasts 20 more days: past the month's end, when a new budget starts.
+    assert exhaustion(100.0, 300.0, elapsed=timedelta(days=10), now=now, month_end=end) is None
+
+
+def test_over_budget_since_is_the_day_the_running_total_reached_the_budget() -> None:
+    daily = {date(2026, 11, d): 40.0 for d in range(1, 11)}
+    assert over_budget_since(daily, 200.0) == date(2026, 11, 5)
+    assert over_budget_since(daily, 401.0) is None
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import Verdict
 from bot.domain.policy import parse_policy
+from bot.errors import TemporaryError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.services.blocked import shortfall
 from bot.services.ports import ActionKind, QuotaRefusal
@@ -143,7 +144,8 @@ def test_metrics_outage_is_told_once_and_missed_days_catch_up(jobs: Jobs) -> Non
     jobs.metrics.up = False
     for _ in range(2):  # Nov 10 and Nov 11 runs fail
         jobs.clock.advance(timedelta(days=1))
-        assert jobs.services.digest.run() == []
+        with pytest.raises(TemporaryError):
+            jobs.services.digest.run()
     notices = [t for t in jobs.posts("C0ADMIN") if "unavailable" in t]
     assert len(notices) == 1 and "Prometheus did not answer" in notices[0]
     jobs.metrics.up = True
@@ -153,8 +155,6 @@ def test_metrics_outage_is_told_once_and_missed_days_catch_up(jobs: Jobs) -> Non
 
 
 def test_a_failed_post_is_retried_by_the_next_run(jobs: Jobs) -> None:
-    from bot.errors import TemporaryError
-
     jobs.notifier.failing["publish"] = TemporaryError("ratelimited")
     assert jobs.services.digest.publish(date(2026, 11, 9)) == []
     del jobs.notifier.failing["publish"]

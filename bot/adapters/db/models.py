@@ -294,3 +294,37 @@ class OutboxEntry(Base):
     last_error: Mapped[str] = mapped_column(Text, default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class LedgerDay(Base):
+    """One finished calendar day (in ``schedules.timezone``) of the cost ledger: recorded from the
+    metrics, or ``no_data`` when Prometheus held nothing for it (before its retention, an outage)."""
+
+    __tablename__ = "ledger_days"
+
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    status: Mapped[str] = mapped_column(String(10))  # recorded | no_data
+    recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    ksm_spacing: Mapped[float | None] = mapped_column(Float)  # seconds between samples, as measured
+    dcgm_spacing: Mapped[float | None] = mapped_column(Float)
+
+
+class LedgerEntry(Base):
+    """What one namespace used of one GPU model on one day, priced at that day's price."""
+
+    __tablename__ = "ledger_entries"
+    __table_args__ = (UniqueConstraint("day", "namespace", "model", name="uq_ledger_day_namespace_model"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    day: Mapped[date] = mapped_column(Date, index=True)
+    namespace: Mapped[str] = mapped_column(String(63))
+    model: Mapped[str] = mapped_column(String(200))
+    team: Mapped[str] = mapped_column(String(200))  # the policy's team, or "<label> (not managed)"
+    cost_center: Mapped[str | None] = mapped_column(String(200))
+    allocated_hours: Mapped[float] = mapped_column(Float)
+    idle_hours: Mapped[float] = mapped_column(Float)  # of the samples under the idle threshold
+    observed_hours: Mapped[float] = mapped_column(Float)  # GPU-hours DCGM saw
+    util_hours: Mapped[float] = mapped_column(Float)  # utilisation (0..1) x hours
+    price: Mapped[float] = mapped_column(Float)  # per GPU-hour, as on that day
+    cost: Mapped[float] = mapped_column(Float)
+    idle_cost: Mapped[float] = mapped_column(Float)

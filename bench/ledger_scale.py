@@ -1,0 +1,129 @@
+"""With the cost ledger: the daily digest and the hourly budget check at 100, 1,000 and 3,000 namespaces.
+
+The same month as ``digest_scale.py`` (31 days of 5-minute samples, 20 teams, a real Prometheus 2.42).
+First the ledger records 1-30 October (the one-time catch-up, or ``ledger backfill``); then, each
+timed three times, median printed:
+
+- daily digest: the digest of 31 October on 1 November, which records that one day in the ledger
+  and reads the month from it (the ledger's row for the 31st is removed before each run);
+- budget check: the hourly job on 31 October at 12:00, which reads 1-30 October from the ledger and
+  only today's partial day from Prometheus.
+
+    .venv/bin/python bench/ledger_scale.py            # 100 1000 3000
+    .venv/bin/python bench/ledger_scale.py 100 1000   # other sizes
+    BENCH_KEEP=/var/tmp/bench .venv/bin/python bench/ledger_scale.py   # keep (and reuse) the backfilled data
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sqlalchemy import delete  # noqa: E402
+
+from bench.digest_scale import DAYS, MONTH, STEP, TEAMS, backfill, policy, settle  # noqa: E402
+from bot.adapters.db.database import Database  # noqa: E402
+from bot.adapters.db.models import Base, LedgerDay, LedgerEntry  # noqa: E402
+from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
+from bot.bootstrap import build_services  # noqa: E402
+from bot.clock import ManualClock  # noqa: E402
+from tests.fakes import FakeCluster, FakeDirectory, FakeNotifier  # noqa: E402
+from tests.prometheus_server import PrometheusServer  # noqa: E402
+
+RUNS = 3
+LAST = date(2026, 10, 31)
+
+
+def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
+    the_policy = policy(namespaces)
+    metrics = PrometheusMetrics.connect(server.url, interval=STEP, idle_threshold=0.05, timeout=600)
+    database = Database.from_url("sqlite://")
+    Base.metadata.create_all(database.engine)
+    clock = ManualClock(MONTH + timedelta(days=DAYS, hours=8))
+    services = build_services(
+        policy=the_policy,
+        database=database,
+        cluster=FakeCluster(),
+        notifier=FakeNotifier(),
+        directory=FakeDirectory(),
+        clock=clock,
+        metrics=metrics,
+    )
+    assert services.ledger is not None and services.digest is not None and services.budget is not None
+    started = time.perf_counter()
+    services.ledger.catch_up(LAST - timedelta(days=1))
+    catch_up = time.perf_counter() - started
+
+    digests, digest_queries = [], 0
+    for _ in range(RUNS):
+        database.run(lambda repo: repo.session.execute(delete(LedgerEntry).where(LedgerEntry.day == LAST)))
+        database.run(lambda repo: repo.session.execute(delete(LedgerDay).where(LedgerDay.day == LAST)))
+        before = metrics.queries
+        started = time.perf_counter()
+        digest = services.digest.build(LAST)
+        for team in digest.teams:
+            services.digest.team_report(team, with_chart=False)
+        services.digest.org_report(digest, with_chart=False)
+        digests.append(time.perf_counter() - started)
+        digest_queries = metrics.queries - before
+
+    clock.advance(timedelta(hours=-20))  # back to 31 October, 12:00 UTC
+    checks, check_queries = [], 0
+    for _ in range(RUNS):
+        before = metrics.queries
+        started = time.perf_counter()
+        services.budget.check()
+        checks.append(time.perf_counter() - started)
+        check_queries = metrics.queries - before
+    return {
+        "catch_up": catch_up,
+        "digest": statistics.median(digests),
+        "digest_queries": digest_queries,
+        "check": statistics.median(checks),
+        "check_queries": check_queries,
+    }
+
+
+def main(sizes: list[int]) -> None:
+    if shutil.which("prometheus") is None:
+        sys.exit("prometheus is not installed: run ./scripts/test once (it installs Debian's package)")
+    print(f"October 2026 (31 days), 5-minute samples, {TEAMS} teams, the cost ledger in SQLite")
+    print(
+        f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'ledger 30 d s':>13} "
+        f"{'daily digest s':>14} {'queries':>7} {'budget check s':>14} {'queries':>7}"
+    )
+    keep = os.environ.get("BENCH_KEEP")
+    for size in sizes:
+        workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"ledger-bench-{size}-"))
+        server = PrometheusServer(workdir)
+        try:
+            done = workdir / "backfilled"
+            if done.exists():
+                samples, seconds = int(done.read_text()), 0.0
+            else:
+                samples, seconds = backfill(server, size)
+                done.write_text(str(samples))
+            server.start(timeout=600)
+            settle(server)
+            row = measure(server, size)
+            print(
+                f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['catch_up']:>13.2f} {row['digest']:>14.2f} "
+                f"{row['digest_queries']:>7.0f} {row['check']:>14.2f} {row['check_queries']:>7.0f}",
+                flush=True,
+            )
+        finally:
+            server.stop()
+            if not keep:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main([int(arg) for arg in sys.argv[1:]] or [100, 1000, 3000])

@@ -1,0 +1,354 @@
+"""The cost ledger: what each namespace used of each GPU model on each finished day, priced at that
+day's price, kept in the database.
+
+Prometheus keeps days for its retention only (10 days in kube-prometheus-stack): month-to-date,
+budgets and exports read the ledger, which records each day once it is over, from one range query
+per week of days whatever the cluster's size. Recording is idempotent (a day's rows are replaced
+whole, in one transaction); days missed while the bot was down are caught up from Prometheus while
+it still holds them; a day it no longer holds is recorded as ``no_data`` and reported as missing,
+never as zero. A day keeps the prices it was recorded with, so a price change applies from the day
+it is made.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from sqlalchemy import delete, func, select
+
+from bot.adapters.db.database import Database
+from bot.adapters.db.models import LedgerDay, LedgerEntry
+from bot.clock import Clock
+from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
+from bot.domain.policy import Policy, Team
+from bot.errors import UserError
+from bot.services.access import Access
+from bot.services.ports import MetricsSource
+from bot.services.text import money
+
+log = logging.getLogger(__name__)
+
+RECORDED, NO_DATA = "recorded", "no_data"
+# How far back the scheduled catch-up looks for days it missed (longer gaps: ``ledger backfill``).
+CATCH_UP_LIMIT = timedelta(days=62)
+UNMANAGED = "(not managed)"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A ledger row, detached from the database."""
+
+    day: date
+    namespace: str
+    team: str
+    cost_center: str | None
+    use: ModelUse
+
+
+@dataclass(frozen=True)
+class Recorded:
+    recorded: list[date]
+    no_data: list[date]
+
+
+def managed_teams(policy: Policy) -> dict[str, str]:
+    """The team of each namespace the policy manages."""
+    return {ns.name: team.name for team in policy.teams.values() for ns in team.namespaces}
+
+
+def team_map(policy: Policy, metrics: MetricsSource, at: datetime, seen: set[str]) -> dict[str, str]:
+    """The team of each namespace seen: by the policy, else by its team label ("<label> (not managed)")."""
+    managed = managed_teams(policy)
+    teams = dict(managed)
+    label = policy.metrics.team_label
+    if label:
+        for ns, value in metrics.namespace_labels(at, label).items():
+            teams.setdefault(ns, f"{value} {UNMANAGED}")
+    return {ns: team for ns, team in teams.items() if ns in seen or ns in managed}
+
+
+class Ledger:
+    def __init__(self, *, policy: Policy, metrics: MetricsSource | None, database: Database, clock: Clock) -> None:
+        """Without ``metrics`` the ledger can be read (exports, the cost command) but not recorded."""
+        self._policy = policy
+        self._metrics = metrics
+        self._db = database
+        self._clock = clock
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def catch_up(self, through: date) -> Recorded:
+        """Record every finished day up to ``through`` not in the ledger yet: from the first of its month,
+        or from the day after the last one recorded when that is earlier (within ``CATCH_UP_LIMIT``)."""
+        first = through.replace(day=1)
+        latest = self._db.run(lambda repo: repo.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1)))
+        if latest is not None and latest < first:
+            first = max(latest + timedelta(days=1), through - CATCH_UP_LIMIT)
+        days = [first + timedelta(days=i) for i in range((through - first).days + 1)]
+        known = set(self.status(days))
+        return self.record([d for d in days if d not in known])
+
+    def record(self, days: Sequence[date]) -> Recorded:
+        """Record (or record again) ``days``; days not over yet are left out."""
+        metrics = self._metrics
+        assert metrics is not None, "recording needs a metrics source"
+        zone = self._policy.schedules.zone
+        today = self._clock.now().astimezone(zone).date()
+        windows = [day_window(d, zone) for d in sorted(set(days)) if d < today]
+        if not windows:
+            return Recorded([], [])
+        covered = metrics.days_with_data(windows)
+        present = [w for w in windows if w.day in covered]
+        usage = metrics.usage(present) if present else {}
+        seen = {ns for per_day in usage.values() for ns in per_day}
+        at = present[-1].end if present else windows[-1].end
+        teams = team_map(self._policy, metrics, at, seen) if present else {}
+        label = self._policy.metrics.cost_center_label
+        centers = metrics.namespace_labels(at, label) if present and label else {}
+        spacings: dict[date, dict[str, float]] = getattr(metrics, "spacings", {})
+        managed = managed_teams(self._policy)
+        for window in windows:
+            entries = [
+                Entry(window.day, ns, teams[ns], centers.get(ns), use)
+                for ns, ns_usage in sorted(usage.get(window.day, {}).items())
+                if ns in teams and (ns_usage.allocated_hours > 0 or ns in managed)
+                for use in model_uses(ns_usage, self._policy.pricing)
+            ]
+            self._write(window, entries, has_data=window.day in covered, spacing=spacings.get(window.day, {}))
+        no_data = [w.day for w in windows if w.day not in covered]
+        if no_data:
+            log.info("ledger: no metrics for %s", day_ranges(no_data))
+        return Recorded([w.day for w in present], no_data)
+
+    def _write(self, window: Window, entries: list[Entry], *, has_data: bool, spacing: dict[str, float]) -> None:
+        now = self._clock.now()
+        with self._db.transaction() as repo:
+            session = repo.session
+            session.execute(delete(LedgerEntry).where(LedgerEntry.day == window.day))
+            row = session.get(LedgerDay, window.day) or LedgerDay(day=window.day)
+            row.status, row.recorded_at = (RECORDED if has_data else NO_DATA), now
+            row.ksm_spacing, row.dcgm_spacing = spacing.get("ksm"), spacing.get("dcgm")
+            session.add(row)
+            for entry in entries:
+                use = entry.use
+                session.add(
+                    LedgerEntry(
+                        day=entry.day,
+                        namespace=entry.namespace,
+                        model=use.model,
+                        team=entry.team,
+                        cost_center=entry.cost_center,
+                        allocated_hours=use.allocated_hours,
+                        idle_hours=use.idle_hours,
+                        observed_hours=use.observed_hours,
+                        util_hours=use.util_hours,
+                        price=use.price,
+                        cost=use.cost,
+                        idle_cost=use.idle_cost,
+                    )
+                )
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def recent_price(self, namespace: str, *, days: int = 7) -> tuple[float, str] | None:
+        """The price per GPU-hour of what ``namespace`` ran on in the last ``days`` recorded days (weighted
+        by GPU-hours, at today's prices) and the models it names; None when the ledger has nothing."""
+        latest = self._db.run(lambda repo: repo.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1)))
+        if latest is None:
+            return None
+        hours: dict[str, float] = {}
+        for entry in self.entries(latest - timedelta(days=days - 1), latest):
+            if entry.namespace == namespace and entry.use.allocated_hours > 0:
+                hours[entry.use.model] = hours.get(entry.use.model, 0.0) + entry.use.allocated_hours
+        total = sum(hours.values())
+        if total <= 0:
+            return None
+        rate = sum(h * self._policy.pricing.price_for(m) for m, h in hours.items()) / total
+        return rate, ", ".join(sorted(hours))
+
+    def status(self, days: Iterable[date]) -> dict[date, str]:
+        """``recorded`` or ``no_data`` for each of ``days`` in the ledger (days not in it are left out)."""
+        wanted = sorted(set(days))
+        if not wanted:
+            return {}
+        rows = self._db.run(
+            lambda repo: list(
+                repo.session.execute(
+                    select(LedgerDay.day, LedgerDay.status).where(LedgerDay.day >= wanted[0], LedgerDay.day <= wanted[-1])
+                )
+            )
+        )
+        return {day: status for day, status in rows if day in set(wanted)}
+
+    def entries(self, first: date, last: date) -> list[Entry]:
+        # Plain column tuples, not ORM objects: a month of 3,000 namespaces is ~100,000 rows.
+        e = LedgerEntry
+        query = (
+            select(e.day, e.namespace, e.team, e.cost_center, e.model, e.allocated_hours, e.idle_hours)
+            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost)
+            .where(e.day >= first, e.day <= last)
+            .order_by(e.day, e.namespace, e.model)
+        )
+        rows = self._db.run(lambda repo: list(repo.session.execute(query)))
+        return [Entry(r[0], r[1], r[2], r[3], ModelUse(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])) for r in rows]
+
+    def team_day_costs(self, first: date, last: date) -> dict[str, dict[date, float]]:
+        """Per team, the cost of each recorded day: summed in the database (what budgets need, cheaply)."""
+        e = LedgerEntry
+        query = select(e.day, e.namespace, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last)
+        rows = self._db.run(lambda repo: list(repo.session.execute(query.group_by(e.day, e.namespace, e.team))))
+        managed = managed_teams(self._policy)
+        costs: dict[str, dict[date, float]] = {}
+        for day, namespace, recorded, cost in rows:
+            per_day = costs.setdefault(managed.get(namespace) or recorded, {})
+            per_day[day] = per_day.get(day, 0.0) + float(cost or 0.0)
+        return costs
+
+    def lines(self, first: date, last: date) -> tuple[dict[date, dict[str, CostLine]], dict[str, str]]:
+        """Per day per namespace, the recorded lines; and each namespace's team (the policy's for the
+        namespaces it manages, else the one recorded)."""
+        grouped: dict[tuple[date, str], list[Entry]] = {}
+        for entry in self.entries(first, last):
+            grouped.setdefault((entry.day, entry.namespace), []).append(entry)
+        managed = managed_teams(self._policy)  # once: the policy's own lookup scans every team
+        teams: dict[str, str] = dict(managed)
+        days: dict[date, dict[str, CostLine]] = {}
+        for (day, namespace), entries in grouped.items():
+            team = managed.get(namespace) or entries[-1].team
+            teams[namespace] = team
+            days.setdefault(day, {})[namespace] = line_of(namespace, team, [e.use for e in entries])
+        return days, teams
+
+
+def day_ranges(days: Iterable[date]) -> str:
+    """Days as short ranges: "3-9 Nov, 12 Nov"."""
+    ordered = sorted(set(days))
+    parts: list[str] = []
+    start = previous = None
+    for day in [*ordered, None]:
+        if start is not None and previous is not None and (day is None or day - previous != timedelta(days=1)):
+            if start == previous:
+                parts.append(f"{start.day} {start:%b}")
+            elif start.month == previous.month:
+                parts.append(f"{start.day}-{previous.day} {previous:%b}")
+            else:
+                parts.append(f"{start.day} {start:%b}-{previous.day} {previous:%b}")
+            start = None
+        if day is not None:
+            start = start or day
+            previous = day
+    return ", ".join(parts)
+
+
+def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str, object]]:
+    """The month's ledger for finance: one row per day x namespace x GPU model, in day order."""
+    first = month.replace(day=1)
+    last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
+    _, teams = ledger.lines(first, last)
+    return [
+        {
+            "day": entry.day.isoformat(),
+            "namespace": entry.namespace,
+            "team": teams.get(entry.namespace, entry.team),
+            "cost_center": entry.cost_center or "",
+            "gpu_model": entry.use.model,
+            "gpu_hours": round(entry.use.allocated_hours, 6),
+            "idle_gpu_hours": round(entry.use.idle_hours, 6),
+            "utilisation": round(entry.use.util_hours / entry.use.observed_hours, 6) if entry.use.observed_hours else "",
+            "price_per_gpu_hour": entry.use.price,
+            "cost": round(entry.use.cost, 6),
+            "idle_cost": round(entry.use.idle_cost, 6),
+            "currency": currency,
+        }
+        for entry in ledger.entries(first, last)
+    ]
+
+
+@dataclass(frozen=True)
+class CostAnswer:
+    """The ledger's figures for one team or namespace over one month (what ``/gpu-quota cost`` shows)."""
+
+    scope: str  # a team's label, or a namespace
+    month: date
+    recorded_through: date | None  # the last day in the ledger (the month may be under way)
+    line: CostLine | None  # None: nothing recorded
+    budget: float | None
+    missing: list[date]
+
+
+class CostLookup:
+    """``/gpu-quota cost``: from the ledger only (no Prometheus query), for the team's people (members,
+    approvers, owners) and admins."""
+
+    def __init__(self, *, policy: Policy, ledger: Ledger, access: Access, clock: Clock) -> None:
+        self._policy = policy
+        self._ledger = ledger
+        self._access = access
+        self._clock = clock
+
+    def answer(self, *, user: str, target: str | None, month: date | None) -> list[CostAnswer]:
+        zone = self._policy.schedules.zone
+        today = self._clock.now().astimezone(zone).date()
+        first = (month or today).replace(day=1)
+        if first > today:
+            raise UserError(f"{first:%B %Y} has not begun.")
+        last = min((first + timedelta(days=32)).replace(day=1) - timedelta(days=1), today - timedelta(days=1))
+        scopes = self._scopes(user, target)
+        days, _ = self._ledger.lines(first, last) if last >= first else ({}, {})
+        status = self._ledger.status(first + timedelta(days=i) for i in range((last - first).days + 1))
+        missing = sorted(d for d, s in status.items() if s == NO_DATA)
+        recorded = max((d for d, s in status.items() if s == RECORDED), default=None)
+        answers = []
+        for scope, namespaces, budget in scopes:
+            lines = [line for per_ns in days.values() for ns, line in per_ns.items() if ns in namespaces]
+            combined = add_lines(lines) if lines else None
+            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing))
+        return answers
+
+    def _scopes(self, user: str, target: str | None) -> list[tuple[str, set[str], float | None]]:
+        if target is None:
+            teams = self._access.teams_of(user)
+            if not teams:
+                raise UserError("You are not in any team of the policy; name one: `/gpu-quota cost <team|namespace> [YYYY-MM]`.")
+        elif target in self._policy.teams:
+            teams = [self._policy.teams[target]]
+        else:
+            team = self._policy.team_of(target)
+            if team is None:
+                raise UserError(f"`{target}` is neither a team nor a namespace of the policy.")
+            self._check(user, team)
+            return [(target, {target}, None)]
+        for team in teams:
+            self._check(user, team)
+        return [(t.label, {ns.name for ns in t.namespaces}, t.budget.monthly if t.budget else None) for t in teams]
+
+    def _check(self, user: str, team: Team) -> None:
+        if not (self._access.belongs_to(user, team) or self._access.is_admin(user)):
+            raise UserError(f"Only the people of {team.label} and admins can see its costs.")
+
+
+def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
+    """The answer as lines of text (one place, so the Slack edge can take it over)."""
+    through = f" (through {answer.recorded_through:%d %b})" if answer.recorded_through else ""
+    head = f"*{answer.scope}* · {answer.month:%B %Y}{through}"
+    if answer.line is None:
+        lines = [f"{head}: nothing recorded."]
+    else:
+        line = answer.line
+        budget = f" of {money(answer.budget, currency)} ({line.cost / answer.budget:.0%})" if answer.budget else ""
+        utilisation = "n/a" if line.utilisation is None else f"{line.utilisation:.0%}"
+        lines = [
+            f"{head}: {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}{budget}",
+            f"Idle (samples under the threshold): {line.idle_hours:,.1f} GPU-h · {money(line.idle_cost, currency)}"
+            f" · average utilisation {utilisation}",
+        ]
+        lines += [
+            f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
+            for model, (hours, cost) in sorted(line.by_model.items(), key=lambda item: item[1][1], reverse=True)
+        ]
+    if answer.missing:
+        lines.append(f"No metrics for {day_ranges(answer.missing)}: not counted.")
+    return lines
