@@ -144,7 +144,6 @@ def main(argv: list[str] | None = None) -> int:
 
     add_arguments(digest)
 
-
     commands.add_parser(
         "check-config",
         help="check the settings and the policy, and that what it names exists",

@@ -11,7 +11,7 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import SlashCommand
-from bot.adapters.slack.mrkdwn import escape
+from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.commands import (
     USAGE,
@@ -32,7 +32,7 @@ from bot.domain.commands import (
 from bot.domain.durations import MAX_DURATION
 from bot.errors import GpuQuotaError
 from bot.services.ledger import cost_lines
-from bot.services.text import channel
+from bot.services.text import Channel, Notice
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def _cost(services: Services, user: str, parsed: CostCommand) -> list[str]:
 
 def submitted_text(submitted: Any) -> str:
     """What the requester sees right after submitting."""
-    where = channel(submitted.channel_id)
+    where = render(Notice((Channel(submitted.channel_id),)))
     if submitted.post_error:
         return (
             f":warning: {submitted.display_id} is saved, but Slack would not post it in {where}: {submitted.post_error}. "

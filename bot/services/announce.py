@@ -29,7 +29,7 @@ from bot.errors import GpuQuotaError, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import RequestCard, card_for
 from bot.services.ports import Action, ActionKind, MessageRef, Notifier, Report
-from bot.services.text import Notice, as_notice
+from bot.services.text import Notice
 
 log = logging.getLogger(__name__)
 
@@ -91,14 +91,14 @@ class Announcer:
         self._outbox.add(stream=stream, kind="card", request_id=request_id, now=self._clock.now(), latest_only=True)
         self._drain(stream)
 
-    def thread(self, request_id: int, text: str | Notice, *, actions: Sequence[Action] = ()) -> bool:
+    def thread(self, request_id: int, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
         """A reply in the request's thread; True once recorded (it is delivered at once or later)."""
         return self._record(_thread_stream(request_id), "reply", text, actions, request_id=request_id)
 
-    def direct(self, user_id: str, text: str | Notice, *, actions: Sequence[Action] = ()) -> bool:
+    def direct(self, user_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
         return self._record(f"dm:{user_id}", "direct", text, actions, target=user_id)
 
-    def post(self, channel_id: str, text: str | Notice, *, actions: Sequence[Action] = ()) -> bool:
+    def post(self, channel_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
         return self._record(f"channel:{channel_id}", "post", text, actions, target=channel_id)
 
     def publish(self, channel_id: str, report: Report) -> MessageRef | None:
@@ -118,7 +118,7 @@ class Announcer:
         self,
         stream: str,
         kind: str,
-        message: str | Notice,
+        message: Notice,
         actions: Sequence[Action],
         *,
         request_id: int | None = None,
@@ -129,7 +129,7 @@ class Announcer:
             kind=kind,
             request_id=request_id,
             target=target,
-            notice=as_notice(message).to_json(),
+            notice=message.to_json(),
             actions=[_action_json(a) for a in actions],
             now=self._clock.now(),
         )

@@ -30,7 +30,7 @@ from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
 from bot.services.metrics_health import MetricsHealth
 from bot.services.spend import SpendReader
-from bot.services.text import mention, money, when
+from bot.services.text import Moment, Notice, Part, Strong, User, UserGroup, money, say
 
 log = logging.getLogger(__name__)
 
@@ -167,35 +167,49 @@ class BudgetWatch:
 
         self._db.run(forget)
 
-    def _message(self, team: Team, state: BudgetState, keys: list[str]) -> str:
+    def _message(self, team: Team, state: BudgetState, keys: list[str]) -> Notice:
         currency = self._policy.pricing.currency
         owners = _mentions(team.owners if not team.owners.empty else team.approvers)
-        when_out = _outlook(state)
+        outlook = _outlook(state)
         spent = f"{money(state.spent, currency)} of {money(state.budget, currency)}"
+        forecast = f"{money(state.forecast, currency)} ({state.forecast_percent:.0f}%)"
         if keys == [FORECAST]:
-            return (
-                f":chart_with_upwards_trend: {owners} *{team.label}* is on course to overspend its GPU budget this month: "
-                f"{spent} so far ({state.percent:.0f}%), month-end forecast {money(state.forecast, currency)} "
-                f"({state.forecast_percent:.0f}%).{when_out}"
+            return say(
+                ":chart_with_upwards_trend: ",
+                *owners,
+                " ",
+                Strong(team.label),
+                f" is on course to overspend its GPU budget this month: {spent} so far ({state.percent:.0f}%),"
+                f" month-end forecast {forecast}.",
+                *outlook,
             )
         highest = max(int(k) for k in keys if k != FORECAST)
         icon = ":rotating_light:" if highest >= 100 else ":moneybag:"
         over = " New increases need one more approval until next month." if highest >= 100 else ""
-        return (
-            f"{icon} {owners} *{team.label}* has used {state.percent:.0f}% of its monthly GPU budget ({spent}; "
-            f"threshold {highest}%). Month-end forecast {money(state.forecast, currency)} ({state.forecast_percent:.0f}%)."
-            f"{when_out}{over}"
+        return say(
+            f"{icon} ",
+            *owners,
+            " ",
+            Strong(team.label),
+            f" has used {state.percent:.0f}% of its monthly GPU budget ({spent}; threshold {highest}%)."
+            f" Month-end forecast {forecast}.",
+            *outlook,
+            over,
         )
 
 
-def _outlook(state: BudgetState) -> str:
+def _outlook(state: BudgetState) -> tuple[str | Part, ...]:
     """Over budget since a day, or the run-out time when it falls within this month, or nothing."""
     if state.over_since is not None:
-        return f" It has been over budget since {state.over_since:%a %d %b}."
+        return (f" It has been over budget since {state.over_since:%a %d %b}.",)
     if state.runs_out is not None:
-        return f" At the current burn it runs out around {when(state.runs_out)}."
-    return ""
+        return (" At the current burn it runs out around ", Moment(state.runs_out), ".")
+    return ()
 
 
-def _mentions(people: People) -> str:
-    return " ".join([mention(u) for u in sorted(people.users)] + [f"<!subteam^{g}>" for g in sorted(people.usergroups)])
+def _mentions(people: People) -> list[str | Part]:
+    """The people to tell, as mentions made from their ids (users, then user groups), space-separated."""
+    parts: list[str | Part] = []
+    for part in [User(u) for u in sorted(people.users)] + [UserGroup(g) for g in sorted(people.usergroups)]:
+        parts += [" ", part] if parts else [part]
+    return parts

@@ -5,8 +5,8 @@ channel id, a moment). Only the Slack adapter (``bot.adapters.slack.mrkdwn``) tu
 it escapes every piece of text and makes mentions and date tokens from the typed values, so text a
 person typed can never become a live mention or link. Notices are stored as JSON in the outbox.
 
-``mention``, ``channel`` and ``when`` still compose mrkdwn for the call sites that pass strings
-(``Markup``) until they are converted; new code uses ``User``, ``Channel`` and ``Moment``.
+``when`` still composes a date token for the digest report's lines (reports are the bot's own
+figures and names, no person's text); everything else uses ``User``, ``Channel`` and ``Moment``.
 """
 
 from __future__ import annotations
@@ -70,14 +70,7 @@ class Moment:
     at: datetime
 
 
-@dataclass(frozen=True)
-class Markup:
-    """Transitional: mrkdwn a service composed itself (not yet converted). Never holds user text."""
-
-    mrkdwn: str
-
-
-Part = Words | Strong | Code | Quote | User | Channel | UserGroup | Moment | Markup
+Part = Words | Strong | Code | Quote | User | Channel | UserGroup | Moment
 _KINDS: dict[str, type[Any]] = {
     "words": Words,
     "strong": Strong,
@@ -87,7 +80,6 @@ _KINDS: dict[str, type[Any]] = {
     "channel": Channel,
     "usergroup": UserGroup,
     "moment": Moment,
-    "markup": Markup,
 }
 _NAMES = {kind: name for name, kind in _KINDS.items()}
 
@@ -112,11 +104,6 @@ class Notice:
 def say(*parts: str | Part) -> Notice:
     """A notice; plain strings are the bot's own words (``Words``)."""
     return Notice(tuple(Words(p) if isinstance(p, str) else p for p in parts))
-
-
-def as_notice(message: str | Notice) -> Notice:
-    """Accept the strings of call sites not yet converted (bot-composed mrkdwn) next to notices."""
-    return message if isinstance(message, Notice) else Notice((Markup(message),))
 
 
 def plain(notice: Notice) -> str:
@@ -151,17 +138,7 @@ def _value(part: Part) -> str:
         return part.channel_id
     if isinstance(part, UserGroup):
         return part.usergroup_id
-    if isinstance(part, Markup):
-        return part.mrkdwn
     return part.text
-
-
-def mention(user_id: str) -> str:
-    return f"<@{user_id}>"
-
-
-def channel(channel_id: str) -> str:
-    return f"<#{channel_id}>"
 
 
 def when(moment: datetime) -> str:

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pytest
 
 from bot.adapters.slack.mrkdwn import escape, render
-from bot.services.text import Channel, Code, Markup, Moment, Notice, Quote, Strong, User, UserGroup, Words, as_notice, plain, say
+from bot.services.text import Channel, Code, Moment, Notice, Quote, Strong, User, UserGroup, Words, plain, say
 
 MOMENT = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
 
@@ -60,7 +60,6 @@ def test_an_id_that_is_not_a_slack_id_is_shown_as_text() -> None:
 def test_notices_survive_the_outbox_json() -> None:
     notice = say("a ", User("U0LEE"), Strong("b"), Code("c"), Quote("d"), Channel("C1X"), UserGroup("S1X"), Moment(MOMENT))
     assert Notice.from_json(notice.to_json()) == notice
-    assert Notice.from_json(as_notice("legacy *mrkdwn*").to_json()) == Notice((Markup("legacy *mrkdwn*"),))
 
 
 def test_plain_text_for_logs() -> None:

@@ -13,7 +13,7 @@ from datetime import timezone
 from typing import assert_never
 
 from bot.domain.commands import clean_text
-from bot.services.text import Channel, Code, Markup, Moment, Notice, Part, Quote, Strong, User, UserGroup, Words
+from bot.services.text import Channel, Code, Moment, Notice, Part, Quote, Strong, User, UserGroup, Words
 
 # What a Slack id looks like; anything else is shown as text rather than trusted inside <...>.
 _SLACK_ID = re.compile(r"[A-Z0-9]{2,30}")
@@ -49,8 +49,6 @@ def _part(part: Part) -> str:
         utc = part.at.astimezone(timezone.utc)
         fallback = utc.strftime("%Y-%m-%d %H:%M UTC")
         return f"<!date^{int(utc.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
-    if isinstance(part, Markup):
-        return part.mrkdwn  # bot-composed mrkdwn from a call site not yet converted
     assert_never(part)
 
 
