@@ -1,4 +1,4 @@
-"""The ``gpu-quota-bot`` command: run, shell, db, check-config.
+"""The ``gpu-quota-bot`` command: run, shell, digest, ledger, cost, db, check-config.
 
 Every problem a person can fix (a setting, a file, a database that cannot be reached) ends as one
 line on stderr and exit code 2, never a traceback; secrets in URLs are never shown.
@@ -143,6 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     from bot.digest_cli import add_arguments
 
     add_arguments(digest)
+
+    from bot.ledger_cli import add_cost_arguments, add_ledger_arguments
+
+    add_ledger_arguments(commands.add_parser("ledger", help="the cost ledger: backfill it from Prometheus"))
+    add_cost_arguments(commands.add_parser("cost", help="GPU cost from the ledger: export a month as CSV or JSON"))
 
     commands.add_parser(
         "check-config",
