@@ -73,6 +73,11 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         else None
     )
     grant = request.grant
+    duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
+    grant_ends_at = grant.ends_at if grant else extended_grant_ends_at
+    if request.kind == RequestKind.EXTENSION and request.applied_at is None and grant_ends_at and duration:
+        # Until it is applied, an extension shows the end it would give: the grant's end plus its time.
+        grant_ends_at += duration
     return RequestCard(
         request_id=request.id,
         kind=RequestKind(request.kind),
@@ -85,7 +90,7 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         delta=request.delta if request.applied_to is None else request.applied_to - (request.applied_from or 0),
         hard_before=request.hard_before if request.applied_from is None else request.applied_from,
         used_before=request.used_before,
-        duration=timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None,
+        duration=duration,
         reason=request.reason,
         approvals=tuple(d.user_id for d in request.approvals),
         approvals_required=request.approvals_required,
@@ -96,14 +101,13 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         cost_basis=request.cost_basis,
         currency=policy.pricing.currency,
         decide_by=request.decide_by,
-        grant_ends_at=grant.ends_at if grant else extended_grant_ends_at,
+        grant_ends_at=grant_ends_at,
         grant_state=GrantState(grant.state) if grant else None,
         extends_id=request.extends_request_id,
         failure_reason=request.failure_reason,
         channel_id=request.channel_id,
         message_ts=request.message_ts,
         auto_note=request.auto_note,
-        # Columns added by the apply rewrite (branch "integrity"); absent until that branch is merged.
-        applied_from=getattr(request, "applied_from", None),
-        applied_to=getattr(request, "applied_to", None),
+        applied_from=request.applied_from,
+        applied_to=request.applied_to,
     )

@@ -423,3 +423,22 @@ def test_a_permanent_decrease_cannot_take_more_than_the_base(world: World) -> No
     assert "permanent quota is 4 GPUs, so it cannot go down by 5" in (row.failure_reason or "")
     assert world.database.run(lambda r: r.namespace("ai-frontier-research")).base_gpus == 4
     assert world.cluster.hard("ai-frontier-research") == 8
+
+
+def test_no_reminder_for_a_grant_that_ended_while_the_bot_was_down(world: World) -> None:
+    world.submit(REQUEST)
+    approve(world, 1)
+    world.advance(days=3, hours=2)  # the bot was down through the reminder and the end
+    report = world.services.reconciler.tick()
+    assert report.reminded == [] and report.grants_ended == [1]
+    assert not any("go back" in dm for dm in world.dms("U0ALICE"))
+
+
+def test_an_extension_card_shows_the_end_it_would_give_then_the_end_it_gave(world: World) -> None:
+    world.submit(REQUEST)
+    approve(world, 1)  # the grant ends at START + 3 days
+    world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="one more epoch")
+    card = world.notifier.last_card()  # the extension's card, as posted for approval
+    assert card.extends_id == 1 and card.grant_ends_at == START + timedelta(days=5)
+    approve(world, 2)
+    assert world.notifier.last_card().grant_ends_at == START + timedelta(days=5)
