@@ -18,7 +18,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.observability import JOB_LAST_SUCCESS, JOB_RUNS, JOB_SECONDS, timed
 
 if TYPE_CHECKING:
-    from bot.bootstrap import Services
+    from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from sqlalchemy.orm.attributes import flag_modified
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import GrantRow, RequestRow
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition, check_request_transition
@@ -41,7 +39,10 @@ from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer
-from bot.services.ports import Action, ActionKind
+from bot.services.ports import Action, ActionKind, Repository, Transactions
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync, SyncOutcome
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
@@ -88,14 +89,12 @@ def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> No
         return
     assert request.duration_seconds is not None
     repo.add_grant(
-        GrantRow(
-            request_id=request.id,
-            namespace=request.namespace,
-            gpus=request.delta,
-            state=GrantState.ACTIVE,
-            starts_at=now,
-            ends_at=now + timedelta(seconds=request.duration_seconds),
-        )
+        request_id=request.id,
+        namespace=request.namespace,
+        gpus=request.delta,
+        state=GrantState.ACTIVE,
+        starts_at=now,
+        ends_at=now + timedelta(seconds=request.duration_seconds),
     )
 
 
@@ -160,7 +159,7 @@ class ChangeApplier:
         self,
         *,
         policy: Policy,
-        database: Database,
+        database: Transactions,
         sync: QuotaSync,
         announcer: Announcer,
         clock: Clock,

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
-from bot.adapters.db.database import Database
 from bot.clock import Clock
+from bot.services.ports import Transactions
 
 log = logging.getLogger(__name__)
 # Slack retries three times within about five minutes; keep the ids well past that.
@@ -19,7 +19,7 @@ REMEMBER_FOR = timedelta(hours=1)
 
 
 class EventInbox:
-    def __init__(self, *, database: Database, clock: Clock) -> None:
+    def __init__(self, *, database: Transactions, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 
