@@ -28,8 +28,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy.orm.attributes import flag_modified
-
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition, check_request_transition
@@ -55,17 +53,10 @@ RETRY_FIRST = timedelta(seconds=1)
 RETRY_CAP = timedelta(seconds=5)
 
 
-def touch(request: RequestRow, *, now: datetime) -> None:
-    """Mark the request changed so its version is bumped even when only its decisions changed:
-    a concurrent transaction that read the old version then fails and is retried from a fresh read."""
-    request.updated_at = now
-    flag_modified(request, "updated_at")
-
-
 def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
     check_request_transition(RequestState(request.state), target)
     request.state = target
-    touch(request, now=now)
+    request.touch(now=now)
 
 
 def move_grant(grant: GrantRow, target: GrantState) -> None:
@@ -214,7 +205,7 @@ class ChangeApplier:
         if resume and request.apply_lease_until is not None and request.apply_lease_until > now:
             return None
         request.apply_lease_until = now + APPLY_LEASE
-        touch(request, now=now)
+        request.touch(now=now)
         return request
 
     def _apply_locked(self, request_id: int, namespace: str, *, lease: datetime | None) -> _Result:
@@ -256,7 +247,7 @@ class ChangeApplier:
             request.apply_attempts += 1
             ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
             request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
-            touch(request, now=now)
+            request.touch(now=now)
             return request.apply_attempts
 
         attempts = self._db.run(backoff)

@@ -32,7 +32,7 @@ from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect, touch
+from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
 from bot.services.ports import QuotaCluster, Repository, Transactions
 
 if TYPE_CHECKING:
@@ -423,7 +423,7 @@ class RequestService:
             if earlier is not None:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
             repo.add_decision(row, user_id=user, verdict=verdict, decided_at=now)
-            touch(row, now=now)  # a concurrent decision on this request must now re-read
+            row.touch(now=now)  # a concurrent decision on this request must now re-read
             repo.record(
                 at=now, actor=user, action=f"request_{verdict}d", namespace=row.namespace, request_id=request_id, detail=reason
             )
