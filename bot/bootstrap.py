@@ -1,5 +1,8 @@
 """The one place that wires everything: settings, database, cluster, Slack, services, Bolt app.
 
+It builds the ``Services`` container (``bot.services.container``) that handlers and jobs receive;
+they never import this module.
+
 Nothing is built at import time; ``build_services`` and ``build_bolt_app`` are called by the CLI
 (``run``, ``shell``, ``digest``) and by the tests with whatever adapters they need.
 """
@@ -8,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass
 
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -22,6 +24,7 @@ from bot.services.announce import Announcer
 from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
 from bot.services.changes import ChangeApplier
+from bot.services.container import Services
 from bot.services.digest import DigestService
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
@@ -34,28 +37,6 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
 from bot.services.spend import SpendReader
-
-
-@dataclass(frozen=True)
-class Services:
-    policy: Policy
-    database: Database
-    cluster: QuotaCluster
-    clock: Clock
-    access: Access
-    requests: RequestService
-    queries: Queries
-    reconciler: Reconciler
-    sync: QuotaSync
-    blocked: BlockedWatch
-    home: HomeService
-    inbox: EventInbox
-    # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.
-    digest: DigestService | None = None
-    budget: BudgetWatch | None = None
-    idle: IdleWatch | None = None
-    ledger: Ledger | None = None
-    costs: CostLookup | None = None
 
 
 def build_services(

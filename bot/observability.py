@@ -14,11 +14,9 @@ from contextlib import contextmanager
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
-from sqlalchemy import func, select
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import RequestRow
 from bot.domain.lifecycle import RequestState
+from bot.services.ports import Transactions
 
 log = logging.getLogger(__name__)
 
@@ -55,16 +53,13 @@ def timed(histogram: Histogram, **labels: str) -> Iterator[None]:
 class RequestStates(Collector):
     """``gpu_quota_requests{state}``: how many requests are in each state, read at scrape time."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: Transactions) -> None:
         self._db = database
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily("gpu_quota_requests", "Quota requests by state", labels=["state"])
         try:
-            rows = self._db.run(
-                lambda repo: list(repo.session.execute(select(RequestRow.state, func.count()).group_by(RequestRow.state)))
-            )
-            counts: dict[str, int] = {str(state): int(count) for state, count in rows}
+            counts = self._db.run(lambda repo: repo.count_requests_by_state())
         except Exception:
             log.exception("could not count requests for /metrics")
             return

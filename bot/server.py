@@ -31,7 +31,7 @@ from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
 from bot.adapters.slack.socket_mode import SocketModeConnection, bolt_handler
-from bot.bootstrap import Services, build_bolt_app, build_services
+from bot.bootstrap import build_bolt_app, build_services
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
@@ -39,6 +39,7 @@ from bot.executor import TrackingExecutor
 from bot.leadership import LeaderLoop, leadership_for
 from bot.logs import configure_logging
 from bot.observability import RequestStates, exposition
+from bot.services.container import Services
 from bot.settings import Settings, SettingsError, load_settings
 
 log = logging.getLogger("bot.server")

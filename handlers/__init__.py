@@ -12,7 +12,7 @@ from slack_bolt import App
 from handlers import actions, commands, events, forms
 
 if TYPE_CHECKING:
-    from bot.bootstrap import Services
+    from bot.services.container import Services
 
 
 def register(app: App, services: Services) -> None:

@@ -23,7 +23,7 @@ from handlers.commands import open_extend_form, open_form, open_view, say
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
-    from bot.bootstrap import Services
+    from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from bot.services.text import Channel, Notice
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
-    from bot.bootstrap import Services
+    from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from handlers.commands import submitted_text
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
-    from bot.bootstrap import Services
+    from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 

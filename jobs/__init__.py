@@ -22,7 +22,7 @@ from bot.errors import GpuQuotaError
 from bot.observability import JOB_LAST_SUCCESS, JOB_RUNS, JOB_SECONDS, timed
 
 if TYPE_CHECKING:
-    from bot.bootstrap import Services
+    from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def run_job(job_id: str, work: Callable[[], object]) -> None:
             result = work()
     except GpuQuotaError as error:  # a known failure (Prometheus down, no metrics): its sentence says it all
         log.error("job %s failed: %s", job_id, error)
-        JOB_RUNS.labels(job=job_id, outcome="error").inc()
+        JOB_RUNS.labels(task=job_id, outcome="error").inc()
         return
     except Exception:
         log.exception("job %s failed", job_id)

@@ -18,7 +18,7 @@ from bot.adapters.kube import KubernetesCluster
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import bolt_request
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
-from bot.bootstrap import Services, build_bolt_app, build_services
+from bot.bootstrap import build_bolt_app, build_services
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
@@ -27,6 +27,7 @@ from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
 from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_cluster
+from bot.services.container import Services
 from bot.services.ports import MetricsSource
 
 BOT_TOKEN = "xoxb-sandbox-token"

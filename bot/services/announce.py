@@ -2,7 +2,7 @@
 
 Chat is how people learn of outcomes, but a Slack failure must never undo or block a change that
 already happened, nor lose what the audit says happened. So every thread reply, direct message,
-channel post and request-message update is first recorded in the outbox (``OutboxStore``) and then
+channel post and request-message update is first recorded in the outbox (the ``Outbox`` port) and then
 delivered, in order per stream (a request's thread, its message, a person, a channel): at once when
 Slack takes it, otherwise by the reconcile tick (``deliver_pending``). A reply waits while the
 request message has no ``ts`` yet; a 429 waits its ``Retry-After``, a 5xx or timeout backs off; a
@@ -21,14 +21,12 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.outbox import Claimed, OutboxStore
 from bot.clock import Clock, SystemClock
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import RequestCard, card_for
-from bot.services.ports import Action, ActionKind, MessageRef, Notifier, Report
+from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Transactions
 from bot.services.text import Notice
 
 log = logging.getLogger(__name__)
@@ -43,11 +41,11 @@ UNPOSTED_GIVE_UP = timedelta(days=1)
 
 
 class Announcer:
-    def __init__(self, *, notifier: Notifier, policy: Policy, database: Database, clock: Clock | None = None) -> None:
+    def __init__(self, *, notifier: Notifier, policy: Policy, database: Transactions, clock: Clock | None = None) -> None:
         self._notifier = notifier
         self._policy = policy
         self._db = database
-        self._outbox = OutboxStore(database)
+        self._outbox = database.outbox()
         self._clock = clock or SystemClock()
 
     def card(self, request_id: int) -> RequestCard:

@@ -8,16 +8,14 @@ import json
 import logging
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from functools import partial
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import BlockedAlert
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
-from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal
+from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions
 from bot.services.text import Code, Strong, say
 
 log = logging.getLogger(__name__)
@@ -46,7 +44,9 @@ def shortfall(message: str) -> Shortfall | None:
 
 
 class BlockedWatch:
-    def __init__(self, *, policy: Policy, cluster: QuotaCluster, database: Database, announcer: Announcer, clock: Clock) -> None:
+    def __init__(
+        self, *, policy: Policy, cluster: QuotaCluster, database: Transactions, announcer: Announcer, clock: Clock
+    ) -> None:
         self._policy = policy
         self._cluster = cluster
         self._db = database
@@ -69,8 +69,7 @@ class BlockedWatch:
             if self._db.run(partial(_alerted, key=key)):
                 continue
             if self._report(team.channel, refusal):
-                alert = BlockedAlert(key=key, namespace=refusal.namespace, alerted_at=self._clock.now())
-                self._db.run(partial(_remember, alert=alert))
+                self._db.run(partial(_remember, key=key, namespace=refusal.namespace, at=self._clock.now()))
                 reported.append(key)
         return reported
 
@@ -96,8 +95,8 @@ class BlockedWatch:
 
 
 def _alerted(repo: Repository, *, key: str) -> bool:
-    return repo.session.get(BlockedAlert, key) is not None
+    return repo.blocked_alerted(key)
 
 
-def _remember(repo: Repository, *, alert: BlockedAlert) -> None:
-    repo.session.add(alert)
+def _remember(repo: Repository, *, key: str, namespace: str, at: datetime) -> None:
+    repo.remember_blocked_alert(key, namespace=namespace, at=at)

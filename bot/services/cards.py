@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from bot.adapters.db.models import RequestRow
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 from bot.domain.policy import Policy
 from bot.domain.quota import CapacityImpact
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import RequestRow
 
 
 @dataclass(frozen=True)

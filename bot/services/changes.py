@@ -26,12 +26,8 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from sqlalchemy.orm.attributes import flag_modified
-
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import GrantRow, RequestRow
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition, check_request_transition
@@ -41,7 +37,10 @@ from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer
-from bot.services.ports import Action, ActionKind
+from bot.services.ports import Action, ActionKind, Repository, Transactions
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync, SyncOutcome
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
@@ -54,17 +53,10 @@ RETRY_FIRST = timedelta(seconds=1)
 RETRY_CAP = timedelta(seconds=5)
 
 
-def touch(request: RequestRow, *, now: datetime) -> None:
-    """Mark the request changed so its version is bumped even when only its decisions changed:
-    a concurrent transaction that read the old version then fails and is retried from a fresh read."""
-    request.updated_at = now
-    flag_modified(request, "updated_at")
-
-
 def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
     check_request_transition(RequestState(request.state), target)
     request.state = target
-    touch(request, now=now)
+    request.touch(now=now)
 
 
 def move_grant(grant: GrantRow, target: GrantState) -> None:
@@ -88,14 +80,12 @@ def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> No
         return
     assert request.duration_seconds is not None
     repo.add_grant(
-        GrantRow(
-            request_id=request.id,
-            namespace=request.namespace,
-            gpus=request.delta,
-            state=GrantState.ACTIVE,
-            starts_at=now,
-            ends_at=now + timedelta(seconds=request.duration_seconds),
-        )
+        request_id=request.id,
+        namespace=request.namespace,
+        gpus=request.delta,
+        state=GrantState.ACTIVE,
+        starts_at=now,
+        ends_at=now + timedelta(seconds=request.duration_seconds),
     )
 
 
@@ -160,7 +150,7 @@ class ChangeApplier:
         self,
         *,
         policy: Policy,
-        database: Database,
+        database: Transactions,
         sync: QuotaSync,
         announcer: Announcer,
         clock: Clock,
@@ -215,7 +205,7 @@ class ChangeApplier:
         if resume and request.apply_lease_until is not None and request.apply_lease_until > now:
             return None
         request.apply_lease_until = now + APPLY_LEASE
-        touch(request, now=now)
+        request.touch(now=now)
         return request
 
     def _apply_locked(self, request_id: int, namespace: str, *, lease: datetime | None) -> _Result:
@@ -257,7 +247,7 @@ class ChangeApplier:
             request.apply_attempts += 1
             ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
             request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
-            touch(request, now=now)
+            request.touch(now=now)
             return request.apply_attempts
 
         attempts = self._db.run(backoff)

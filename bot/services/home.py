@@ -11,13 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.adapters.db.database import Database
 from bot.clock import Clock
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy, Team
 from bot.errors import GpuQuotaError
 from bot.services.access import Access
-from bot.services.ports import HomePublisher
+from bot.services.ports import HomePublisher, Transactions
 from bot.services.queries import NamespaceStatus, PendingLine, Queries, pending_line
 
 log = logging.getLogger(__name__)
@@ -44,7 +43,7 @@ class HomeView:
 
 class HomeService:
     def __init__(
-        self, *, policy: Policy, database: Database, access: Access, queries: Queries, publisher: HomePublisher, clock: Clock
+        self, *, policy: Policy, database: Transactions, access: Access, queries: Queries, publisher: HomePublisher, clock: Clock
     ) -> None:
         self._policy = policy
         self._db = database

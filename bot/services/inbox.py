@@ -11,8 +11,8 @@ import hashlib
 import logging
 from datetime import timedelta
 
-from bot.adapters.db.database import Database
 from bot.clock import Clock
+from bot.services.ports import Transactions
 
 log = logging.getLogger(__name__)
 # Slack retries three times within about five minutes; keep the ids well past that.
@@ -21,7 +21,7 @@ MAX_EVENT_ID = 64  # slack_events.event_id is String(64)
 
 
 class EventInbox:
-    def __init__(self, *, database: Database, clock: Clock) -> None:
+    def __init__(self, *, database: Transactions, clock: Clock) -> None:
         self._db = database
         self._clock = clock
 

@@ -1,23 +1,195 @@
 """The small interfaces the services need. Adapters implement them; unit tests use hand-written fakes.
 
 Every method raises only the errors of ``bot.errors`` (adapters translate library exceptions).
+The database is a port too: ``Transactions`` runs a unit of work on a ``Repository`` (implemented by
+``bot.adapters.db``). Its rows are the adapter's mapped classes, named here for type checking only:
+services read and change their attributes, and create them through repository methods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.domain.costs import NamespaceUsage, Window
+from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.quota import QuotaSnapshot
 from bot.services.cards import RequestCard
 from bot.services.text import Notice
 
 if TYPE_CHECKING:
+    from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, NamespaceRow, RequestRow, TeamSpend
     from bot.services.home import HomeView
+
+T = TypeVar("T")
+
+
+class Repository(Protocol):
+    """Reads and writes of one transaction. Rows it returns may be changed in place until it ends."""
+
+    def add_request(self, **fields: Any) -> RequestRow:
+        """A new request with these column values, with its id assigned."""
+        ...
+
+    def add_decision(self, request: RequestRow, *, user_id: str, verdict: Verdict, decided_at: datetime) -> None: ...
+
+    def request(self, request_id: int) -> RequestRow | None: ...
+
+    def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]: ...
+
+    def count_requests_by_state(self) -> dict[str, int]: ...
+
+    def pending_past_deadline(self, now: datetime) -> Sequence[RequestRow]: ...
+
+    def unposted_requests(self) -> Sequence[RequestRow]: ...
+
+    def approved_unleased(self, now: datetime) -> Sequence[RequestRow]: ...
+
+    def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]: ...
+
+    def lock_auto_approval(self, team: str) -> None:
+        """Serialise the team's auto-approval decisions until the transaction ends; call it before reading."""
+        ...
+
+    def namespace(self, name: str) -> NamespaceRow | None: ...
+
+    def add_namespace(
+        self,
+        *,
+        name: str,
+        team: str,
+        base_gpus: int,
+        last_seen_gpus: int | None,
+        seen_resource_version: str | None,
+        updated_at: datetime,
+    ) -> NamespaceRow: ...
+
+    def namespaces(self, names: Iterable[str]) -> Sequence[NamespaceRow]: ...
+
+    def add_grant(
+        self, *, request_id: int, namespace: str, gpus: int, state: GrantState, starts_at: datetime, ends_at: datetime
+    ) -> GrantRow: ...
+
+    def active_grant_total(self, namespace: str) -> int: ...
+
+    def grants(self, *, states: Iterable[GrantState], namespaces: Iterable[str] | None = None) -> Sequence[GrantRow]: ...
+
+    def grants_due(self, now: datetime) -> Sequence[GrantRow]: ...
+
+    def grants_to_remind(self, horizon: datetime) -> Sequence[GrantRow]: ...
+
+    def auto_approved_gpus(self, namespace: str, *, excluding_request: int | None = None) -> int: ...
+
+    def grant_of(self, request_id: int) -> GrantRow | None: ...
+
+    def grant(self, grant_id: int) -> GrantRow | None: ...
+
+    def remove_grant(self, grant: GrantRow) -> None: ...
+
+    def record(
+        self,
+        *,
+        at: datetime,
+        action: str,
+        actor: str = ...,
+        namespace: str | None = None,
+        request_id: int | None = None,
+        before: dict[str, Any] | None = None,
+        after: dict[str, Any] | None = None,
+        detail: str = "",
+    ) -> None:
+        """Append to the audit trail (``actor`` defaults to the bot)."""
+        ...
+
+    def audit_trail(
+        self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20
+    ) -> Sequence[AuditRow]: ...
+
+    def latest_audit_id(self, *, namespaces: Iterable[str], requester: str | None = None) -> int: ...
+
+    def request_at(self, channel_id: str, message_ts: str) -> RequestRow | None: ...
+
+    def claim_event(self, event_id: str, *, at: datetime) -> bool:
+        """Record an Events API delivery; False when it was recorded before."""
+        ...
+
+    def forget_events_before(self, moment: datetime) -> None: ...
+
+    def blocked_alerted(self, key: str) -> bool: ...
+
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None: ...
+
+    def home_tabs(self) -> Sequence[HomeTabRow]: ...
+
+    def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None: ...
+
+    def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]: ...
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """The head of an outbox stream, leased to this replica until it is settled."""
+
+    id: int
+    stream: str
+    kind: str
+    request_id: int | None
+    target: str | None
+    notice: list[dict[str, str]] | None
+    actions: list[dict[str, Any]]
+    attempts: int
+    created_at: datetime
+
+
+class Outbox(Protocol):
+    """What the bot means to say in Slack, recorded first, then delivered in order per stream."""
+
+    def add(
+        self,
+        *,
+        stream: str,
+        kind: str,
+        now: datetime,
+        request_id: int | None = None,
+        target: str | None = None,
+        notice: list[dict[str, str]] | None = None,
+        actions: list[dict[str, Any]] | None = None,
+        latest_only: bool = False,
+    ) -> None: ...
+
+    def due_streams(self, now: datetime) -> list[str]: ...
+
+    def claim_head(self, stream: str, *, now: datetime, lease: timedelta) -> Claimed | None: ...
+
+    def sent(self, entry_id: int, *, now: datetime) -> None: ...
+
+    def release(self, entry_id: int) -> None: ...
+
+    def retry_later(self, entry_id: int, *, at: datetime, error: str, attempts: int) -> None: ...
+
+    def dead(self, entry_id: int, *, error: str, attempts: int) -> None: ...
+
+
+class Transactions(Protocol):
+    """Units of work on the database. Lost races are retried by ``run`` and end in ``LostRace``."""
+
+    def run(self, work: Callable[[Repository], T], *, attempts: int = 6) -> T:
+        """Run ``work`` in one transaction, again from a fresh read when it loses a race."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Repository]:
+        """One transaction, committed on success and rolled back on any error (no retry)."""
+        ...
+
+    def namespace_lock(self, namespace: str) -> AbstractContextManager[None]:
+        """Be the only writer of ``namespace`` (across processes sharing the database) while it is held."""
+        ...
+
+    def outbox(self) -> Outbox: ...
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.adapters.db.database import Database
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
-from bot.services.ports import QuotaCluster
+from bot.services.ports import QuotaCluster, Transactions
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +64,7 @@ class AuditLine:
 
 
 class Queries:
-    def __init__(self, *, policy: Policy, database: Database, cluster: QuotaCluster, access: Access, clock: Clock) -> None:
+    def __init__(self, *, policy: Policy, database: Transactions, cluster: QuotaCluster, access: Access, clock: Clock) -> None:
         self._policy = policy
         self._db = database
         self._cluster = cluster

@@ -25,16 +25,17 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import NamespaceRow
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
-from bot.services.ports import QuotaCluster
+from bot.services.ports import QuotaCluster, Repository, Transactions
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import NamespaceRow
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class QuotaSync:
         *,
         policy: Policy,
         cluster: QuotaCluster,
-        database: Database,
+        database: Transactions,
         clock: Clock,
         conflict_backoff: tuple[float, float] = (0.05, 2.0),
         max_conflicts: int = 8,
@@ -242,14 +243,12 @@ class QuotaSync:
         now = self._clock.now()
         team = self._policy.team_of(namespace)
         row = repo.add_namespace(
-            NamespaceRow(
-                name=namespace,
-                team=team.name if team else "",
-                base_gpus=seen.base,
-                last_seen_gpus=seen.last_seen,
-                seen_resource_version=snapshot.resource_version if snapshot else None,
-                updated_at=now,
-            )
+            name=namespace,
+            team=team.name if team else "",
+            base_gpus=seen.base,
+            last_seen_gpus=seen.last_seen,
+            seen_resource_version=snapshot.resource_version if snapshot else None,
+            updated_at=now,
         )
         repo.record(
             at=now,

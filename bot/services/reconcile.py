@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestState
@@ -22,7 +20,7 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, move_request
-from bot.services.ports import Action, ActionKind
+from bot.services.ports import Action, ActionKind, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
 from bot.services.text import Code, Moment, Notice, Strong, gpus, say
 
@@ -45,7 +43,7 @@ class Reconciler:
         self,
         *,
         policy: Policy,
-        database: Database,
+        database: Transactions,
         applier: ChangeApplier,
         sync: QuotaSync,
         announcer: Announcer,

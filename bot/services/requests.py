@@ -10,10 +10,8 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
+from typing import TYPE_CHECKING
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import DecisionRow, GrantRow, RequestRow
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.commands import GpuAmount, RequestDraft, format_request_id
 from bot.domain.durations import format_duration
@@ -34,8 +32,11 @@ from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect, touch
-from bot.services.ports import QuotaCluster
+from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
+from bot.services.ports import QuotaCluster, Repository, Transactions
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync
 from bot.services.text import Notice, Refusal, User, gpus, say
 
@@ -106,7 +107,7 @@ class RequestService:
         self,
         *,
         policy: Policy,
-        database: Database,
+        database: Transactions,
         cluster: QuotaCluster,
         access: Access,
         sync: QuotaSync,
@@ -222,31 +223,29 @@ class RequestService:
                 # hand edit and undo it. Hand edits are adopted by converge, which reads just before.
                 self._sync.record_observation(repo, new.snapshot, new.namespace)
             request = repo.add_request(
-                RequestRow(
-                    kind=new.kind,
-                    state=RequestState.PENDING,
-                    namespace=new.namespace,
-                    team=new.team.name,
-                    requester_id=requester,
-                    amount_text=new.amount_text,
-                    delta=new.delta,
-                    duration_seconds=int(new.duration.total_seconds()) if new.duration else None,
-                    reason=new.reason,
-                    approvals_required=required,
-                    auto_approved=auto,
-                    auto_note=verdict.reason if verdict else None,
-                    hard_before=new.hard_before,
-                    used_before=new.snapshot.used if new.snapshot else None,
-                    allocatable=capacity.allocatable if capacity else None,
-                    committed_after=capacity.committed_after if capacity else None,
-                    cost=round(cost, 2),
-                    cost_basis=basis,
-                    channel_id=new.team.channel,
-                    extends_request_id=new.extends_request_id,
-                    created_at=now,
-                    updated_at=now,
-                    decide_by=now + self._policy.defaults.pending_timeout,
-                )
+                kind=new.kind,
+                state=RequestState.PENDING,
+                namespace=new.namespace,
+                team=new.team.name,
+                requester_id=requester,
+                amount_text=new.amount_text,
+                delta=new.delta,
+                duration_seconds=int(new.duration.total_seconds()) if new.duration else None,
+                reason=new.reason,
+                approvals_required=required,
+                auto_approved=auto,
+                auto_note=verdict.reason if verdict else None,
+                hard_before=new.hard_before,
+                used_before=new.snapshot.used if new.snapshot else None,
+                allocatable=capacity.allocatable if capacity else None,
+                committed_after=capacity.committed_after if capacity else None,
+                cost=round(cost, 2),
+                cost_basis=basis,
+                channel_id=new.team.channel,
+                extends_request_id=new.extends_request_id,
+                created_at=now,
+                updated_at=now,
+                decide_by=now + self._policy.defaults.pending_timeout,
             )
             repo.record(
                 at=now,
@@ -263,7 +262,7 @@ class RequestService:
             )
             if auto:
                 assert verdict is not None
-                request.decisions.append(DecisionRow(user_id=AUTO_APPROVER, verdict=Verdict.APPROVE, decided_at=now))
+                repo.add_decision(request, user_id=AUTO_APPROVER, verdict=Verdict.APPROVE, decided_at=now)
                 move_request(request, RequestState.APPROVED, now=now)
                 request.decided_at = now
                 record_effect(repo, request, now=now)
@@ -426,8 +425,8 @@ class RequestService:
             earlier = next((d for d in row.decisions if d.user_id == user), None)
             if earlier is not None:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
-            row.decisions.append(DecisionRow(user_id=user, verdict=verdict, decided_at=now))
-            touch(row, now=now)  # a concurrent decision on this request must now re-read
+            repo.add_decision(row, user_id=user, verdict=verdict, decided_at=now)
+            row.touch(now=now)  # a concurrent decision on this request must now re-read
             repo.record(
                 at=now, actor=user, action=f"request_{verdict}d", namespace=row.namespace, request_id=request_id, detail=reason
             )

@@ -7,10 +7,11 @@ import pytest
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base, RequestRow
-from bot.bootstrap import Services, build_services
+from bot.bootstrap import build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.policy import Policy, parse_policy
+from bot.services.container import Services
 from bot.services.requests import Submitted
 from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier
 

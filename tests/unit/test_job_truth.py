@@ -53,12 +53,12 @@ def test_a_job_whose_metrics_failed_is_a_failed_run(jobs: Jobs, job: str) -> Non
     work = {"digest": jobs.services.digest.run, "budget": jobs.services.budget.check, "idle": jobs.services.idle.check}[job]
     name = f"truth_{job}"
     run_job(name, work)
-    assert sample("gpu_quota_job_runs_total", job=name, outcome="error") == 1
-    assert sample("gpu_quota_job_runs_total", job=name, outcome="ok") == 0
-    assert REGISTRY.get_sample_value("gpu_quota_job_last_success_timestamp_seconds", {"job": name}) is None
+    assert sample("gpu_quota_job_runs_total", task=name, outcome="error") == 1
+    assert sample("gpu_quota_job_runs_total", task=name, outcome="ok") == 0
+    assert REGISTRY.get_sample_value("gpu_quota_job_last_success_timestamp_seconds", {"task": name}) is None
     jobs.metrics.up = True
     run_job(name, work)
-    assert sample("gpu_quota_job_runs_total", job=name, outcome="ok") == 1
+    assert sample("gpu_quota_job_runs_total", task=name, outcome="ok") == 1
 
 
 def test_no_run_out_date_beyond_this_month() -> None:

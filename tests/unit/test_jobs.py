@@ -10,7 +10,7 @@ import pytest
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base
 from bot.adapters.slack.mrkdwn import render
-from bot.bootstrap import Services, build_services
+from bot.bootstrap import build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import Verdict
@@ -18,6 +18,7 @@ from bot.domain.policy import parse_policy
 from bot.errors import TemporaryError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.services.blocked import shortfall
+from bot.services.container import Services
 from bot.services.ports import ActionKind, QuotaRefusal
 from tests.fakes import FailingMetrics, FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier
 

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -32,6 +32,9 @@ from sqlalchemy.pool import StaticPool
 
 from bot.adapters.db.repository import Repository
 from bot.errors import LostRace
+
+if TYPE_CHECKING:
+    from bot.adapters.db.outbox import OutboxStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -80,6 +83,8 @@ def _sqlite_begin(connection: Connection) -> None:
 
 
 class Database:
+    """Implements ``bot.services.ports.Transactions``."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
@@ -126,6 +131,12 @@ class Database:
     def _local_lock(self, namespace: str) -> threading.Lock:
         with self._local_locks_guard:
             return self._local_locks.setdefault(namespace, threading.Lock())
+
+    def outbox(self) -> OutboxStore:
+        """The Slack outbox kept in this database."""
+        from bot.adapters.db.outbox import OutboxStore  # it builds on this module
+
+        return OutboxStore(self)
 
     def dispose(self) -> None:
         self.engine.dispose()

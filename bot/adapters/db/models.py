@@ -22,6 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm.attributes import flag_modified
 
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 
@@ -120,6 +121,12 @@ class RequestRow(Base):
     @property
     def approvals(self) -> list[DecisionRow]:
         return [d for d in self.decisions if d.verdict == Verdict.APPROVE]
+
+    def touch(self, *, now: datetime) -> None:
+        """Mark the request changed so its version is bumped even when only its decisions changed:
+        a concurrent transaction that read the old version then fails and is retried from a fresh read."""
+        self.updated_at = now
+        flag_modified(self, "updated_at")
 
 
 class DecisionRow(Base):

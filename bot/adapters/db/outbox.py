@@ -10,7 +10,6 @@ so delivery is at least once in that case only (Slack has no idempotency key for
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,26 +19,14 @@ from sqlalchemy.engine import CursorResult
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import OutboxEntry
 from bot.adapters.db.repository import Repository
+from bot.services.ports import Claimed
 
 PENDING, SENT, DEAD = "pending", "sent", "dead"
 
 
-@dataclass(frozen=True)
-class Claimed:
-    """The head of a stream, leased to this replica until it is settled."""
-
-    id: int
-    stream: str
-    kind: str
-    request_id: int | None
-    target: str | None
-    notice: list[dict[str, str]] | None
-    actions: list[dict[str, Any]]
-    attempts: int
-    created_at: datetime
-
-
 class OutboxStore:
+    """Implements ``bot.services.ports.Outbox``."""
+
     def __init__(self, database: Database) -> None:
         self._db = database
 

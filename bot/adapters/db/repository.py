@@ -12,8 +12,18 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.elements import ColumnElement
 
-from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, NamespaceRow, RequestRow, SlackEventRow, TeamSpend
-from bot.domain.lifecycle import GrantState, RequestState
+from bot.adapters.db.models import (
+    AuditRow,
+    BlockedAlert,
+    DecisionRow,
+    GrantRow,
+    HomeTabRow,
+    NamespaceRow,
+    RequestRow,
+    SlackEventRow,
+    TeamSpend,
+)
+from bot.domain.lifecycle import GrantState, RequestState, Verdict
 
 BOT_ACTOR = "gpu-quota-bot"
 
@@ -24,15 +34,27 @@ def advisory_key(name: str) -> int:
 
 
 class Repository:
+    """Implements ``bot.services.ports.Repository`` on one session (``session`` is for the services
+    not yet converted to named methods: digest, budget, idle, metrics health)."""
+
     def __init__(self, session: Session) -> None:
         self.session = session
 
     # --- requests ----------------------------------------------------------------------------
 
-    def add_request(self, request: RequestRow) -> RequestRow:
+    def add_request(self, **fields: Any) -> RequestRow:
+        """A new request with these column values; flushed, so it has its id."""
+        request = RequestRow(**fields)
         self.session.add(request)
-        self.session.flush()  # assigns the id
+        self.session.flush()
         return request
+
+    def add_decision(self, request: RequestRow, *, user_id: str, verdict: Verdict, decided_at: datetime) -> None:
+        request.decisions.append(DecisionRow(user_id=user_id, verdict=verdict, decided_at=decided_at))
+
+    def count_requests_by_state(self) -> dict[str, int]:
+        query = select(RequestRow.state, func.count()).group_by(RequestRow.state)
+        return {str(state): int(count) for state, count in self.session.execute(query)}
 
     def request(self, request_id: int) -> RequestRow | None:
         return self.session.get(RequestRow, request_id, options=[selectinload(RequestRow.decisions)])
@@ -92,7 +114,24 @@ class Repository:
     def namespace(self, name: str) -> NamespaceRow | None:
         return self.session.get(NamespaceRow, name)
 
-    def add_namespace(self, row: NamespaceRow) -> NamespaceRow:
+    def add_namespace(
+        self,
+        *,
+        name: str,
+        team: str,
+        base_gpus: int,
+        last_seen_gpus: int | None,
+        seen_resource_version: str | None,
+        updated_at: datetime,
+    ) -> NamespaceRow:
+        row = NamespaceRow(
+            name=name,
+            team=team,
+            base_gpus=base_gpus,
+            last_seen_gpus=last_seen_gpus,
+            seen_resource_version=seen_resource_version,
+            updated_at=updated_at,
+        )
         self.session.add(row)
         self.session.flush()
         return row
@@ -102,7 +141,10 @@ class Repository:
 
     # --- grants ------------------------------------------------------------------------------
 
-    def add_grant(self, grant: GrantRow) -> GrantRow:
+    def add_grant(
+        self, *, request_id: int, namespace: str, gpus: int, state: GrantState, starts_at: datetime, ends_at: datetime
+    ) -> GrantRow:
+        grant = GrantRow(request_id=request_id, namespace=namespace, gpus=gpus, state=state, starts_at=starts_at, ends_at=ends_at)
         self.session.add(grant)
         self.session.flush()
         return grant
@@ -228,6 +270,13 @@ class Repository:
     def forget_events_before(self, moment: datetime) -> None:
         """Slack stops re-sending an event within minutes; older records only take space."""
         self.session.execute(delete(SlackEventRow).where(SlackEventRow.received_at < moment))
+
+    def blocked_alerted(self, key: str) -> bool:
+        """Whether the workload ``key`` (namespace/kind/name) was reported as blocked by the quota."""
+        return self.session.get(BlockedAlert, key) is not None
+
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None:
+        self.session.add(BlockedAlert(key=key, namespace=namespace, alerted_at=at))
 
     def home_tabs(self) -> Sequence[HomeTabRow]:
         return self.session.scalars(select(HomeTabRow).order_by(HomeTabRow.user_id)).all()

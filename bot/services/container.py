@@ -1,0 +1,43 @@
+"""``Services``: the use cases handlers and jobs call, with the ports they share. Built by ``bot.bootstrap``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.domain.policy import Policy
+from bot.services.access import Access
+from bot.services.blocked import BlockedWatch
+from bot.services.budget import BudgetWatch
+from bot.services.digest import DigestService
+from bot.services.home import HomeService
+from bot.services.idle import IdleWatch
+from bot.services.inbox import EventInbox
+from bot.services.ledger import CostLookup, Ledger
+from bot.services.ports import QuotaCluster, Transactions
+from bot.services.queries import Queries
+from bot.services.quota_sync import QuotaSync
+from bot.services.reconcile import Reconciler
+from bot.services.requests import RequestService
+
+
+@dataclass(frozen=True)
+class Services:
+    policy: Policy
+    database: Transactions
+    cluster: QuotaCluster
+    clock: Clock
+    access: Access
+    requests: RequestService
+    queries: Queries
+    reconciler: Reconciler
+    sync: QuotaSync
+    blocked: BlockedWatch
+    home: HomeService
+    inbox: EventInbox
+    # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.
+    digest: DigestService | None = None
+    budget: BudgetWatch | None = None
+    idle: IdleWatch | None = None
+    ledger: Ledger | None = None
+    costs: CostLookup | None = None

@@ -1,0 +1,76 @@
+"""The dependency direction of the style guide, checked on the import statements.
+
+Handlers and jobs -> services -> domain; adapters implement the services' ports; only the wiring
+module (``bot.bootstrap``) and the entry points import everything. Imports under
+``if TYPE_CHECKING:`` do not run and are allowed (the services name the database rows for mypy).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+# Services another change is converting; they still reach the database adapter directly.
+NOT_YET_CONVERTED = {"digest.py", "budget.py", "spend.py", "idle.py", "metrics_health.py", "ledger.py"}
+
+
+def runtime_imports(path: Path, *, type_only_too: bool = False) -> set[str]:
+    """Modules imported by ``path`` when it runs (anywhere but an ``if TYPE_CHECKING:`` block), or at
+    all when ``type_only_too``."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        type_only = isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+        if type_only and not type_only_too:
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            found.add(node.module)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return found
+
+
+def offending(paths: list[Path], *prefixes: str, type_only_too: bool = False) -> dict[str, list[str]]:
+    result = {}
+    for path in paths:
+        imported = runtime_imports(path, type_only_too=type_only_too)
+        bad = sorted(m for m in imported if any(m == p or m.startswith(p + ".") for p in prefixes))
+        if bad:
+            result[str(path.relative_to(ROOT))] = bad
+    return result
+
+
+def test_handlers_and_jobs_never_import_the_wiring_module() -> None:
+    """Not even for types: the ``Services`` they receive lives with the services."""
+    paths = sorted((ROOT / "handlers").glob("*.py")) + sorted((ROOT / "jobs").glob("*.py"))
+    assert offending(paths, "bot.bootstrap", "bot.server", type_only_too=True) == {}
+
+
+def test_services_reach_the_database_and_sqlalchemy_only_through_their_ports() -> None:
+    paths = [p for p in sorted((ROOT / "bot" / "services").glob("*.py")) if p.name not in NOT_YET_CONVERTED]
+    assert offending(paths, "bot.adapters.db", "sqlalchemy", "bot.bootstrap") == {}
+
+
+def test_the_metrics_endpoint_counts_requests_through_the_repository() -> None:
+    assert offending([ROOT / "bot" / "observability.py"], "bot.adapters", "sqlalchemy") == {}
+
+
+def test_the_check_sees_imports_that_run_and_skips_type_only_ones(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import sqlalchemy.orm\n"
+        "if TYPE_CHECKING:\n"
+        "    from bot.adapters.db.models import RequestRow\n"
+        "def f() -> None:\n"
+        "    from bot.bootstrap import build_services\n"
+    )
+    assert runtime_imports(module) == {"typing", "sqlalchemy.orm", "bot.bootstrap"}
+    assert "bot.adapters.db.models" in runtime_imports(module, type_only_too=True)
