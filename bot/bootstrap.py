@@ -7,7 +7,6 @@ Nothing is built at import time; ``build_services`` and ``build_bolt_app`` are c
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from slack_bolt import App
@@ -17,6 +16,7 @@ from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
 from bot.clock import Clock
 from bot.domain.policy import Policy
+from bot.executor import TrackingExecutor
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.blocked import BlockedWatch
@@ -127,8 +127,13 @@ def build_digest(
     )
 
 
-def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str, executor: Executor) -> App:
-    """The Bolt app with every listener registered. Token verification happens in ``run``, not here."""
+def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str, executor: TrackingExecutor) -> App:
+    """The Bolt app with every listener registered. Token verification happens in ``run``, not here.
+
+    Listeners run in the request's own thread (``process_before_response``): each decides its ack
+    there, at once, and hands the slow work to ``executor``. Bolt's default runs the whole listener
+    in a pool and polls for the ack every 10 ms, so acks queued behind other requests' work.
+    """
     import handlers
 
     app = App(
@@ -136,7 +141,7 @@ def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str
         signing_secret=signing_secret,
         token_verification_enabled=False,
         listener_executor=executor,
-        process_before_response=False,
+        process_before_response=True,
     )
-    handlers.register(app, services)
+    handlers.register(app, services, executor)
     return app

@@ -13,9 +13,11 @@ from handlers import actions, commands, forms
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
+    from bot.executor import TrackingExecutor
 
 
-def register(app: App, services: Services) -> None:
-    commands.register(app, services)
-    actions.register(app, services)
-    forms.register(app, services)
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
+    """Every listener acks in the request thread and hands the rest to ``work`` (``bot.executor``)."""
+    commands.register(app, services, work)
+    actions.register(app, services, work)
+    forms.register(app, services, work)

@@ -12,17 +12,22 @@ from slack_sdk import WebClient
 from bot.adapters.slack import ids
 from bot.adapters.slack.events import ButtonClick
 from bot.domain.lifecycle import Verdict
+from bot.executor import BUSY
 from bot.services.ports import ActionKind
 from handlers.commands import open_extend_form, open_form, say
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
+    from bot.executor import TrackingExecutor
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
     def on_click(ack: Ack, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
-        ack()
+        # Slack shows nothing of a click's ack body: the busy answer goes through response_url.
+        work.hand_off(lambda: click_work(body, respond, client), ack=ack, busy_ack=ack, busy_notice=lambda: say(respond, BUSY))
+
+    def click_work(body: dict[str, Any], respond: Respond, client: WebClient) -> None:
         click = ButtonClick.from_body(body)
         user = click.user_id
         if click.kind == ActionKind.REQUEST_MORE:

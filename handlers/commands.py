@@ -27,11 +27,13 @@ from bot.domain.commands import (
     parse_command,
 )
 from bot.errors import GpuQuotaError
+from bot.executor import BUSY
 from bot.services.text import channel
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
+    from bot.executor import TrackingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +59,7 @@ def help_text(topic: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
     @app.command(ids.SLASH_COMMAND)
     def on_gpu_quota(ack: Ack, command: dict[str, Any], respond: Respond, client: WebClient) -> None:
         slash = SlashCommand.from_payload(command)
@@ -69,8 +71,7 @@ def register(app: App, services: Services) -> None:
         if isinstance(parsed, HelpCommand):
             ack(text=help_text(parsed.topic))
             return
-        ack()
-        handle(services, slash, parsed, respond, client)
+        work.hand_off(lambda: handle(services, slash, parsed, respond, client), ack=ack, busy_ack=lambda: ack(text=BUSY))
 
 
 def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respond, client: WebClient) -> None:

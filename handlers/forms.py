@@ -7,6 +7,7 @@ the modal into a "submitting" notice, which is then updated with the outcome.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
@@ -19,11 +20,13 @@ from bot.adapters.slack.events import FormSubmission, draft_from_form
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.durations import parse_duration
 from bot.errors import GpuQuotaError
+from bot.executor import BUSY
 from handlers.commands import submitted_text
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
     from bot.bootstrap import Services
+    from bot.executor import TrackingExecutor
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,15 @@ def notice_view(title: str, text: str) -> View:
     return View(type="modal", title=title[:24], close="Close", blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))])
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
+    def hand_off(ack: Ack, title: str, outcome: Callable[[], str], body: dict[str, Any], client: WebClient) -> None:
+        """Show "Submitting…" in the ack and the outcome later; when busy, keep the form open with a note."""
+        work.hand_off(
+            lambda: show(client, body, notice_view(title, outcome())),
+            ack=lambda: ack(response_action="update", view=notice_view(title, ":hourglass_flowing_sand: Submitting…")),
+            busy_ack=lambda: ack(response_action="errors", errors={ids.REASON_BLOCK: BUSY}),
+        )
+
     @app.view(ids.REQUEST_FORM)
     def on_request_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
@@ -40,13 +51,17 @@ def register(app: App, services: Services) -> None:
         if errors:
             ack(response_action="errors", errors=errors)
             return
-        ack(response_action="update", view=notice_view("GPU quota request", ":hourglass_flowing_sand: Submitting…"))
-        outcome = attempt(
-            lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
-            user=form.user_id,
-            what="request form",
+        hand_off(
+            ack,
+            "GPU quota request",
+            lambda: attempt(
+                lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
+                user=form.user_id,
+                what="request form",
+            ),
+            body,
+            client,
         )
-        show(client, body, notice_view("GPU quota request", outcome))
 
     @app.view(ids.EXTEND_FORM)
     def on_extend_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
@@ -57,17 +72,24 @@ def register(app: App, services: Services) -> None:
             ack(response_action="errors", errors={ids.DURATION_BLOCK: str(error)})
             return
         request_id = int(form.metadata.get("request_id", 0))
-        ack(response_action="update", view=notice_view("Extend a grant", ":hourglass_flowing_sand: Submitting…"))
-        outcome = attempt(
-            lambda: submitted_text(
-                services.requests.extend(
-                    requester=form.user_id, request_id=request_id, duration=duration, reason=form.values.get(ids.REASON_BLOCK, "")
-                )
+        hand_off(
+            ack,
+            "Extend a grant",
+            lambda: attempt(
+                lambda: submitted_text(
+                    services.requests.extend(
+                        requester=form.user_id,
+                        request_id=request_id,
+                        duration=duration,
+                        reason=form.values.get(ids.REASON_BLOCK, ""),
+                    )
+                ),
+                user=form.user_id,
+                what="extend form",
             ),
-            user=form.user_id,
-            what="extend form",
+            body,
+            client,
         )
-        show(client, body, notice_view("Extend a grant", outcome))
 
 
 def show(client: WebClient, body: dict[str, Any], view: View) -> None:
