@@ -22,6 +22,7 @@ from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.pool import StaticPool
 
 from bot.adapters.db.repository import Repository
+from bot.executor import WORKERS
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -36,24 +37,33 @@ def normalize_database_url(url: str) -> str:
     return url
 
 
+# Connections used at once: one per work thread, plus the scheduled jobs, /readyz and /metrics.
+# Fewer would make work threads queue for a connection; more would only queue inside the database.
+POOL_SIZE = WORKERS + 4
+MAX_OVERFLOW = 4
+
+
 def create_db_engine(url: str) -> Engine:
     url = normalize_database_url(url)
     if url.startswith("sqlite"):
-        in_memory = url in ("sqlite://", "sqlite:///:memory:")
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            poolclass=StaticPool if in_memory else None,
-        )
+        if url in ("sqlite://", "sqlite:///:memory:"):
+            engine = create_engine(url, connect_args={"check_same_thread": False}, poolclass=StaticPool)
+        else:
+            engine = create_engine(
+                url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW
+            )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=5)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
+    # Wait for a writer instead of failing at once; WAL lets readers (status, list, /metrics) run
+    # beside a writer instead of waiting for it. An in-memory database stays in "memory" mode.
     cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute("PRAGMA journal_mode=WAL")
     cursor.close()
 
 
