@@ -21,6 +21,7 @@ from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
+from bot.services.capacity import CapacityCachingCluster
 from bot.services.changes import ChangeApplier
 from bot.services.digest import DigestService
 from bot.services.idle import IdleWatch
@@ -64,6 +65,10 @@ def build_services(
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
+    # One cached capacity view for every service, so the bot's own quota writes keep it exact.
+    cluster = CapacityCachingCluster(
+        cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
+    )
     access = Access(policy, directory)
     sync = QuotaSync(policy=policy, cluster=cluster, database=database, clock=clock, retry_delays=retry_delays, sleep=sleep)
     announcer = Announcer(notifier=notifier, policy=policy, database=database)

@@ -37,8 +37,10 @@ class GatedKube(KubeApiStandIn):
         self.gate = threading.Event()
         self.gate.set()
         self.waiting = threading.Semaphore(0)  # released once per request held at the gate
+        self.seen: list[str] = []
 
     def _handle(self, incoming: Incoming) -> Outgoing:
+        self.seen.append(f"{incoming.method} {incoming.path}")
         if not self.gate.is_set():
             self.waiting.release()
             self.gate.wait()
@@ -161,3 +163,15 @@ def test_a_full_pool_answers_busy_to_a_click_and_a_form(small_bot: Bot) -> None:
     assert small_bot.box.executor.wait_idle(timeout=60)
     assert BUSY in small_bot.responses()  # the click's answer went through its response_url
     assert not [r for r in small_bot.box.slack.records if r.kind == "view_update"]  # the form was not worked on
+
+
+def test_requests_do_not_list_the_whole_cluster_each(bot: Bot) -> None:
+    for n in range(3):
+        assert bot.command(f"request ai-frontier-research +1 for 1d job {n}").status_code == 200
+        assert bot.box.executor.wait_idle(timeout=60)
+    assert [r for r in bot.responses() if "submitted" in r] and len(bot.responses()) == 3
+    # The capacity line comes from a cached view: nodes and quotas are listed once, not per request.
+    assert bot.kube.seen.count("GET /api/v1/nodes") == 1
+    assert bot.kube.seen.count("GET /api/v1/resourcequotas") == 1
+    cards = [r.text for r in bot.box.slack.records if r.kind == "message" and r.channel == "C0FRONTIER"]
+    assert len(cards) == 3
