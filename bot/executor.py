@@ -21,7 +21,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 WORKERS = 8
-WAITING = 56  # with the 8 running: 64 requests accepted at once, about a minute of work at worst
+# With the 8 running, 256 pieces of work accepted at once: about 10-30 s of backlog when Slack takes
+# 150 ms a call, well past what a burst of people produces, short of a person waiting minutes.
+WAITING = 248
 BUSY = ":hourglass: The bot is busy right now and did nothing with this; please try again in a minute."
 
 
