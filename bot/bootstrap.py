@@ -10,7 +10,6 @@ Nothing is built at import time; ``build_services`` and ``build_bolt_app`` are c
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor
 
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -19,10 +18,12 @@ from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
 from bot.clock import Clock
 from bot.domain.policy import Policy
+from bot.executor import TrackingExecutor
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
+from bot.services.capacity import CapacityCachingCluster
 from bot.services.changes import ChangeApplier
 from bot.services.container import Services
 from bot.services.digest import DigestService
@@ -53,6 +54,10 @@ def build_services(
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
+    # One cached capacity view for every service, so the bot's own quota writes keep it exact.
+    cluster = CapacityCachingCluster(
+        cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
+    )
     access = Access(policy, directory)
     sync = QuotaSync(
         policy=policy,
@@ -141,8 +146,13 @@ def build_digest(
     )
 
 
-def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str, executor: Executor) -> App:
-    """The Bolt app with every listener registered. Token verification happens in ``run``, not here."""
+def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str, executor: TrackingExecutor) -> App:
+    """The Bolt app with every listener registered. Token verification happens in ``run``, not here.
+
+    Listeners run in the request's own thread (``process_before_response``): each decides its ack
+    there, at once, and hands the slow work to ``executor``. Bolt's default runs the whole listener
+    in a pool and polls for the ack every 10 ms, so acks queued behind other requests' work.
+    """
     import handlers
 
     app = App(
@@ -150,7 +160,7 @@ def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str
         signing_secret=signing_secret,
         token_verification_enabled=False,
         listener_executor=executor,
-        process_before_response=False,
+        process_before_response=True,
     )
-    handlers.register(app, services)
+    handlers.register(app, services, executor)
     return app

@@ -12,11 +12,13 @@ from slack_bolt import App
 from handlers import actions, commands, events, forms
 
 if TYPE_CHECKING:
+    from bot.executor import TrackingExecutor
     from bot.services.container import Services
 
 
-def register(app: App, services: Services) -> None:
-    commands.register(app, services)
-    actions.register(app, services)
-    forms.register(app, services)
-    events.register(app, services)  # last: its catch-all answers any event the others did not take
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
+    """Every listener decides its ack in the request thread and hands the rest to ``work`` (``bot.executor``)."""
+    commands.register(app, services, work)
+    actions.register(app, services, work)
+    forms.register(app, services, work)
+    events.register(app, services, work)  # last: its catch-all answers any event the others did not take

@@ -17,29 +17,28 @@ from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
+from bot.executor import BUSY
 from bot.services.ports import ActionKind
 from bot.services.requests import Confirmation
 from handlers.commands import open_extend_form, open_form, open_view, say
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
+    from bot.executor import TrackingExecutor
     from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
     def on_click(ack: Ack, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
-        ack()
+        answer = answerer(services, body, respond)
+        # Slack shows nothing of a click's ack body: the busy answer goes where the answer would.
+        work.hand_off(lambda: click_work(body, answer, respond, client), ack=ack, busy_ack=ack, busy_notice=lambda: answer(BUSY))
+
+    def click_work(body: dict[str, Any], answer: Callable[[str], None], respond: Respond, client: WebClient) -> None:
         click = ButtonClick.from_body(body)
         user = click.user_id
-
-        def answer(text: str) -> None:
-            """Ephemeral under the message; on the App Home tab (no response_url) the tab shows it."""
-            if click_surface(body) == "home":
-                services.home.publish(user, notice=text)
-            else:
-                say(respond, text)
 
         if click.kind == ActionKind.REQUEST_MORE:
             open_form(services, user, click.prefill(), client, respond, trigger_id=click.trigger_id, channel_id=None)
@@ -93,6 +92,20 @@ def register(app: App, services: Services) -> None:
 
     for action_id in ids.ACTION_IDS.values():
         app.action(action_id)(on_click)
+
+
+def answerer(services: Services, body: dict[str, Any], respond: Respond) -> Callable[[str], None]:
+    """How to answer the person who clicked: ephemeral under the message; on the App Home tab (no
+    response_url) the tab shows it."""
+    user = str((body.get("user") or {}).get("id", ""))
+
+    def answer(text: str) -> None:
+        if click_surface(body) == "home":
+            services.home.publish(user, notice=text)
+        else:
+            say(respond, text)
+
+    return answer
 
 
 def invalid_button(answer: Callable[[str], None], click: ButtonClick) -> None:

@@ -31,11 +31,13 @@ from bot.domain.commands import (
 )
 from bot.domain.durations import MAX_DURATION
 from bot.errors import GpuQuotaError
+from bot.executor import BUSY
 from bot.services.ledger import cost_lines
 from bot.services.text import Channel, Notice
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
+    from bot.executor import TrackingExecutor
     from bot.services.container import Services
 
 log = logging.getLogger(__name__)
@@ -66,7 +68,7 @@ def help_text(topic: str | None = None) -> str:
     return "\n".join(lines)
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
     @app.command(ids.SLASH_COMMAND)
     def on_gpu_quota(ack: Ack, command: dict[str, Any], respond: Respond, client: WebClient) -> None:
         slash = SlashCommand.from_payload(command)
@@ -78,8 +80,7 @@ def register(app: App, services: Services) -> None:
         if isinstance(parsed, HelpCommand):
             ack(text=help_text(parsed.topic))
             return
-        ack()
-        handle(services, slash, parsed, respond, client)
+        work.hand_off(lambda: handle(services, slash, parsed, respond, client), ack=ack, busy_ack=lambda: ack(text=BUSY))
 
 
 def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respond, client: WebClient) -> None:

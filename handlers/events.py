@@ -25,12 +25,13 @@ from bot.errors import GpuQuotaError
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
+    from bot.executor import TrackingExecutor
     from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
     @app.middleware
     def once_per_event(body: dict[str, Any], next: Callable[[], None]) -> BoltResponse | None:  # noqa: A002 (Bolt's name)
         if body.get("type") == "app_rate_limited":
@@ -52,19 +53,29 @@ def register(app: App, services: Services) -> None:
         decision = parse_thread_decision(reply.text, bot_user_id=context.bot_user_id or "") if reply else None
         if reply is None or decision is None:
             return
-        request_id = services.queries.request_at(reply.channel_id, reply.thread_ts)
-        if request_id is not None:
-            decide_in_thread(services, client, reply, request_id, decision)
+        later(work, lambda: _decide_if_a_request(services, client, reply, decision))
 
     @app.event("app_home_opened")
     def on_home_opened(event: dict[str, Any]) -> None:
         if event.get("tab", "home") == "home" and event.get("user"):
-            services.home.publish(str(event["user"]))
+            later(work, lambda: services.home.publish(str(event["user"])))
 
     # Registered last: an event no listener above took is still answered 200.
     @app.event(re.compile(".*"))
     def on_any_other_event() -> None:
         return None
+
+
+def later(work: TrackingExecutor, job: Callable[[], None]) -> None:
+    """Answer the event at once (Bolt sends 200 when the listener returns) and do ``job`` in the work
+    pool; when the pool is full, do it here: the delivery is already claimed, so a re-send would be dropped."""
+    work.hand_off(job, ack=lambda: None, busy_ack=job)
+
+
+def _decide_if_a_request(services: Services, client: WebClient, reply: ThreadReply, decision: ThreadDecision) -> None:
+    request_id = services.queries.request_at(reply.channel_id, reply.thread_ts)
+    if request_id is not None:
+        decide_in_thread(services, client, reply, request_id, decision)
 
 
 def _minute(body: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ the modal into a "submitting" notice, which is then updated with the outcome.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App
@@ -21,15 +22,18 @@ from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
+from bot.executor import BUSY
 from handlers.commands import submitted_text
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
+    from bot.executor import TrackingExecutor
     from bot.services.container import Services
 
 log = logging.getLogger(__name__)
 
 
+SUBMITTING = ":hourglass_flowing_sand: Submitting…"
 INVALID_FORM = ":no_entry_sign: This form is not valid (it does not name a request the bot made); nothing was done."
 
 
@@ -37,7 +41,29 @@ def notice_view(title: str, text: str) -> View:
     return View(type="modal", title=title[:24], close="Close", blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))])
 
 
-def register(app: App, services: Services) -> None:
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
+    def hand_off(
+        ack: Ack,
+        body: dict[str, Any],
+        client: WebClient,
+        *,
+        title: str,
+        progress: str,
+        outcome: Callable[[], str],
+        busy_field: str | None,
+    ) -> None:
+        """Show ``progress`` in the ack and the outcome later; when busy, keep the form open with a note."""
+        busy: Callable[[], object] = (
+            (lambda: ack(response_action="errors", errors={busy_field: BUSY}))
+            if busy_field
+            else (lambda: ack(response_action="update", view=notice_view(title, BUSY)))
+        )
+        work.hand_off(
+            lambda: show(client, body, notice_view(title, outcome())),
+            ack=lambda: ack(response_action="update", view=notice_view(title, progress)),
+            busy_ack=busy,
+        )
+
     @app.view(ids.REQUEST_FORM)
     def on_request_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
@@ -45,13 +71,19 @@ def register(app: App, services: Services) -> None:
         if errors:
             ack(response_action="errors", errors=errors)
             return
-        ack(response_action="update", view=notice_view("GPU quota request", ":hourglass_flowing_sand: Submitting…"))
-        outcome = attempt(
-            lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
-            user=form.user_id,
-            what="request form",
+        hand_off(
+            ack,
+            body,
+            client,
+            title="GPU quota request",
+            progress=SUBMITTING,
+            outcome=lambda: attempt(
+                lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
+                user=form.user_id,
+                what="request form",
+            ),
+            busy_field=ids.REASON_BLOCK,
         )
-        show(client, body, notice_view("GPU quota request", outcome))
 
     @app.view(ids.EXTEND_FORM)
     def on_extend_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
@@ -66,17 +98,26 @@ def register(app: App, services: Services) -> None:
             log.warning("extend form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
             ack(response_action="errors", errors={ids.DURATION_BLOCK: "This form is not valid; use the Extend button again."})
             return
-        ack(response_action="update", view=notice_view("Extend a grant", ":hourglass_flowing_sand: Submitting…"))
-        outcome = attempt(
-            lambda: submitted_text(
-                services.requests.extend(
-                    requester=form.user_id, request_id=request_id, duration=duration, reason=form.values.get(ids.REASON_BLOCK, "")
-                )
+        hand_off(
+            ack,
+            body,
+            client,
+            title="Extend a grant",
+            progress=SUBMITTING,
+            outcome=lambda: attempt(
+                lambda: submitted_text(
+                    services.requests.extend(
+                        requester=form.user_id,
+                        request_id=request_id,
+                        duration=duration,
+                        reason=form.values.get(ids.REASON_BLOCK, ""),
+                    )
+                ),
+                user=form.user_id,
+                what="extend form",
             ),
-            user=form.user_id,
-            what="extend form",
+            busy_field=ids.REASON_BLOCK,
         )
-        show(client, body, notice_view("Extend a grant", outcome))
 
     @app.view(ids.DENY_FORM)
     def on_deny_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
@@ -90,13 +131,19 @@ def register(app: App, services: Services) -> None:
             log.warning("deny form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
             ack(response_action="errors", errors={ids.REASON_BLOCK: "This form is not valid; use the Deny button again."})
             return
-        ack(response_action="update", view=notice_view("Deny a request", ":hourglass_flowing_sand: Denying…"))
-        outcome = attempt(
-            lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason),
-            user=form.user_id,
-            what="deny form",
+        hand_off(
+            ack,
+            body,
+            client,
+            title="Deny a request",
+            progress=":hourglass_flowing_sand: Denying…",
+            outcome=lambda: attempt(
+                lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason),
+                user=form.user_id,
+                what="deny form",
+            ),
+            busy_field=ids.REASON_BLOCK,
         )
-        show(client, body, notice_view("Deny a request", outcome))
 
     @app.view(ids.CONFIRM_APPROVAL_FORM)
     def on_confirm_approval(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
@@ -106,14 +153,19 @@ def register(app: App, services: Services) -> None:
             log.warning("approval form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
             ack(response_action="update", view=notice_view("Approve a request", INVALID_FORM))
             return
-        title = f"Approve {format_request_id(request_id)}"
-        ack(response_action="update", view=notice_view(title, ":hourglass_flowing_sand: Recording your approval…"))
-        outcome = attempt(
-            lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
-            user=form.user_id,
-            what=f"approval form of {format_request_id(request_id)}",
+        hand_off(
+            ack,
+            body,
+            client,
+            title=f"Approve {format_request_id(request_id)}",
+            progress=":hourglass_flowing_sand: Recording your approval…",
+            outcome=lambda: attempt(
+                lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
+                user=form.user_id,
+                what=f"approval form of {format_request_id(request_id)}",
+            ),
+            busy_field=None,  # the form has no field to show it on
         )
-        show(client, body, notice_view(title, outcome))
 
 
 def show(client: WebClient, body: dict[str, Any], view: View) -> None:

@@ -1,7 +1,8 @@
 """The digest chart: daily cost this month, stacked, with the budget pace line. PNG bytes via matplotlib.
 
 Uses the object-oriented ``Figure`` API (no pyplot, no global state), so it is safe in threads and
-needs no display.
+needs no display. matplotlib (and numpy with it, about 50 MiB) is imported when the first chart is
+drawn, not at start-up: most processes never draw one.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import io
 from collections.abc import Mapping
 from datetime import date
-
-from matplotlib.figure import Figure
 
 
 def daily_cost_chart(
@@ -24,6 +23,8 @@ def daily_cost_chart(
 
     The ``MAX_PARTS - 1`` largest parts get their own colour; the rest are stacked as one "others".
     """
+    from matplotlib.figure import Figure
+
     daily = _top_parts(daily)
     days = sorted(daily)
     parts = sorted({part for values in daily.values() for part in values}, key=lambda p: (p == OTHERS, p))

@@ -32,6 +32,7 @@ from sqlalchemy.pool import StaticPool
 
 from bot.adapters.db.repository import Repository
 from bot.errors import LostRace
+from bot.executor import WORKERS
 
 if TYPE_CHECKING:
     from bot.adapters.db.outbox import OutboxStore
@@ -49,20 +50,23 @@ def normalize_database_url(url: str) -> str:
     return url
 
 
+# Connections used at once: one per work thread, plus the scheduled jobs, /readyz and /metrics.
+# Fewer would make work threads queue for a connection; more would only queue inside the database.
+POOL_SIZE = WORKERS + 4
+# A namespace writer holds a second connection for its lock (PostgreSQL advisory lock) while it works.
+MAX_OVERFLOW = WORKERS
+
+
 def create_db_engine(url: str) -> Engine:
     url = normalize_database_url(url)
     if url.startswith("sqlite"):
         in_memory = url in ("sqlite://", "sqlite:///:memory:")
-        engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": 30},
-            poolclass=StaticPool if in_memory else None,
-        )
+        pool: dict[str, object] = {"poolclass": StaticPool} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
         return engine
-    # Each namespace writer holds one connection for its lock besides its transactions.
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=MAX_OVERFLOW)
 
 
 def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -71,6 +75,8 @@ def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
+    # Wait for a writer instead of failing at once; WAL lets readers (status, list, /metrics) run
+    # beside a writer instead of waiting for it. An in-memory database stays in "memory" mode.
     cursor.execute("PRAGMA busy_timeout=30000")
     cursor.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer; no-op in memory
     cursor.close()

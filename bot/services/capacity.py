@@ -1,0 +1,131 @@
+"""A cached view of cluster capacity: allocatable GPUs and the managed quotas, kept off the request path.
+
+Every submission shows (and auto-approval checks) allocatable GPUs against the sum of all managed
+quotas. Listing every node and every ResourceQuota of the cluster for each request cost most of a
+request's CPU and two cluster-wide calls. ``CapacityCachingCluster`` wraps the cluster port and
+answers those two lists from a view that is
+
+- read once, then refreshed in a background thread when older than ``refresh_after`` (the caller
+  gets the current view at once, never waits for the refresh);
+- kept exact for this bot's own changes: a quota written (or read) through it updates the view at
+  once, so auto-approvals in a row see each other's GPUs;
+- read again synchronously when older than ``max_age`` (a refresh kept failing): past that age the
+  figure is not trusted, and a failure surfaces as before ("capacity unknown").
+
+Hand edits and node changes show up within ``refresh_after``. Everything else passes through.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from bot.domain.quota import QuotaSnapshot
+from bot.errors import GpuQuotaError
+from bot.services.ports import QuotaCluster, QuotaRefusal
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Entry:
+    read_at: float
+    allocatable: int
+    totals: dict[str, int]
+
+
+def _in_a_thread(work: Callable[[], None]) -> None:
+    threading.Thread(target=work, name="capacity-refresh", daemon=True).start()
+
+
+class CapacityCachingCluster:
+    """``QuotaCluster`` with ``allocatable_gpus`` and ``gpu_quota_totals(quota_names)`` served from a view."""
+
+    def __init__(
+        self,
+        cluster: QuotaCluster,
+        *,
+        quota_names: Mapping[str, str],
+        refresh_after: float = 30.0,
+        max_age: float = 300.0,
+        monotonic: Callable[[], float] = time.monotonic,
+        start: Callable[[Callable[[], None]], None] = _in_a_thread,
+    ) -> None:
+        self._cluster = cluster
+        self._names = dict(quota_names)
+        self._refresh_after = refresh_after
+        self._max_age = max_age
+        self._monotonic = monotonic
+        self._start = start
+        self._lock = threading.Lock()
+        self._entry: _Entry | None = None
+        self._refreshing = False
+
+    # --- the cached view -----------------------------------------------------------------------
+
+    def allocatable_gpus(self) -> int:
+        return self._view().allocatable
+
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
+        if dict(quota_names) != self._names:
+            return self._cluster.gpu_quota_totals(quota_names)  # not the view's question: ask the cluster
+        return dict(self._view().totals)
+
+    def _view(self) -> _Entry:
+        with self._lock:
+            entry = self._entry
+            age = self._monotonic() - entry.read_at if entry is not None else None
+            if entry is not None and age is not None and age <= self._max_age:
+                if age > self._refresh_after and not self._refreshing:
+                    self._refreshing = True
+                    self._start(self._refresh)
+                return entry
+        return self._read()  # no view yet, or too old to trust: the caller waits for a fresh one
+
+    def _read(self) -> _Entry:
+        """Both lists, now; raises the cluster's errors."""
+        allocatable = self._cluster.allocatable_gpus()
+        totals = self._cluster.gpu_quota_totals(self._names)
+        entry = _Entry(read_at=self._monotonic(), allocatable=allocatable, totals=dict(totals))
+        with self._lock:
+            self._entry = entry
+        return entry
+
+    def _refresh(self) -> None:
+        try:
+            self._read()
+        except GpuQuotaError as error:
+            log.warning("capacity view not refreshed (kept until it is %.0f s old): %s", self._max_age, error)
+        except Exception:
+            log.exception("capacity view refresh crashed")
+        finally:
+            with self._lock:
+                self._refreshing = False
+
+    def _observe(self, snapshot: QuotaSnapshot | None) -> None:
+        """A quota just read or written is newer than the view: put it in."""
+        with self._lock:
+            entry = self._entry
+            if snapshot is not None and entry is not None and self._names.get(snapshot.namespace) == snapshot.name:
+                entry.totals[snapshot.namespace] = snapshot.hard
+
+    # --- passed through --------------------------------------------------------------------------
+
+    def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
+        snapshot = self._cluster.read_quota(namespace, name)
+        self._observe(snapshot)
+        return snapshot
+
+    def write_quota(
+        self, namespace: str, name: str, *, gpus: int, previous: QuotaSnapshot | None, dry_run: bool, applied_by: str
+    ) -> QuotaSnapshot:
+        written = self._cluster.write_quota(namespace, name, gpus=gpus, previous=previous, dry_run=dry_run, applied_by=applied_by)
+        if not dry_run:
+            self._observe(written)
+        return written
+
+    def quota_refusals(self) -> list[QuotaRefusal]:
+        return self._cluster.quota_refusals()
