@@ -61,7 +61,9 @@ def create_db_engine(url: str) -> Engine:
     url = normalize_database_url(url)
     if url.startswith("sqlite"):
         in_memory = url in ("sqlite://", "sqlite:///:memory:")
-        pool: dict[str, object] = {"poolclass": StaticPool} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+        pool: dict[str, object] = (
+            {"poolclass": StaticPool} if in_memory else {"pool_size": POOL_SIZE, "max_overflow": MAX_OVERFLOW}
+        )
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30}, **pool)
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
