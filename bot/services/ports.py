@@ -22,7 +22,7 @@ from bot.services.cards import RequestCard
 from bot.services.text import Notice
 
 if TYPE_CHECKING:
-    from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, NamespaceRow, RequestRow, TeamSpend
+    from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, MetricsOutage, NamespaceRow, RequestRow, TeamSpend
     from bot.services.home import HomeView
 
 T = TypeVar("T")
@@ -128,6 +128,16 @@ class Repository(Protocol):
     def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None: ...
 
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]: ...
+
+    def open_metrics_outage(self) -> MetricsOutage | None:
+        """The oldest Prometheus outage not yet over."""
+        ...
+
+    def start_metrics_outage(self, *, at: datetime, cause: str) -> MetricsOutage:
+        """A new open outage, with its id assigned."""
+        ...
+
+    def metrics_outage(self, outage_id: int) -> MetricsOutage | None: ...
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from bot.adapters.db.models import (
     DecisionRow,
     GrantRow,
     HomeTabRow,
+    MetricsOutage,
     NamespaceRow,
     RequestRow,
     SlackEventRow,
@@ -291,3 +292,20 @@ class Repository:
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]:
         """The month-to-date spend the budget job last measured, for these teams."""
         return self.session.scalars(select(TeamSpend).where(TeamSpend.team.in_(list(teams)))).all()
+
+    # --- metrics outages -----------------------------------------------------------------------
+
+    def open_metrics_outage(self) -> MetricsOutage | None:
+        """The oldest outage not yet over, if any."""
+        query = select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id)
+        return self.session.scalar(query)
+
+    def start_metrics_outage(self, *, at: datetime, cause: str) -> MetricsOutage:
+        """A new open outage; flushed, so it has its id."""
+        outage = MetricsOutage(started_at=at, cause=cause)
+        self.session.add(outage)
+        self.session.flush()
+        return outage
+
+    def metrics_outage(self, outage_id: int) -> MetricsOutage | None:
+        return self.session.get(MetricsOutage, outage_id)
