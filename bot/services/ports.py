@@ -22,7 +22,16 @@ from bot.services.cards import RequestCard
 from bot.services.text import Notice
 
 if TYPE_CHECKING:
-    from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, MetricsOutage, NamespaceRow, RequestRow, TeamSpend
+    from bot.adapters.db.models import (
+        AuditRow,
+        GrantRow,
+        HomeTabRow,
+        IdleNudge,
+        MetricsOutage,
+        NamespaceRow,
+        RequestRow,
+        TeamSpend,
+    )
     from bot.services.home import HomeView
 
 T = TypeVar("T")
@@ -138,6 +147,14 @@ class Repository(Protocol):
         ...
 
     def metrics_outage(self, outage_id: int) -> MetricsOutage | None: ...
+
+    def idle_nudge(self, namespace: str) -> IdleNudge | None: ...
+
+    def snooze_idle_nudges(self, namespace: str, *, until: datetime, by: str) -> None: ...
+
+    def remember_idle_nudge(self, namespace: str, *, gpus: float, at: datetime) -> None:
+        """The namespace was nudged about ``gpus`` idle GPUs: an idle episode is on."""
+        ...
 
 
 @dataclass(frozen=True)

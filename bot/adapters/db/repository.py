@@ -18,6 +18,7 @@ from bot.adapters.db.models import (
     DecisionRow,
     GrantRow,
     HomeTabRow,
+    IdleNudge,
     MetricsOutage,
     NamespaceRow,
     RequestRow,
@@ -309,3 +310,19 @@ class Repository:
 
     def metrics_outage(self, outage_id: int) -> MetricsOutage | None:
         return self.session.get(MetricsOutage, outage_id)
+
+    # --- idle-GPU nudges -----------------------------------------------------------------------
+
+    def idle_nudge(self, namespace: str) -> IdleNudge | None:
+        return self.session.get(IdleNudge, namespace)
+
+    def snooze_idle_nudges(self, namespace: str, *, until: datetime, by: str) -> None:
+        row = self.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace, gpus=0.0, active=False)
+        row.snoozed_until, row.snoozed_by = until, by
+        self.session.add(row)
+
+    def remember_idle_nudge(self, namespace: str, *, gpus: float, at: datetime) -> None:
+        """The namespace was nudged about ``gpus`` idle GPUs: an idle episode is on."""
+        row = self.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace)
+        row.gpus, row.active, row.nudged_at = gpus, True, at
+        self.session.add(row)
