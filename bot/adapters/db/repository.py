@@ -15,6 +15,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from bot.adapters.db.models import (
     AuditRow,
     BlockedAlert,
+    BudgetAlert,
     DecisionRow,
     GrantRow,
     HomeTabRow,
@@ -326,3 +327,40 @@ class Repository:
         row = self.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace)
         row.gpus, row.active, row.nudged_at = gpus, True, at
         self.session.add(row)
+
+    # --- budgets -------------------------------------------------------------------------------
+
+    def record_team_spend(self, team: str, *, month: str, spent: float, budget: float, forecast: float, at: datetime) -> None:
+        """Keep the team's latest month-to-date measurement (one row per team)."""
+        row = self.session.get(TeamSpend, team)
+        if row is None:
+            row = TeamSpend(team=team)
+            self.session.add(row)
+        row.month, row.spent, row.budget, row.forecast, row.measured_at = month, spent, budget, forecast, at
+
+    def budget_alerts_sent(self, team: str, month: str) -> set[str]:
+        """The thresholds (and ``forecast``) already claimed for the team this month."""
+        query = select(BudgetAlert.threshold).where(BudgetAlert.team == team, BudgetAlert.month == month)
+        return set(self.session.scalars(query))
+
+    def claim_budget_alerts(self, team: str, month: str, keys: Iterable[str], *, percent: float, at: datetime) -> bool:
+        """Record these warnings, all or none: False (nothing recorded) when any was recorded before.
+
+        Insert ... on conflict do nothing: a concurrent claim of the same warning waits for the other
+        transaction, then finds its row; the rows this call did insert are removed again.
+        """
+        keys = list(keys)
+        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
+        rows = [{"team": team, "month": month, "threshold": key, "percent": percent, "sent_at": at} for key in keys]
+        statement = dialect.insert(BudgetAlert).values(rows).on_conflict_do_nothing()
+        claimed = list(self.session.scalars(statement.returning(BudgetAlert.threshold)))
+        if len(claimed) == len(keys):
+            return True
+        self.forget_budget_alerts(team, month, claimed)
+        return False
+
+    def forget_budget_alerts(self, team: str, month: str, keys: Iterable[str]) -> None:
+        query = delete(BudgetAlert).where(
+            BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(list(keys))
+        )
+        self.session.execute(query)
