@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select, text
@@ -17,6 +17,7 @@ from bot.adapters.db.models import (
     BlockedAlert,
     BudgetAlert,
     DecisionRow,
+    DigestRun,
     GrantRow,
     HomeTabRow,
     IdleNudge,
@@ -364,3 +365,27 @@ class Repository:
             BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(list(keys))
         )
         self.session.execute(query)
+
+    # --- digests -------------------------------------------------------------------------------
+
+    def digest_days_posted(self, scope: str, *, first: date, last: date) -> set[date]:
+        query = select(DigestRun.day).where(
+            DigestRun.scope == scope, DigestRun.status == "posted", DigestRun.day >= first, DigestRun.day <= last
+        )
+        return set(self.session.scalars(query))
+
+    def claim_digest(self, scope: str, day: date, *, at: datetime) -> bool:
+        """Claim the (scope, day) digest; False when it was claimed before (insert ... on conflict do nothing)."""
+        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(DigestRun).values(scope=scope, day=day, status="claimed", claimed_at=at)
+        statement = statement.on_conflict_do_nothing()
+        return self.session.execute(statement.returning(DigestRun.id)).first() is not None
+
+    def release_digest(self, scope: str, day: date) -> None:
+        self.session.execute(delete(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day))
+
+    def mark_digest_posted(self, scope: str, day: date, *, at: datetime) -> None:
+        run = self.session.scalar(select(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day))
+        if run is None:
+            raise LookupError(f"digest {scope} {day} was not claimed")
+        run.status, run.posted_at = "posted", at
