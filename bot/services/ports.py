@@ -160,6 +160,32 @@ class Repository(Protocol):
 
     def mark_digest_posted(self, scope: str, day: date, *, at: datetime) -> None: ...
 
+    def latest_ledger_day(self) -> date | None: ...
+
+    def replace_ledger_day(
+        self,
+        day: date,
+        *,
+        status: str,
+        recorded_at: datetime,
+        ksm_spacing: float | None,
+        dcgm_spacing: float | None,
+        entries: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """The day's ledger rows replaced whole by ``entries`` (column values)."""
+        ...
+
+    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]: ...
+
+    def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
+        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
+        ...
+
+    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost) of the entries in [first, last]."""
+        ...
+
     def open_metrics_outage(self) -> MetricsOutage | None:
         """The oldest Prometheus outage not yet over."""
         ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -21,6 +21,8 @@ from bot.adapters.db.models import (
     GrantRow,
     HomeTabRow,
     IdleNudge,
+    LedgerDay,
+    LedgerEntry,
     MetricsOutage,
     NamespaceRow,
     RequestRow,
@@ -389,3 +391,51 @@ class Repository:
         if run is None:
             raise LookupError(f"digest {scope} {day} was not claimed")
         run.status, run.posted_at = "posted", at
+
+    # --- the cost ledger -----------------------------------------------------------------------
+
+    def latest_ledger_day(self) -> date | None:
+        return self.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1))
+
+    def replace_ledger_day(
+        self,
+        day: date,
+        *,
+        status: str,
+        recorded_at: datetime,
+        ksm_spacing: float | None,
+        dcgm_spacing: float | None,
+        entries: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """The day's rows replaced whole by ``entries`` (column values of ``ledger_entries``)."""
+        self.session.execute(delete(LedgerEntry).where(LedgerEntry.day == day))
+        row = self.session.get(LedgerDay, day) or LedgerDay(day=day)
+        row.status, row.recorded_at = status, recorded_at
+        row.ksm_spacing, row.dcgm_spacing = ksm_spacing, dcgm_spacing
+        self.session.add(row)
+        for entry in entries:
+            self.session.add(LedgerEntry(**entry))
+
+    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]:
+        """(day, status) of the recorded days in [first, last]."""
+        query = select(LedgerDay.day, LedgerDay.status).where(LedgerDay.day >= first, LedgerDay.day <= last)
+        return [(day, status) for day, status in self.session.execute(query)]
+
+    def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
+        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
+        e = LedgerEntry
+        query = (
+            select(e.day, e.namespace, e.team, e.cost_center, e.model, e.allocated_hours, e.idle_hours)
+            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost)
+            .where(e.day >= first, e.day <= last)
+            .order_by(e.day, e.namespace, e.model)
+        )
+        return [tuple(row) for row in self.session.execute(query)]
+
+    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost), summed in the database."""
+        e = LedgerEntry
+        query = select(e.day, e.namespace, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last)
+        rows = self.session.execute(query.group_by(e.day, e.namespace, e.team))
+        return [(day, namespace, team, cost) for day, namespace, team, cost in rows]
