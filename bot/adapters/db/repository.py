@@ -40,8 +40,8 @@ def advisory_key(name: str) -> int:
 
 
 class Repository:
-    """Implements ``bot.services.ports.Repository`` on one session (``session`` is for the services
-    not yet converted to named methods: digest, budget, idle, metrics health)."""
+    """Implements ``bot.services.ports.Repository`` on one session (``session`` stays public for tests
+    that set up rows directly; services use the named methods only)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
