@@ -9,12 +9,6 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from functools import partial
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
-
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import BudgetAlert, TeamSpend
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.costs import (
     FORECAST,
@@ -29,6 +23,7 @@ from bot.domain.policy import People, Policy, Team
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
 from bot.services.metrics_health import MetricsHealth
+from bot.services.ports import Repository, Transactions
 from bot.services.spend import SpendReader
 from bot.services.text import Moment, Notice, Part, Strong, User, UserGroup, money, say
 
@@ -56,7 +51,14 @@ class BudgetState:
 
 class BudgetWatch:
     def __init__(
-        self, *, policy: Policy, spend: SpendReader, database: Database, announcer: Announcer, health: MetricsHealth, clock: Clock
+        self,
+        *,
+        policy: Policy,
+        spend: SpendReader,
+        database: Transactions,
+        announcer: Announcer,
+        health: MetricsHealth,
+        clock: Clock,
     ) -> None:
         self._policy = policy
         self._spend = spend
@@ -106,31 +108,22 @@ class BudgetWatch:
     def over_budget(self, team: str) -> bool:
         """True when the last measurement of this month found the team at or over its budget."""
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
-        row = self._db.run(lambda repo: repo.session.get(TeamSpend, team))
-        return row is not None and row.month == month and row.spent >= row.budget
+        rows = self._db.run(lambda repo: repo.team_spend([team]))
+        return any(row.month == month and row.spent >= row.budget for row in rows)
 
     def _remember(self, repo: Repository, *, state: BudgetState) -> None:
-        row = repo.session.get(TeamSpend, state.team)
-        if row is None:
-            row = TeamSpend(team=state.team)
-            repo.session.add(row)
-        row.month, row.spent, row.budget, row.forecast, row.measured_at = (
-            state.month,
-            state.spent,
-            state.budget,
-            state.forecast,
-            self._clock.now(),
+        repo.record_team_spend(
+            state.team,
+            month=state.month,
+            spent=state.spent,
+            budget=state.budget,
+            forecast=state.forecast,
+            at=self._clock.now(),
         )
 
     def _warn(self, team: Team, state: BudgetState) -> list[str]:
         assert team.budget is not None
-        already = self._db.run(
-            lambda repo: set(
-                repo.session.scalars(
-                    select(BudgetAlert.threshold).where(BudgetAlert.team == team.name, BudgetAlert.month == state.month)
-                )
-            )
-        )
+        already = self._db.run(lambda repo: repo.budget_alerts_sent(team.name, state.month))
         due = thresholds_to_send(
             percent=state.percent,
             forecast_percent=state.forecast_percent,
@@ -148,24 +141,11 @@ class BudgetWatch:
 
     def _claim(self, team: str, state: BudgetState, keys: list[str]) -> bool:
         """Record the warnings before sending them; another run that recorded them first wins."""
-        try:
-            with self._db.transaction() as repo:
-                for key in keys:
-                    repo.session.add(
-                        BudgetAlert(team=team, month=state.month, threshold=key, percent=state.percent, sent_at=self._clock.now())
-                    )
-            return True
-        except IntegrityError:
-            return False
+        with self._db.transaction() as repo:
+            return repo.claim_budget_alerts(team, state.month, keys, percent=state.percent, at=self._clock.now())
 
     def _unclaim(self, team: str, month: str, keys: list[str]) -> None:
-        def forget(repo) -> None:  # type: ignore[no-untyped-def]
-            for alert in repo.session.scalars(
-                select(BudgetAlert).where(BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(keys))
-            ):
-                repo.session.delete(alert)
-
-        self._db.run(forget)
+        self._db.run(lambda repo: repo.forget_budget_alerts(team, month, keys))
 
     def _message(self, team: Team, state: BudgetState, keys: list[str]) -> Notice:
         currency = self._policy.pricing.currency

@@ -19,11 +19,6 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from functools import partial
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
-
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import DigestRun
 from bot.clock import Clock
 from bot.domain.costs import (
     CostLine,
@@ -41,7 +36,7 @@ from bot.errors import GpuQuotaError, UserError
 from bot.services.announce import Announcer
 from bot.services.ledger import day_ranges
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Attachment, Report, ReportSection
+from bot.services.ports import Attachment, Report, ReportSection, Transactions
 from bot.services.spend import Spend, SpendReader
 from bot.services.text import money, when
 
@@ -100,7 +95,7 @@ class DigestService:
         *,
         policy: Policy,
         spend: SpendReader,
-        database: Database,
+        database: Transactions,
         announcer: Announcer | None,
         health: MetricsHealth | None,
         clock: Clock,
@@ -321,18 +316,7 @@ class DigestService:
         """The days after the last one posted in the catch-up window; a day posted beyond yesterday
         (by hand, or by an older version) is not a sign the schedule is up to date."""
         first = yesterday - timedelta(days=CATCH_UP_DAYS - 1)
-        posted = self._db.run(
-            lambda repo: set(
-                repo.session.scalars(
-                    select(DigestRun.day).where(
-                        DigestRun.scope == ORG,
-                        DigestRun.status == "posted",
-                        DigestRun.day >= first,
-                        DigestRun.day <= yesterday,
-                    )
-                )
-            )
-        )
+        posted = self._db.run(lambda repo: repo.digest_days_posted(ORG, first=first, last=yesterday))
         latest = max(posted, default=None)
         start = latest + timedelta(days=1) if latest else yesterday
         return [start + timedelta(days=i) for i in range((yesterday - start).days + 1)]
@@ -350,23 +334,15 @@ class DigestService:
         if ref is None:
             self._release(scope, day)
             return False
-        self._db.run(lambda repo: self._mark_posted(repo, scope, day))
+        self._db.run(lambda repo: repo.mark_digest_posted(scope, day, at=self._clock.now()))
         return True
 
     def _claim(self, scope: str, day: date) -> bool:
-        try:
-            with self._db.transaction() as repo:
-                repo.session.add(DigestRun(scope=scope, day=day, status="claimed", claimed_at=self._clock.now()))
-            return True
-        except IntegrityError:
-            return False
+        with self._db.transaction() as repo:
+            return repo.claim_digest(scope, day, at=self._clock.now())
 
     def _release(self, scope: str, day: date) -> None:
-        self._db.run(lambda repo: repo.session.execute(delete(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day)))
-
-    def _mark_posted(self, repo, scope: str, day: date) -> None:  # type: ignore[no-untyped-def]
-        run = repo.session.scalar(select(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day))
-        run.status, run.posted_at = "posted", self._clock.now()
+        self._db.run(lambda repo: repo.release_digest(scope, day))
 
 
 def _team_summary(digest: TeamDigest, currency: str) -> str:

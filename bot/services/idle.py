@@ -9,9 +9,6 @@ import logging
 from datetime import timedelta
 from functools import partial
 
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import IdleNudge
-from bot.adapters.db.repository import Repository
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy
@@ -20,7 +17,7 @@ from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.ledger import Ledger
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Action, ActionKind, MetricsSource
+from bot.services.ports import Action, ActionKind, MetricsSource, Repository, Transactions
 from bot.services.text import Code, Moment, Notice, Strong, gpus, money, say
 
 log = logging.getLogger(__name__)
@@ -33,7 +30,7 @@ class IdleWatch:
         *,
         policy: Policy,
         metrics: MetricsSource,
-        database: Database,
+        database: Transactions,
         announcer: Announcer,
         access: Access,
         health: MetricsHealth,
@@ -81,18 +78,12 @@ class IdleWatch:
         if not self._access.may_request(user, team):
             raise UserError(f"Only {team.label} can snooze nudges about `{namespace}`.")
         until = self._clock.now() + SNOOZE
-
-        def snooze(repo) -> None:  # type: ignore[no-untyped-def]
-            row = repo.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace, gpus=0.0, active=False)
-            row.snoozed_until, row.snoozed_by = until, user
-            repo.session.add(row)
-
-        self._db.run(snooze)
+        self._db.run(lambda repo: repo.snooze_idle_nudges(namespace, until=until, by=user))
         return say("Idle-GPU nudges for ", Code(namespace), " are snoozed until ", Moment(until), ".")
 
     def _nudge(self, channel: str, namespace: str, held: float, highest: float) -> bool:
         now = self._clock.now()
-        row = self._db.run(lambda repo: repo.session.get(IdleNudge, namespace))
+        row = self._db.run(lambda repo: repo.idle_nudge(namespace))
         if row is not None and row.snoozed_until is not None and row.snoozed_until > now:
             return False
         if row is not None and row.active and row.gpus == held:
@@ -116,18 +107,12 @@ class IdleWatch:
         )
         if not self._announce.post(channel, text, actions=actions):
             return False
-
-        def remember(repo) -> None:  # type: ignore[no-untyped-def]
-            current = repo.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace)
-            current.gpus, current.active, current.nudged_at = held, True, now
-            repo.session.add(current)
-
-        self._db.run(remember)
+        self._db.run(lambda repo: repo.remember_idle_nudge(namespace, gpus=held, at=now))
         log.info("nudged %s about %s idle GPUs", namespace, held)
         return True
 
     def _episode_over(self, repo: Repository, *, namespace: str) -> None:
-        row = repo.session.get(IdleNudge, namespace)
+        row = repo.idle_nudge(namespace)
         if row is not None and row.active:
             row.active = False
 

@@ -17,16 +17,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from sqlalchemy import delete, func, select
-
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import LedgerDay, LedgerEntry
 from bot.clock import Clock
 from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
 from bot.domain.policy import Policy, Team
 from bot.errors import UserError
 from bot.services.access import Access
-from bot.services.ports import MetricsSource
+from bot.services.ports import MetricsSource, Transactions
 from bot.services.text import money
 
 log = logging.getLogger(__name__)
@@ -71,7 +67,7 @@ def team_map(policy: Policy, metrics: MetricsSource, at: datetime, seen: set[str
 
 
 class Ledger:
-    def __init__(self, *, policy: Policy, metrics: MetricsSource | None, database: Database, clock: Clock) -> None:
+    def __init__(self, *, policy: Policy, metrics: MetricsSource | None, database: Transactions, clock: Clock) -> None:
         """Without ``metrics`` the ledger can be read (exports, the cost command) but not recorded."""
         self._policy = policy
         self._metrics = metrics
@@ -84,7 +80,7 @@ class Ledger:
         """Record every finished day up to ``through`` not in the ledger yet: from the first of its month,
         or from the day after the last one recorded when that is earlier (within ``CATCH_UP_LIMIT``)."""
         first = through.replace(day=1)
-        latest = self._db.run(lambda repo: repo.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1)))
+        latest = self._db.run(lambda repo: repo.latest_ledger_day())
         if latest is not None and latest < first:
             first = max(latest + timedelta(days=1), through - CATCH_UP_LIMIT)
         days = [first + timedelta(days=i) for i in range((through - first).days + 1)]
@@ -125,38 +121,39 @@ class Ledger:
 
     def _write(self, window: Window, entries: list[Entry], *, has_data: bool, spacing: dict[str, float]) -> None:
         now = self._clock.now()
+        rows = [
+            {
+                "day": entry.day,
+                "namespace": entry.namespace,
+                "model": entry.use.model,
+                "team": entry.team,
+                "cost_center": entry.cost_center,
+                "allocated_hours": entry.use.allocated_hours,
+                "idle_hours": entry.use.idle_hours,
+                "observed_hours": entry.use.observed_hours,
+                "util_hours": entry.use.util_hours,
+                "price": entry.use.price,
+                "cost": entry.use.cost,
+                "idle_cost": entry.use.idle_cost,
+            }
+            for entry in entries
+        ]
         with self._db.transaction() as repo:
-            session = repo.session
-            session.execute(delete(LedgerEntry).where(LedgerEntry.day == window.day))
-            row = session.get(LedgerDay, window.day) or LedgerDay(day=window.day)
-            row.status, row.recorded_at = (RECORDED if has_data else NO_DATA), now
-            row.ksm_spacing, row.dcgm_spacing = spacing.get("ksm"), spacing.get("dcgm")
-            session.add(row)
-            for entry in entries:
-                use = entry.use
-                session.add(
-                    LedgerEntry(
-                        day=entry.day,
-                        namespace=entry.namespace,
-                        model=use.model,
-                        team=entry.team,
-                        cost_center=entry.cost_center,
-                        allocated_hours=use.allocated_hours,
-                        idle_hours=use.idle_hours,
-                        observed_hours=use.observed_hours,
-                        util_hours=use.util_hours,
-                        price=use.price,
-                        cost=use.cost,
-                        idle_cost=use.idle_cost,
-                    )
-                )
+            repo.replace_ledger_day(
+                window.day,
+                status=RECORDED if has_data else NO_DATA,
+                recorded_at=now,
+                ksm_spacing=spacing.get("ksm"),
+                dcgm_spacing=spacing.get("dcgm"),
+                entries=rows,
+            )
 
     # --- reading -------------------------------------------------------------------------------
 
     def recent_price(self, namespace: str, *, days: int = 7) -> tuple[float, str] | None:
         """The price per GPU-hour of what ``namespace`` ran on in the last ``days`` recorded days (weighted
         by GPU-hours, at today's prices) and the models it names; None when the ledger has nothing."""
-        latest = self._db.run(lambda repo: repo.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1)))
+        latest = self._db.run(lambda repo: repo.latest_ledger_day())
         if latest is None:
             return None
         hours: dict[str, float] = {}
@@ -174,32 +171,17 @@ class Ledger:
         wanted = sorted(set(days))
         if not wanted:
             return {}
-        rows = self._db.run(
-            lambda repo: list(
-                repo.session.execute(
-                    select(LedgerDay.day, LedgerDay.status).where(LedgerDay.day >= wanted[0], LedgerDay.day <= wanted[-1])
-                )
-            )
-        )
+        rows = self._db.run(lambda repo: repo.ledger_status(wanted[0], wanted[-1]))
         return {day: status for day, status in rows if day in set(wanted)}
 
     def entries(self, first: date, last: date) -> list[Entry]:
         # Plain column tuples, not ORM objects: a month of 3,000 namespaces is ~100,000 rows.
-        e = LedgerEntry
-        query = (
-            select(e.day, e.namespace, e.team, e.cost_center, e.model, e.allocated_hours, e.idle_hours)
-            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost)
-            .where(e.day >= first, e.day <= last)
-            .order_by(e.day, e.namespace, e.model)
-        )
-        rows = self._db.run(lambda repo: list(repo.session.execute(query)))
+        rows = self._db.run(lambda repo: repo.ledger_entries(first, last))
         return [Entry(r[0], r[1], r[2], r[3], ModelUse(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])) for r in rows]
 
     def team_day_costs(self, first: date, last: date) -> dict[str, dict[date, float]]:
         """Per team, the cost of each recorded day: summed in the database (what budgets need, cheaply)."""
-        e = LedgerEntry
-        query = select(e.day, e.namespace, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last)
-        rows = self._db.run(lambda repo: list(repo.session.execute(query.group_by(e.day, e.namespace, e.team))))
+        rows = self._db.run(lambda repo: repo.ledger_costs(first, last))
         managed = managed_teams(self._policy)
         costs: dict[str, dict[date, float]] = {}
         for day, namespace, recorded, cost in rows:

@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
-from sqlalchemy import select
-
-from bot.adapters.db.database import Database
-from bot.adapters.db.models import MetricsOutage
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.services.announce import Announcer
+from bot.services.ports import Repository, Transactions
 from bot.services.text import Moment, say
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import MetricsOutage
 
 log = logging.getLogger(__name__)
 
 
 class MetricsHealth:
-    def __init__(self, *, policy: Policy, database: Database, announcer: Announcer, clock: Clock) -> None:
+    def __init__(self, *, policy: Policy, database: Transactions, announcer: Announcer, clock: Clock) -> None:
         self._policy = policy
         self._db = database
         self._announce = announcer
@@ -50,20 +51,19 @@ class MetricsHealth:
                 say(":white_check_mark: GPU metrics are back (unavailable since ", Moment(outage.started_at), ")."),
             )
 
-    def _open_or_start(self, repo, cause: str) -> MetricsOutage:  # type: ignore[no-untyped-def]
-        outage = repo.session.scalar(select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id))
+    def _open_or_start(self, repo: Repository, cause: str) -> MetricsOutage:
+        outage = repo.open_metrics_outage()
         if outage is None:
-            outage = MetricsOutage(started_at=self._clock.now(), cause=cause)
-            repo.session.add(outage)
-            repo.session.flush()
+            outage = repo.start_metrics_outage(at=self._clock.now(), cause=cause)
         return outage
 
-    def _mark_notified(self, repo, outage_id: int) -> None:  # type: ignore[no-untyped-def]
-        outage = repo.session.get(MetricsOutage, outage_id)
-        outage.notified_at = self._clock.now()
+    def _mark_notified(self, repo: Repository, outage_id: int) -> None:
+        outage = repo.metrics_outage(outage_id)
+        if outage is not None:
+            outage.notified_at = self._clock.now()
 
-    def _close(self, repo) -> MetricsOutage | None:  # type: ignore[no-untyped-def]
-        outage = repo.session.scalar(select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id))
+    def _close(self, repo: Repository) -> MetricsOutage | None:
+        outage = repo.open_metrics_outage()
         if outage is not None:
             outage.ended_at = self._clock.now()
         return outage

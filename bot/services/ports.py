@@ -22,7 +22,16 @@ from bot.services.cards import RequestCard
 from bot.services.text import Notice
 
 if TYPE_CHECKING:
-    from bot.adapters.db.models import AuditRow, GrantRow, HomeTabRow, NamespaceRow, RequestRow, TeamSpend
+    from bot.adapters.db.models import (
+        AuditRow,
+        GrantRow,
+        HomeTabRow,
+        IdleNudge,
+        MetricsOutage,
+        NamespaceRow,
+        RequestRow,
+        TeamSpend,
+    )
     from bot.services.home import HomeView
 
 T = TypeVar("T")
@@ -128,6 +137,72 @@ class Repository(Protocol):
     def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None: ...
 
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]: ...
+
+    def record_team_spend(self, team: str, *, month: str, spent: float, budget: float, forecast: float, at: datetime) -> None:
+        """Keep the team's latest month-to-date measurement."""
+        ...
+
+    def budget_alerts_sent(self, team: str, month: str) -> set[str]: ...
+
+    def claim_budget_alerts(self, team: str, month: str, keys: Iterable[str], *, percent: float, at: datetime) -> bool:
+        """Record these warnings, all or none; False (nothing recorded) when any was recorded before."""
+        ...
+
+    def forget_budget_alerts(self, team: str, month: str, keys: Iterable[str]) -> None: ...
+
+    def digest_days_posted(self, scope: str, *, first: date, last: date) -> set[date]: ...
+
+    def claim_digest(self, scope: str, day: date, *, at: datetime) -> bool:
+        """Claim the (scope, day) digest before posting it; False when it was claimed before."""
+        ...
+
+    def release_digest(self, scope: str, day: date) -> None: ...
+
+    def mark_digest_posted(self, scope: str, day: date, *, at: datetime) -> None: ...
+
+    def latest_ledger_day(self) -> date | None: ...
+
+    def replace_ledger_day(
+        self,
+        day: date,
+        *,
+        status: str,
+        recorded_at: datetime,
+        ksm_spacing: float | None,
+        dcgm_spacing: float | None,
+        entries: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """The day's ledger rows replaced whole by ``entries`` (column values)."""
+        ...
+
+    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]: ...
+
+    def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
+        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
+        ...
+
+    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost) of the entries in [first, last]."""
+        ...
+
+    def open_metrics_outage(self) -> MetricsOutage | None:
+        """The oldest Prometheus outage not yet over."""
+        ...
+
+    def start_metrics_outage(self, *, at: datetime, cause: str) -> MetricsOutage:
+        """A new open outage, with its id assigned."""
+        ...
+
+    def metrics_outage(self, outage_id: int) -> MetricsOutage | None: ...
+
+    def idle_nudge(self, namespace: str) -> IdleNudge | None: ...
+
+    def snooze_idle_nudges(self, namespace: str, *, until: datetime, by: str) -> None: ...
+
+    def remember_idle_nudge(self, namespace: str, *, gpus: float, at: datetime) -> None:
+        """The namespace was nudged about ``gpus`` idle GPUs: an idle episode is on."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select, text
@@ -15,9 +15,15 @@ from sqlalchemy.sql.elements import ColumnElement
 from bot.adapters.db.models import (
     AuditRow,
     BlockedAlert,
+    BudgetAlert,
     DecisionRow,
+    DigestRun,
     GrantRow,
     HomeTabRow,
+    IdleNudge,
+    LedgerDay,
+    LedgerEntry,
+    MetricsOutage,
     NamespaceRow,
     RequestRow,
     SlackEventRow,
@@ -34,8 +40,8 @@ def advisory_key(name: str) -> int:
 
 
 class Repository:
-    """Implements ``bot.services.ports.Repository`` on one session (``session`` is for the services
-    not yet converted to named methods: digest, budget, idle, metrics health)."""
+    """Implements ``bot.services.ports.Repository`` on one session (``session`` stays public for tests
+    that set up rows directly; services use the named methods only)."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
@@ -291,3 +297,145 @@ class Repository:
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]:
         """The month-to-date spend the budget job last measured, for these teams."""
         return self.session.scalars(select(TeamSpend).where(TeamSpend.team.in_(list(teams)))).all()
+
+    # --- metrics outages -----------------------------------------------------------------------
+
+    def open_metrics_outage(self) -> MetricsOutage | None:
+        """The oldest outage not yet over, if any."""
+        query = select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id)
+        return self.session.scalar(query)
+
+    def start_metrics_outage(self, *, at: datetime, cause: str) -> MetricsOutage:
+        """A new open outage; flushed, so it has its id."""
+        outage = MetricsOutage(started_at=at, cause=cause)
+        self.session.add(outage)
+        self.session.flush()
+        return outage
+
+    def metrics_outage(self, outage_id: int) -> MetricsOutage | None:
+        return self.session.get(MetricsOutage, outage_id)
+
+    # --- idle-GPU nudges -----------------------------------------------------------------------
+
+    def idle_nudge(self, namespace: str) -> IdleNudge | None:
+        return self.session.get(IdleNudge, namespace)
+
+    def snooze_idle_nudges(self, namespace: str, *, until: datetime, by: str) -> None:
+        row = self.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace, gpus=0.0, active=False)
+        row.snoozed_until, row.snoozed_by = until, by
+        self.session.add(row)
+
+    def remember_idle_nudge(self, namespace: str, *, gpus: float, at: datetime) -> None:
+        """The namespace was nudged about ``gpus`` idle GPUs: an idle episode is on."""
+        row = self.session.get(IdleNudge, namespace) or IdleNudge(namespace=namespace)
+        row.gpus, row.active, row.nudged_at = gpus, True, at
+        self.session.add(row)
+
+    # --- budgets -------------------------------------------------------------------------------
+
+    def record_team_spend(self, team: str, *, month: str, spent: float, budget: float, forecast: float, at: datetime) -> None:
+        """Keep the team's latest month-to-date measurement (one row per team)."""
+        row = self.session.get(TeamSpend, team)
+        if row is None:
+            row = TeamSpend(team=team)
+            self.session.add(row)
+        row.month, row.spent, row.budget, row.forecast, row.measured_at = month, spent, budget, forecast, at
+
+    def budget_alerts_sent(self, team: str, month: str) -> set[str]:
+        """The thresholds (and ``forecast``) already claimed for the team this month."""
+        query = select(BudgetAlert.threshold).where(BudgetAlert.team == team, BudgetAlert.month == month)
+        return set(self.session.scalars(query))
+
+    def claim_budget_alerts(self, team: str, month: str, keys: Iterable[str], *, percent: float, at: datetime) -> bool:
+        """Record these warnings, all or none: False (nothing recorded) when any was recorded before.
+
+        Insert ... on conflict do nothing: a concurrent claim of the same warning waits for the other
+        transaction, then finds its row; the rows this call did insert are removed again.
+        """
+        keys = list(keys)
+        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
+        rows = [{"team": team, "month": month, "threshold": key, "percent": percent, "sent_at": at} for key in keys]
+        statement = dialect.insert(BudgetAlert).values(rows).on_conflict_do_nothing()
+        claimed = list(self.session.scalars(statement.returning(BudgetAlert.threshold)))
+        if len(claimed) == len(keys):
+            return True
+        self.forget_budget_alerts(team, month, claimed)
+        return False
+
+    def forget_budget_alerts(self, team: str, month: str, keys: Iterable[str]) -> None:
+        query = delete(BudgetAlert).where(
+            BudgetAlert.team == team, BudgetAlert.month == month, BudgetAlert.threshold.in_(list(keys))
+        )
+        self.session.execute(query)
+
+    # --- digests -------------------------------------------------------------------------------
+
+    def digest_days_posted(self, scope: str, *, first: date, last: date) -> set[date]:
+        query = select(DigestRun.day).where(
+            DigestRun.scope == scope, DigestRun.status == "posted", DigestRun.day >= first, DigestRun.day <= last
+        )
+        return set(self.session.scalars(query))
+
+    def claim_digest(self, scope: str, day: date, *, at: datetime) -> bool:
+        """Claim the (scope, day) digest; False when it was claimed before (insert ... on conflict do nothing)."""
+        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(DigestRun).values(scope=scope, day=day, status="claimed", claimed_at=at)
+        statement = statement.on_conflict_do_nothing()
+        return self.session.execute(statement.returning(DigestRun.id)).first() is not None
+
+    def release_digest(self, scope: str, day: date) -> None:
+        self.session.execute(delete(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day))
+
+    def mark_digest_posted(self, scope: str, day: date, *, at: datetime) -> None:
+        run = self.session.scalar(select(DigestRun).where(DigestRun.scope == scope, DigestRun.day == day))
+        if run is None:
+            raise LookupError(f"digest {scope} {day} was not claimed")
+        run.status, run.posted_at = "posted", at
+
+    # --- the cost ledger -----------------------------------------------------------------------
+
+    def latest_ledger_day(self) -> date | None:
+        return self.session.scalar(select(LedgerDay.day).order_by(LedgerDay.day.desc()).limit(1))
+
+    def replace_ledger_day(
+        self,
+        day: date,
+        *,
+        status: str,
+        recorded_at: datetime,
+        ksm_spacing: float | None,
+        dcgm_spacing: float | None,
+        entries: Iterable[Mapping[str, Any]],
+    ) -> None:
+        """The day's rows replaced whole by ``entries`` (column values of ``ledger_entries``)."""
+        self.session.execute(delete(LedgerEntry).where(LedgerEntry.day == day))
+        row = self.session.get(LedgerDay, day) or LedgerDay(day=day)
+        row.status, row.recorded_at = status, recorded_at
+        row.ksm_spacing, row.dcgm_spacing = ksm_spacing, dcgm_spacing
+        self.session.add(row)
+        for entry in entries:
+            self.session.add(LedgerEntry(**entry))
+
+    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]:
+        """(day, status) of the recorded days in [first, last]."""
+        query = select(LedgerDay.day, LedgerDay.status).where(LedgerDay.day >= first, LedgerDay.day <= last)
+        return [(day, status) for day, status in self.session.execute(query)]
+
+    def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
+        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
+        e = LedgerEntry
+        query = (
+            select(e.day, e.namespace, e.team, e.cost_center, e.model, e.allocated_hours, e.idle_hours)
+            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost)
+            .where(e.day >= first, e.day <= last)
+            .order_by(e.day, e.namespace, e.model)
+        )
+        return [tuple(row) for row in self.session.execute(query)]
+
+    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost), summed in the database."""
+        e = LedgerEntry
+        query = select(e.day, e.namespace, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last)
+        rows = self.session.execute(query.group_by(e.day, e.namespace, e.team))
+        return [(day, namespace, team, cost) for day, namespace, team, cost in rows]
