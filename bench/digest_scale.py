@@ -23,7 +23,9 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
@@ -157,6 +159,29 @@ def settle(server: PrometheusServer, *, quiet: float = 20.0, limit: float = 1800
     return last
 
 
+@contextmanager
+def backfilled_prometheus(size: int, *, prefix: str) -> Iterator[tuple[PrometheusServer, int, float]]:
+    """A started, settled Prometheus holding the month for ``size`` namespaces, with the samples written
+    and the backfill's seconds (0 when ``BENCH_KEEP`` kept it from an earlier run)."""
+    keep = os.environ.get("BENCH_KEEP")
+    workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"{prefix}-{size}-"))
+    server = PrometheusServer(workdir)
+    try:
+        done = workdir / "backfilled"
+        if done.exists():
+            samples, seconds = int(done.read_text()), 0.0
+        else:
+            samples, seconds = backfill(server, size)
+            done.write_text(str(samples))
+        server.start(timeout=600)
+        settle(server)
+        yield server, samples, seconds
+    finally:
+        server.stop()
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 def main(sizes: list[int]) -> None:
     if shutil.which("prometheus") is None:
         sys.exit("prometheus is not installed: run ./scripts/test once (it installs Debian's package)")
@@ -164,29 +189,14 @@ def main(sizes: list[int]) -> None:
     print(
         f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'queries':>8} {'digest s':>8} {'render s':>8} {'peak MiB':>9} {'chart s':>8}"
     )
-    keep = os.environ.get("BENCH_KEEP")
     for size in sizes:
-        workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"digest-bench-{size}-"))
-        server = PrometheusServer(workdir)
-        try:
-            done = workdir / "backfilled"
-            if done.exists():
-                samples, seconds = int(done.read_text()), 0.0
-            else:
-                samples, seconds = backfill(server, size)
-                done.write_text(str(samples))
-            server.start(timeout=600)
-            settle(server)
+        with backfilled_prometheus(size, prefix="digest-bench") as (server, samples, seconds):
             row = measure(server, size)
             print(
                 f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['queries']:>8} {row['build']:>8.2f} {row['render']:>8.2f} "
                 f"{row['peak_mb']:>9.1f} {row['chart']:>8.2f}",
                 flush=True,
             )
-        finally:
-            server.stop()
-            if not keep:
-                shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,9 @@ timed three times, median printed:
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 from datetime import date, timedelta
 from pathlib import Path
@@ -29,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from sqlalchemy import delete  # noqa: E402
 
-from bench.digest_scale import DAYS, MONTH, STEP, TEAMS, backfill, policy, settle  # noqa: E402
+from bench.digest_scale import DAYS, MONTH, STEP, TEAMS, backfilled_prometheus, policy  # noqa: E402
 from bot.adapters.db.database import Database  # noqa: E402
 from bot.adapters.db.models import Base, LedgerDay, LedgerEntry  # noqa: E402
 from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
@@ -100,29 +98,14 @@ def main(sizes: list[int]) -> None:
         f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'ledger 30 d s':>13} "
         f"{'daily digest s':>14} {'queries':>7} {'budget check s':>14} {'queries':>7}"
     )
-    keep = os.environ.get("BENCH_KEEP")
     for size in sizes:
-        workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"ledger-bench-{size}-"))
-        server = PrometheusServer(workdir)
-        try:
-            done = workdir / "backfilled"
-            if done.exists():
-                samples, seconds = int(done.read_text()), 0.0
-            else:
-                samples, seconds = backfill(server, size)
-                done.write_text(str(samples))
-            server.start(timeout=600)
-            settle(server)
+        with backfilled_prometheus(size, prefix="ledger-bench") as (server, samples, seconds):
             row = measure(server, size)
             print(
                 f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['catch_up']:>13.2f} {row['digest']:>14.2f} "
                 f"{row['digest_queries']:>7.0f} {row['check']:>14.2f} {row['check_queries']:>7.0f}",
                 flush=True,
             )
-        finally:
-            server.stop()
-            if not keep:
-                shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":
