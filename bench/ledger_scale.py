@@ -33,7 +33,7 @@ from bot.adapters.db.models import Base, LedgerDay, LedgerEntry  # noqa: E402
 from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
 from bot.bootstrap import build_services  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
-from tests.fakes import FakeCluster, FakeDirectory, FakeNotifier  # noqa: E402
+from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
 RUNS = 3
@@ -51,6 +51,7 @@ def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
         database=database,
         cluster=FakeCluster(),
         notifier=FakeNotifier(),
+        home_tabs=FakeHomeTabs(),
         directory=FakeDirectory(),
         clock=clock,
         metrics=metrics,
