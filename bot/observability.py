@@ -1,7 +1,8 @@
 """The bot's own metrics (prometheus-client), served on ``/metrics``.
 
 Counters and histograms live in the default registry, as prometheus-client intends; the gauge of
-requests by state is read from the database at scrape time by ``RequestStates``.
+requests by state (``RequestStates``) and the Slack outbox's backlog (``OutboxBacklog``) are read from
+the database at scrape time.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, His
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from bot.clock import Clock
 from bot.domain.lifecycle import RequestState
 from bot.services.ports import Transactions
 
@@ -66,6 +68,32 @@ class RequestStates(Collector):
         for state in RequestState:
             family.add_metric([state.value], counts.get(state.value, 0))
         yield family
+
+
+class OutboxBacklog(Collector):
+    """``gpu_quota_outbox_entries{state}`` and ``gpu_quota_outbox_oldest_pending_seconds``: what the bot
+    still has to say in Slack, and for how long the oldest of it has waited (0 when nothing waits)."""
+
+    def __init__(self, database: Transactions, clock: Clock) -> None:
+        self._db = database
+        self._clock = clock
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            health = self._db.outbox().health()
+        except Exception:
+            log.exception("could not read the outbox for /metrics")
+            return
+        entries = GaugeMetricFamily("gpu_quota_outbox_entries", "Slack outbox entries by state", labels=["state"])
+        for state in ("pending", "sent", "dead"):
+            entries.add_metric([state], health.counts.get(state, 0))
+        yield entries
+        waited = 0.0
+        if health.oldest_pending_at is not None:
+            waited = max(0.0, (self._clock.now() - health.oldest_pending_at).total_seconds())
+        yield GaugeMetricFamily(
+            "gpu_quota_outbox_oldest_pending_seconds", "Age of the oldest Slack message not delivered yet", value=waited
+        )
 
 
 def exposition() -> tuple[bytes, str]:

@@ -38,7 +38,7 @@ from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
 from bot.leadership import LeaderLoop, leadership_for
 from bot.logs import configure_logging
-from bot.observability import RequestStates, exposition
+from bot.observability import OutboxBacklog, RequestStates, exposition
 from bot.services.container import Services
 from bot.settings import Settings, SettingsError, load_settings
 
@@ -116,6 +116,7 @@ def serve() -> int:
         interval=settings.leader_check_seconds,
     )
     REGISTRY.register(request_states := RequestStates(database))
+    REGISTRY.register(outbox_backlog := OutboxBacklog(database, SystemClock()))
 
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -134,6 +135,7 @@ def serve() -> int:
     scheduler.shutdown(wait=True)  # waits for a job that is running
     leader.stop()
     REGISTRY.unregister(request_states)
+    REGISTRY.unregister(outbox_backlog)
     database.dispose()
     log.info("stopped")
     return 0

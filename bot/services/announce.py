@@ -38,6 +38,9 @@ MAX_BACKOFF = timedelta(minutes=5)
 PERMANENT_TRIES = 3
 # A reply still waiting for its request message after this long will never have one.
 UNPOSTED_GIVE_UP = timedelta(days=1)
+# How long settled entries stay for the operator to read: sent ones a week, dead ones a month.
+SENT_KEPT = timedelta(days=7)
+DEAD_KEPT = timedelta(days=30)
 
 
 class Announcer:
@@ -109,6 +112,14 @@ class Announcer:
     def deliver_pending(self) -> int:
         """Deliver what could not be delivered at once (the reconcile tick calls this); how many went."""
         return sum(self._drain(stream) for stream in self._outbox.due_streams(self._clock.now()))
+
+    def forget_delivered(self) -> int:
+        """Delete settled entries older than their keep period (pending ones stay); how many went."""
+        now = self._clock.now()
+        forgotten = self._outbox.forget(sent_before=now - SENT_KEPT, dead_before=now - DEAD_KEPT)
+        if forgotten:
+            log.info("forgot %d settled outbox entries", forgotten)
+        return forgotten
 
     # --- the outbox ---------------------------------------------------------------------------
 

@@ -220,6 +220,14 @@ class Claimed:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class OutboxHealth:
+    """Entries per state, and when the oldest still pending was recorded (None: nothing pending)."""
+
+    counts: dict[str, int]
+    oldest_pending_at: datetime | None
+
+
 class Outbox(Protocol):
     """What the bot means to say in Slack, recorded first, then delivered in order per stream."""
 
@@ -247,6 +255,10 @@ class Outbox(Protocol):
     def retry_later(self, entry_id: int, *, at: datetime, error: str, attempts: int) -> None: ...
 
     def dead(self, entry_id: int, *, error: str, attempts: int) -> None: ...
+
+    def forget(self, *, sent_before: datetime, dead_before: datetime) -> int: ...
+
+    def health(self) -> OutboxHealth: ...
 
 
 class Transactions(Protocol):

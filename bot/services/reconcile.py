@@ -168,6 +168,7 @@ class Reconciler:
 
     def _deliver(self, report: TickReport) -> None:
         self._announce.deliver_pending()
+        self._announce.forget_delivered()
 
     def _tell_admins(self, text: Notice) -> None:
         if self._policy.admin_channel:

@@ -69,3 +69,21 @@ def test_a_click_before_the_message_ts_is_stored_keeps_its_replies(slack: SlackO
     assert thread[1].startswith(":white_check_mark: Applied:") and len(thread) == 2
     assert slack.buttons(message) == {}
     assert len(slack.channel_messages("C0FRONTIER")) == 1
+
+
+def test_the_reconcile_tick_forgets_sent_entries_after_a_week_and_keeps_waiting_ones(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    outbox = slack.sandbox.database.outbox()
+    slack.command(ALICE, REQUEST)
+    message = slack.request_message("C0FRONTIER")
+    slack.click(LEE, slack.buttons(message)["Approve"], message)
+    assert outbox.health().counts == {"sent": 5}  # card updates, two replies, the DM
+    for method in ("chat.postMessage", "chat.update"):
+        slack.sandbox.slack.fail(method, "internal_error", status=500, times=10_000)  # Slack down from now on
+
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()  # the grant ends: what it says cannot be delivered
+    health = outbox.health()
+    assert "sent" not in health.counts and health.counts["pending"] >= 1
+    assert health.oldest_pending_at is not None

@@ -17,7 +17,7 @@ from bot.clock import ManualClock
 from bot.sandbox.session import BOT_TOKEN
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.world import sandbox_policy, sandbox_slack
-from bot.services.announce import PERMANENT_TRIES, Announcer
+from bot.services.announce import DEAD_KEPT, PERMANENT_TRIES, SENT_KEPT, Announcer
 from bot.services.text import say
 from tests.integration.conftest import START
 
@@ -107,6 +107,31 @@ def test_a_permanent_refusal_is_tried_a_bounded_number_of_times_then_the_stream_
     assert delivered(stand_in, "C0PLATFORM") == ["second"]
     assert len(stand_in.calls_of("chat.postMessage")) == PERMANENT_TRIES + 1  # never retried forever
     assert OutboxStore(Database.from_url(url)).counts() == {"dead": 1, "sent": 1}
+
+
+def test_settled_entries_go_after_their_keep_period_and_waiting_ones_stay(database_url: str, stand_in: SlackApiStandIn) -> None:
+    upgrade(database_url)
+    clock = ManualClock(START)
+    announcer = replica(database_url, stand_in, clock)
+    store = OutboxStore(Database.from_url(database_url))
+    stand_in.fail("chat.postMessage", "not_in_channel", times=PERMANENT_TRIES)
+    announcer.post("C0PLATFORM", say("refused for good"))
+    for _ in range(PERMANENT_TRIES):
+        clock.advance(timedelta(minutes=10))
+        announcer.deliver_pending()
+    announcer.post("C0PLATFORM", say("delivered"))
+    stand_in.fail("chat.postMessage", "internal_error", status=500, times=10_000)
+    announcer.post("C0BIZ", say("waiting"))
+    assert store.counts() == {"dead": 1, "sent": 1, "pending": 1}
+
+    clock.advance(SENT_KEPT + timedelta(minutes=1))
+    assert announcer.forget_delivered() == 1
+    assert store.counts() == {"dead": 1, "pending": 1}
+    clock.advance(DEAD_KEPT - SENT_KEPT)
+    assert announcer.forget_delivered() == 1
+    health = store.health()
+    assert health.counts == {"pending": 1}
+    assert health.oldest_pending_at == START + timedelta(minutes=10 * PERMANENT_TRIES)
 
 
 def test_a_rate_limit_waits_its_retry_after(tmp_path: Path, stand_in: SlackApiStandIn) -> None:

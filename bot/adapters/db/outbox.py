@@ -13,13 +13,13 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.engine import CursorResult
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import OutboxEntry
 from bot.adapters.db.repository import Repository
-from bot.services.ports import Claimed
+from bot.services.ports import Claimed, OutboxHealth
 
 PENDING, SENT, DEAD = "pending", "sent", "dead"
 
@@ -142,6 +142,37 @@ class OutboxStore:
 
     def dead(self, entry_id: int, *, error: str, attempts: int) -> None:
         self._settle(entry_id, state=DEAD, last_error=error, attempts=attempts, claimed_until=None)
+
+    def forget(self, *, sent_before: datetime, dead_before: datetime) -> int:
+        """Delete sent entries settled before ``sent_before`` and dead ones recorded before
+        ``dead_before``; how many went. Pending entries are never deleted."""
+
+        def forget(repo: Repository) -> int:
+            result = repo.session.execute(
+                delete(OutboxEntry)
+                .where(
+                    or_(
+                        and_(OutboxEntry.state == SENT, OutboxEntry.sent_at < sent_before),
+                        and_(OutboxEntry.state == DEAD, OutboxEntry.created_at < dead_before),
+                    )
+                )
+                .execution_options(synchronize_session=False)
+            )
+            assert isinstance(result, CursorResult)
+            return result.rowcount
+
+        return self._db.run(forget)
+
+    def health(self) -> OutboxHealth:
+        """Entries per state and when the oldest pending one was recorded (metrics, alerts)."""
+
+        def read(repo: Repository) -> OutboxHealth:
+            session = repo.session
+            rows = session.execute(select(OutboxEntry.state, func.count()).group_by(OutboxEntry.state))
+            oldest = session.scalar(select(func.min(OutboxEntry.created_at)).where(OutboxEntry.state == PENDING))
+            return OutboxHealth(counts={state: number for state, number in rows}, oldest_pending_at=oldest)
+
+        return self._db.run(read)
 
     def counts(self) -> dict[str, int]:
         """Entries per state (for tests, metrics and the operator)."""
