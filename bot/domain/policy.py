@@ -65,6 +65,8 @@ class ManagedNamespace(_Frozen):
     quota_name: str | None = None  # defaults.quota_name when unset
     max_gpus: int | None = Field(default=None, ge=0)  # overrides the team's max_gpus_per_namespace
     default_quota: int | None = Field(default=None, ge=0)  # GPUs when the cluster has no quota yet
+    # PriorityClasses temporary grants are meant for; overrides the team's list (None: the team's).
+    borrowed_priority_classes: tuple[str, ...] | None = None
 
     @field_validator("name")
     @classmethod
@@ -130,6 +132,9 @@ class Team(_Frozen):
     auto_approve: AutoApprove | None = None
     budget: Budget | None = None
     notifications: Notifications = Notifications()
+    # PriorityClasses temporary grants are meant for: request cards warn about running GPU pods of a
+    # higher class. Empty: no check.
+    borrowed_priority_classes: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -262,6 +267,14 @@ class Policy(_Frozen):
         if managed and managed.default_quota is not None:
             return managed.default_quota
         return self.defaults.default_quota
+
+    def borrowed_priority_classes(self, namespace: str) -> tuple[str, ...]:
+        """The PriorityClasses the namespace's temporary grants are meant for (the namespace's list, else its team's)."""
+        managed = self.namespace(namespace)
+        if managed is not None and managed.borrowed_priority_classes is not None:
+            return managed.borrowed_priority_classes
+        team = self.team_of(namespace)
+        return team.borrowed_priority_classes if team else ()
 
     def max_gpus(self, namespace: str) -> int:
         team = self.team_of(namespace)
