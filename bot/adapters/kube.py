@@ -193,12 +193,8 @@ class KubernetesCluster:
         return [pod for item in items if (pod := gpu_pod(item)) is not None]
 
     def priority_classes(self) -> dict[str, int]:
-        classes = self._call(
-            "list PriorityClasses", lambda: self._scheduling.list_priority_class(_request_timeout=self._timeout)
-        )
-        return {
-            str(item.metadata.name): int(item.value) for item in classes.items if item.metadata and item.value is not None
-        }
+        classes = self._call("list PriorityClasses", lambda: self._scheduling.list_priority_class(_request_timeout=self._timeout))
+        return {str(item.metadata.name): int(item.value) for item in classes.items if item.metadata and item.value is not None}
 
     def scheduling_failures(self) -> list[SchedulingFailure]:
         events = self._call(

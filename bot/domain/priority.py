@@ -67,9 +67,7 @@ def pod_mix(pods: Iterable[GpuPod]) -> PodMix:
         share[1] += 1
         gpus += pod.gpus
         count += 1
-    classes = tuple(
-        ClassShare(label, g, n) for label, (g, n) in sorted(shares.items(), key=lambda item: (-item[1][0], item[0]))
-    )
+    classes = tuple(ClassShare(label, g, n) for label, (g, n) in sorted(shares.items(), key=lambda item: (-item[1][0], item[0])))
     return PodMix(gpus=gpus, pods=count, classes=classes, pending_pods=pending)
 
 
@@ -102,9 +100,7 @@ class ClassWarning:
         return self.value is not None and self.highest_allowed is not None and self.value > self.highest_allowed
 
 
-def borrowed_class_warnings(
-    pods: Iterable[GpuPod], *, allowed: Sequence[str], values: Mapping[str, int]
-) -> list[ClassWarning]:
+def borrowed_class_warnings(pods: Iterable[GpuPod], *, allowed: Sequence[str], values: Mapping[str, int]) -> list[ClassWarning]:
     """Running pods whose class is not one of ``allowed`` and may outrank them.
 
     ``values`` maps PriorityClass names to their ``value``. A class outside the list is fine when

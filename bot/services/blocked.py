@@ -113,7 +113,6 @@ class BlockedWatch:
         value = json.dumps({"namespace": refusal.namespace, "gpus": more})
         return self._announce.post(channel, text, actions=[Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")])
 
-
     def _check_scheduling(self) -> list[str]:
         if self._workloads is None or self._pods is None:
             return []
