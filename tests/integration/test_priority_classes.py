@@ -117,4 +117,7 @@ def _select_pods(stand_in: KubeApiStandIn) -> None:
         api.list_namespaced_pod(FRONTIER, field_selector="spec.priorityClassName=x")
     assert refused.value.status == 400 and "field label not supported: spec.priorityClassName" in str(refused.value.body)
     classes = client.SchedulingV1Api(api.api_client).list_priority_class()
-    assert {c.metadata.name: c.value for c in classes.items} == {"high-priority-business": 1000000, "low-priority-experiment": 100}
+    assert {c.metadata.name: c.value for c in classes.items} == {
+        "high-priority-business": 1000000,
+        "low-priority-experiment": 100,
+    }
