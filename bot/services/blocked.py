@@ -122,6 +122,7 @@ class BlockedWatch:
             log.error("cannot read scheduling failures: %s", error)
             return []
         waiting: dict[str, list[_Waiting]] = {}
+        pending: dict[str, dict[str, GpuPod]] = {}  # read once per namespace and check
         for failure in failures:
             team = self._policy.team_of(failure.namespace)
             if team is None or not team.notifications.blocked_workloads:
@@ -129,7 +130,9 @@ class BlockedWatch:
             key = f"{failure.namespace}/Pod/{failure.pod}"
             if self._db.run(partial(_alerted, key=key)):
                 continue
-            pod = self._pending_pod(failure.namespace, failure.pod)
+            if failure.namespace not in pending:
+                pending[failure.namespace] = self._pending_pods(failure.namespace)
+            pod = pending[failure.namespace].get(failure.pod)
             cause = wait_cause(failure.message, nominated_node=pod.nominated_node) if pod else None
             if pod is None or cause is None:
                 continue  # scheduled or gone since (events outlive their cause by an hour)
@@ -144,14 +147,16 @@ class BlockedWatch:
                     reported.append(entry.key)
         return reported
 
-    def _pending_pod(self, namespace: str, name: str) -> GpuPod | None:
+    def _pending_pods(self, namespace: str) -> dict[str, GpuPod]:
+        """The namespace's pending GPU pods by name; none when they cannot be read (the next check tries again)."""
         assert self._pods is not None
         try:
-            pods = self._pods.pods(namespace)
+            # Fresh: a pod that started waiting after the last status must not be missed for 30 s.
+            pods = self._pods.pods(namespace, fresh=True)
         except GpuQuotaError as error:
             log.warning("cannot read the GPU pods of %s: %s", namespace, error)
-            return None
-        return next((pod for pod in pods if pod.name == name and pod.phase == "Pending"), None)
+            return {}
+        return {pod.name: pod for pod in pods if pod.phase == "Pending"}
 
 
 @dataclass(frozen=True)
@@ -176,7 +181,7 @@ def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> Notice:
         ":hourglass_flowing_sand: ",
         f"{count} GPU pod{'s' if count != 1 else ''} in ",
         Strong(namespace),
-        " wait for the scheduler, not the quota (",
+        f" {'wait' if count != 1 else 'waits'} for the scheduler, not the quota (",
         Code("Insufficient nvidia.com/gpu"),
         "):",
     ]

@@ -45,9 +45,9 @@ class PodView:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, object]] = {}
 
-    def pods(self, namespace: str) -> list[GpuPod]:
-        """The namespace's unfinished GPU pods (cached); raises the port's errors."""
-        return list(self._cached(namespace, lambda: tuple(self._workloads.gpu_pods(namespace))))
+    def pods(self, namespace: str, *, fresh: bool = False) -> list[GpuPod]:
+        """The namespace's unfinished GPU pods (cached; read anew when ``fresh``); raises the port's errors."""
+        return list(self._cached(namespace, lambda: tuple(self._workloads.gpu_pods(namespace)), fresh=fresh))
 
     def in_view(self, namespace: str) -> PodsInView | None:
         """The namespace's pod mix and class warnings, None when the cluster could not be read."""
@@ -61,11 +61,11 @@ class PodView:
         warnings = borrowed_class_warnings(pods, allowed=allowed, values=values)
         return PodsInView(pod_mix(pods), allowed, tuple(warnings))
 
-    def _cached(self, key: str, read: Callable[[], T]) -> T:
+    def _cached(self, key: str, read: Callable[[], T], *, fresh: bool = False) -> T:
         now = self._monotonic()
         with self._lock:
             entry = self._cache.get(key)
-            if entry is not None and now - entry[0] < self._ttl:
+            if entry is not None and now - entry[0] < self._ttl and not fresh:
                 return entry[1]  # type: ignore[return-value]
         value = read()  # outside the lock: one slow namespace does not hold up the others
         with self._lock:

@@ -22,6 +22,10 @@ def kube(slack: SlackOverHttp) -> KubeApiStandIn:
     return slack.sandbox.kube
 
 
+def pod_lists(stand_in: KubeApiStandIn) -> int:
+    return sum(1 for method, path, _, _ in stand_in.log if method == "GET" and path.endswith("/pods"))
+
+
 def test_status_shows_the_priority_classes_of_the_running_gpu_pods(slack: SlackOverHttp) -> None:
     kube(slack).add_pod(FRONTIER, "finished-run", gpus=4, priority_class="high-priority-business", phase="Succeeded")
     kube(slack).add_pod(FRONTIER, "cpu-only", gpus=0, priority_class="high-priority-business")
@@ -69,7 +73,9 @@ def test_a_pod_waiting_for_gpus_is_reported_as_capacity_not_quota(slack: SlackOv
         kube(slack).add_event(scheduling_failure_event(FRONTIER, pod, nodes=3))
     kube(slack).add_event(quota_refusal_event(FRONTIER, "Job", "finetune", requested=2, used=4, limited=4))
 
+    lists_before = pod_lists(kube(slack))
     reported = box.services.blocked.check()
+    assert pod_lists(kube(slack)) == lists_before + 1  # one fresh list of the namespace for its three events
     assert reported == [f"{FRONTIER}/Job/finetune", f"{FRONTIER}/Pod/sweep-7", f"{FRONTIER}/Pod/sweep-8"]
     assert box.services.blocked.check() == []
     texts = [m.text for m in slack.channel_messages("C0FRONTIER")]
