@@ -78,7 +78,7 @@ class Announcer:
         if self._pods is None or card.state != RequestState.PENDING:
             return card
         view = self._pods.in_view(card.namespace)
-        if view is not None and (card.permanent or card.delta <= 0):
+        if card.permanent or card.delta <= 0:
             view = replace(view, warnings=())
         return replace(card, pods=view)
 

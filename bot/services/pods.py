@@ -3,7 +3,7 @@
 ``status``, request cards and the blocked-workload alert ask for the same namespaces within seconds
 of each other; each namespace's pod list and the cluster's PriorityClasses are kept for ``ttl``
 seconds (30 by default), so a burst of requests costs one list call per namespace. A failed read is
-never cached: callers get None (and a log line) and show the rest of their answer.
+never cached: callers get the reason (and a log line) and show the rest of their answer.
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ _CLASSES = "\0priorityclasses"  # the cache key of the PriorityClass list (never
 
 @dataclass(frozen=True)
 class PodsInView:
-    """A namespace's GPU pods and, when the policy names classes for borrowed GPUs, what falls outside them."""
+    """A namespace's GPU pods (name, GPUs, class, phase, start) and their mix by class and, when the policy
+    names classes for borrowed GPUs, what falls outside them; or why the pods could not be read."""
 
     mix: PodMix
+    pods: tuple[GpuPod, ...] = ()
     allowed: tuple[str, ...] = ()
     warnings: tuple[ClassWarning, ...] = ()
+    error: str | None = None
 
 
 class PodView:
@@ -49,17 +52,17 @@ class PodView:
         """The namespace's unfinished GPU pods (cached; read anew when ``fresh``); raises the port's errors."""
         return list(self._cached(namespace, lambda: tuple(self._workloads.gpu_pods(namespace)), fresh=fresh))
 
-    def in_view(self, namespace: str) -> PodsInView | None:
-        """The namespace's pod mix and class warnings, None when the cluster could not be read."""
+    def in_view(self, namespace: str) -> PodsInView:
+        """The namespace's pods, their mix and class warnings; ``error`` says why when the cluster could not be read."""
         try:
             pods = self.pods(namespace)
             allowed = self._policy.borrowed_priority_classes(namespace)
             values = self._cached(_CLASSES, self._workloads.priority_classes) if allowed else {}
         except GpuQuotaError as error:
             log.warning("cannot read the GPU pods of %s: %s", namespace, error)
-            return None
+            return PodsInView(pod_mix([]), error=str(error))
         warnings = borrowed_class_warnings(pods, allowed=allowed, values=values)
-        return PodsInView(pod_mix(pods), allowed, tuple(warnings))
+        return PodsInView(pod_mix(pods), tuple(pods), allowed, tuple(warnings))
 
     def _cached(self, key: str, read: Callable[[], T], *, fresh: bool = False) -> T:
         now = self._monotonic()

@@ -38,6 +38,16 @@ def test_status_shows_the_priority_classes_of_the_running_gpu_pods(slack: SlackO
     assert lists and all(q["fieldSelector"] == "status.phase!=Succeeded,status.phase!=Failed" for q in lists)
 
 
+def test_status_says_when_the_pods_cannot_be_read(slack: SlackOverHttp) -> None:
+    kube(slack).fail(
+        "GET", r"/pods$", 403, times=5, message='pods is forbidden: User "gpu-quota-bot" cannot list resource "pods"'
+    )
+    slack.command(ALICE, f"status {FRONTIER}")
+    answer = slack.responses()[-1]
+    assert "*4* hard / 3 used" in answer
+    assert "GPU pods unreadable: the cluster refused to let the bot list pods in ai-frontier-research (HTTP 403" in answer
+
+
 def test_the_card_warns_when_running_pods_outrank_the_classes_for_borrowed_gpus(slack: SlackOverHttp) -> None:
     kube(slack).add_pod(FRONTIER, "urgent-eval", gpus=1, priority_class="high-priority-business")
     slack.command(ALICE, f"request {FRONTIER} +2 for 2d evaluation sweep")

@@ -151,9 +151,10 @@ def test_the_view_reads_each_namespace_once_per_ttl_and_never_caches_a_failure()
     workloads = CountingWorkloads()
     view = PodView(workloads=workloads, policy=policy, ttl=30.0, monotonic=lambda: now[0])
     workloads.fail_next = True
-    assert view.in_view("ns-a") is None
+    assert view.in_view("ns-a").error == "the Kubernetes API did not answer"
     first = view.in_view("ns-a")
-    assert first is not None and first.warnings[0].priority_class == "high-priority-business"
+    assert first.error is None and first.warnings[0].priority_class == "high-priority-business"
+    assert [(p.name, p.gpus, p.priority_class) for p in first.pods] == [("a", 1, "high-priority-business")]
     now[0] = 29.0
     view.in_view("ns-a")
     assert (workloads.pod_lists, workloads.class_lists) == (2, 1)

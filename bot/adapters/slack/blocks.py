@@ -139,7 +139,7 @@ def _fields(card: RequestCard) -> list[str]:
         fields.append(f"*Cost*\n{sign}{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
     fields.append(f"*Cluster capacity*\n{_capacity_text(card)}")
     if card.pods is not None:
-        fields.append(f"*GPU pods in {escape(card.namespace)} now*\n{escape(describe_mix(card.pods.mix))}")
+        fields.append(f"*GPU pods in {escape(card.namespace)} now*\n{pods_text(card.pods)}")
     approvers = ", ".join(mention(u) if u != "gpu-quota-bot" else "auto-approval" for u in card.approvals) or "none yet"
     fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
     return fields
@@ -264,7 +264,7 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
             quota = f"*{status.hard}* hard / {status.used} used"
         lines.append(f"*{escape(status.namespace)}* ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}")
         if status.pods is not None:
-            lines.append(f"    • {escape(describe_mix(status.pods.mix))}")
+            lines.append(f"    • {pods_text(status.pods)}")
             lines.extend("    " + warning for warning in pod_warnings(status.pods))
         for grant in status.grants:
             state = "ends" if grant.state == GrantState.ACTIVE else "ended, reverting since"
@@ -274,6 +274,12 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
         if not status.grants and not status.pending:
             lines.append("    • no active grants, no pending requests")
     return lines
+
+
+def pods_text(pods: PodsInView) -> str:
+    if pods.error is not None:
+        return f"GPU pods unreadable: {escape(pods.error)}"
+    return escape(describe_mix(pods.mix))
 
 
 def pod_warnings(pods: PodsInView | None) -> list[str]:
