@@ -6,6 +6,7 @@ the bottom are pure. Only namespaces named here are ever touched by the bot.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +28,19 @@ def _duration(value: Any) -> Any:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_duration)]
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _class_names(value: Any) -> Any:
+    """PriorityClass names are DNS subdomains (lower case, at most 253 characters)."""
+    if isinstance(value, list | tuple):
+        bad = [v for v in value if not isinstance(v, str) or len(v) > 253 or not _SUBDOMAIN.fullmatch(v)]
+        if bad:
+            raise ValueError(f"not PriorityClass names: {', '.join(map(str, bad))}")
+    return value
+
+
+PriorityClassNames = Annotated[tuple[str, ...], BeforeValidator(_class_names)]
 
 
 class _Frozen(BaseModel):
@@ -66,7 +80,7 @@ class ManagedNamespace(_Frozen):
     max_gpus: int | None = Field(default=None, ge=0)  # overrides the team's max_gpus_per_namespace
     default_quota: int | None = Field(default=None, ge=0)  # GPUs when the cluster has no quota yet
     # PriorityClasses temporary grants are meant for; overrides the team's list (None: the team's).
-    borrowed_priority_classes: tuple[str, ...] | None = None
+    borrowed_priority_classes: PriorityClassNames | None = None
 
     @field_validator("name")
     @classmethod
@@ -134,7 +148,7 @@ class Team(_Frozen):
     notifications: Notifications = Notifications()
     # PriorityClasses temporary grants are meant for: request cards warn about running GPU pods of a
     # higher class. Empty: no check.
-    borrowed_priority_classes: tuple[str, ...] = ()
+    borrowed_priority_classes: PriorityClassNames = ()
 
     @property
     def label(self) -> str:

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from bot.adapters.kube import gpu_pod
-from bot.domain.policy import parse_policy
+from bot.domain.policy import PolicyError, parse_policy
 from bot.domain.priority import (
     GpuPod,
     WaitCause,
@@ -111,6 +111,17 @@ def test_the_namespace_list_overrides_the_team_list() -> None:
     assert policy.borrowed_priority_classes("ns-b") == ("research-mid",)
     assert policy.borrowed_priority_classes("ns-d") == ()
     assert policy.borrowed_priority_classes("unmanaged") == ()
+
+
+def test_a_class_name_that_cannot_exist_is_a_policy_error() -> None:
+    team = {
+        "channel": "C1",
+        "approvers": {"users": ["U1"]},
+        "namespaces": ["ns-a"],
+        "borrowed_priority_classes": ["Research_Low"],
+    }
+    with pytest.raises(PolicyError, match="not PriorityClass names: Research_Low"):
+        parse_policy({"teams": {"t": team}})
 
 
 class CountingWorkloads:
