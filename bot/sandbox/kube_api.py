@@ -436,11 +436,18 @@ class KubeApiStandIn:
         )
 
     def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:
-        return _list("EventList", _selected(self.events, incoming.query.get("fieldSelector", "")), self._next_rv())
+        return self._event_list(self.events, incoming)
 
     def _get_events(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
         events = [e for e in self.events if e["metadata"].get("namespace") == ns]
-        return _list("EventList", _selected(events, incoming.query.get("fieldSelector", "")), self._next_rv())
+        return self._event_list(events, incoming)
+
+    def _event_list(self, events: list[dict[str, Any]], incoming: Incoming) -> Outgoing:
+        try:
+            selected = [e for e in events if _fields_match(e, incoming.query.get("fieldSelector", ""), _EVENT_FIELDS)]
+        except _BadSelector as error:
+            return _status(400, str(error), "BadRequest")
+        return _list("EventList", selected, self._next_rv())
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -473,21 +480,11 @@ _REASONS = {
 }
 
 
-def _selected(items: list[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
-    """A field selector of ``path=value`` terms joined by commas (e.g. ``reason=FailedCreate``)."""
-    terms = [term.split("=", 1) for term in selector.split(",") if "=" in term]
-
-    def value(item: dict[str, Any], path: str) -> Any:
-        for part in path.split("."):
-            item = item.get(part, {}) if isinstance(item, dict) else {}
-        return item
-
-    return [item for item in items if all(str(value(item, path)) == wanted for path, wanted in terms)]
-
-
-# The field selectors the API server supports on pods (pkg/registry/core/pod/strategy.go, PodToSelectableFields).
-_POD_FIELDS = frozenset(
-    {
+# The field selectors the API server supports, each to the path it reads: on pods
+# (pkg/registry/core/pod/strategy.go, PodToSelectableFields) and events (pkg/registry/core/event/strategy.go).
+_POD_FIELDS = {
+    name: name
+    for name in (
         "metadata.name",
         "metadata.namespace",
         "spec.nodeName",
@@ -498,8 +495,28 @@ _POD_FIELDS = frozenset(
         "status.phase",
         "status.podIP",
         "status.nominatedNodeName",
-    }
-)
+    )
+}
+_EVENT_FIELDS = {
+    **{
+        name: name
+        for name in (
+            "metadata.name",
+            "metadata.namespace",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "type",
+        )
+    },
+    "source": "source.component",
+}
 _FIELD_TERM = re.compile(r"^(?P<path>[A-Za-z0-9.]+)\s*(?P<op>!=|==|=)\s*(?P<value>.*)$")
 _LABEL_SET = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)\s+(?P<op>in|notin)\s+\((?P<values>[^)]*)\)$")
 _LABEL_EQ = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)\s*(?P<op>!=|==|=)\s*(?P<value>[A-Za-z0-9._-]*)$")
@@ -510,17 +527,17 @@ class _BadSelector(Exception):
     """A selector the API server would refuse (HTTP 400)."""
 
 
-def _fields_match(item: dict[str, Any], selector: str, supported: frozenset[str]) -> bool:
+def _fields_match(item: dict[str, Any], selector: str, supported: dict[str, str]) -> bool:
     """A field selector: ``path=value``, ``path==value`` and ``path!=value`` terms, all of which must hold."""
     for term in filter(None, (t.strip() for t in selector.split(","))):
         match = _FIELD_TERM.match(term)
         if match is None:
             raise _BadSelector(f"invalid selector: '{selector}'; can't understand '{term}'")
-        path, op, wanted = match["path"], match["op"], match["value"]
-        if path not in supported:
-            raise _BadSelector(f"field label not supported: {path}")
+        field, op, wanted = match["path"], match["op"], match["value"]
+        if field not in supported:
+            raise _BadSelector(f"field label not supported: {field}")
         actual: Any = item
-        for part in path.split("."):
+        for part in supported[field].split("."):
             actual = actual.get(part) if isinstance(actual, dict) else None
         equal = ("" if actual is None else str(actual).lower() if isinstance(actual, bool) else str(actual)) == wanted
         if equal != (op != "!="):

@@ -132,6 +132,10 @@ def _select_pods(stand_in: KubeApiStandIn) -> None:
     with pytest.raises(ApiException) as refused:
         api.list_namespaced_pod(FRONTIER, field_selector="spec.priorityClassName=x")
     assert refused.value.status == 400 and "field label not supported: spec.priorityClassName" in str(refused.value.body)
+    stand_in.add_event(scheduling_failure_event(FRONTIER, "b", nodes=3))
+    stand_in.add_event(quota_refusal_event(FRONTIER, "Job", "j", requested=1, used=4, limited=4))
+    events = api.list_event_for_all_namespaces(field_selector="reason!=FailedCreate,source=default-scheduler")
+    assert [(e.reason, e.involved_object.name) for e in events.items] == [("FailedScheduling", "b")]
     classes = client.SchedulingV1Api(api.api_client).list_priority_class()
     assert {c.metadata.name: c.value for c in classes.items} == {
         "high-priority-business": 1000000,
