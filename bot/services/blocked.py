@@ -9,6 +9,7 @@ without that button."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -50,6 +51,17 @@ def shortfall(message: str) -> Shortfall | None:
     return Shortfall(*(int(g) for g in match.groups())) if match else None
 
 
+KEY_LIMIT = 300  # blocked_alerts.key
+
+
+def alert_key(namespace: str, kind: str, name: str) -> str:
+    """``namespace/kind/name``; a name too long for the column (names may have 253 characters) is hashed."""
+    key = f"{namespace}/{kind}/{name}"
+    if len(key) <= KEY_LIMIT:
+        return key
+    return f"{namespace}/{kind}/sha256:{hashlib.sha256(name.encode()).hexdigest()}"
+
+
 class BlockedWatch:
     def __init__(
         self,
@@ -85,7 +97,7 @@ class BlockedWatch:
             team = self._policy.team_of(refusal.namespace)
             if team is None or not team.notifications.blocked_workloads:
                 continue
-            key = f"{refusal.namespace}/{refusal.kind}/{refusal.name}"
+            key = alert_key(refusal.namespace, refusal.kind, refusal.name)
             if self._db.run(partial(_alerted, key=key)):
                 continue
             if self._report(team.channel, refusal):
@@ -127,7 +139,7 @@ class BlockedWatch:
             team = self._policy.team_of(failure.namespace)
             if team is None or not team.notifications.blocked_workloads:
                 continue
-            key = f"{failure.namespace}/Pod/{failure.pod}"
+            key = alert_key(failure.namespace, "Pod", failure.pod)
             if self._db.run(partial(_alerted, key=key)):
                 continue
             if failure.namespace not in pending:

@@ -9,9 +9,12 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from bot.clock import ManualClock
+from bot.domain.policy import parse_policy
 from bot.sandbox.kube_api import KubeApiStandIn, quota_refusal_event, scheduling_failure_event
+from bot.sandbox.session import Sandbox
 from bot.sandbox.world import seed_cluster
-from tests.integration.conftest import SlackOverHttp
+from tests.integration.conftest import START, SlackOverHttp
 
 ALICE, LEE = "U0ALICE", "U0LEE"
 FRONTIER = "ai-frontier-research"
@@ -141,3 +144,21 @@ def _select_pods(stand_in: KubeApiStandIn) -> None:
         "high-priority-business": 1000000,
         "low-priority-experiment": 100,
     }
+
+
+@pytest.mark.postgres
+def test_the_longest_names_are_alerted_once_on_postgresql(postgres_url: str) -> None:
+    namespace = "research-" + "n" * 54  # 63 characters, the most a namespace may have
+    policy = parse_policy({"teams": {"t": {"channel": "C0FRONTIER", "namespaces": [namespace], "approvers": {"users": [LEE]}}}})
+    box = Sandbox(policy=policy, database_url=postgres_url, clock=ManualClock(START)).start()
+    try:
+        assert box.kube is not None
+        box.kube.add_namespace(namespace)
+        name = "sweep-" + "x" * 247  # 253 characters
+        box.kube.add_pod(namespace, name, gpus=1, phase="Pending")
+        box.kube.add_event(scheduling_failure_event(namespace, name, nodes=3))
+        (key,) = box.services.blocked.check()
+        assert key.startswith(f"{namespace}/Pod/sha256:") and len(key) <= 300
+        assert box.services.blocked.check() == []
+    finally:
+        box.stop()

@@ -19,6 +19,7 @@ from bot.domain.priority import (
     wait_cause,
 )
 from bot.errors import TemporaryError
+from bot.services.blocked import KEY_LIMIT, alert_key
 from bot.services.pods import PodView
 from bot.services.ports import SchedulingFailure
 
@@ -193,3 +194,9 @@ def test_a_pods_gpus_are_its_containers_sum_or_its_largest_init_container() -> N
     assert (parsed.gpus, parsed.priority_class, parsed.priority, parsed.phase) == (3, "research-low", 100, "Running")
     assert parsed.started_at == datetime(2026, 11, 30, 8, 1, tzinfo=timezone.utc)
     assert gpu_pod({"metadata": {"name": "web"}, "spec": {"containers": [{"name": "c", "resources": {}}]}}) is None
+
+
+def test_alert_keys_fit_their_column_whatever_the_name() -> None:
+    assert alert_key("ns-a", "Pod", "sweep-7") == "ns-a/Pod/sweep-7"
+    long = alert_key("n" * 63, "Pod", "p" * 253)
+    assert len(long) <= KEY_LIMIT and long != alert_key("n" * 63, "Pod", "p" * 252 + "q")
