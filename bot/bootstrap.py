@@ -32,7 +32,8 @@ from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster
+from bot.services.pods import PodView
+from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster, Workloads
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
@@ -50,6 +51,7 @@ def build_services(
     home_tabs: HomePublisher,
     clock: Clock,
     metrics: MetricsSource | None = None,
+    workloads: Workloads | None = None,
     chart: Callable[..., bytes] = daily_cost_chart,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
@@ -67,7 +69,9 @@ def build_services(
         conflict_backoff=(retry_delays[0], retry_delays[-1]),
         sleep=sleep,
     )
-    announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock)
+    # Without a Workloads reader (tests of other things), status and cards show no pods.
+    pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
+    announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock, pods=pods)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
     digest = budget = idle = ledger = None
     if metrics is not None:
@@ -99,7 +103,7 @@ def build_services(
         clock=clock,
         over_budget=budget.over_budget if budget is not None else lambda team: False,
     )
-    queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock)
+    queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock, pods=pods)
     return Services(
         policy=policy,
         database=database,
@@ -110,7 +114,9 @@ def build_services(
         queries=queries,
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,
-        blocked=BlockedWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
+        blocked=BlockedWatch(
+            policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock, workloads=workloads, pods=pods
+        ),
         home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
         inbox=EventInbox(database=database, clock=clock),
         digest=digest,

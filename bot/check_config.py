@@ -70,7 +70,20 @@ def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) 
     except GpuQuotaError as error:
         out(f"skipped the namespaces: cannot reach the cluster ({error})")
         return []
-    return [f"namespace {ns} (policy) does not exist in the cluster" for ns in missing]
+    problems = [f"namespace {ns} (policy) does not exist in the cluster" for ns in missing]
+    named = sorted({name for ns in policy.managed_namespaces() for name in policy.borrowed_priority_classes(ns)})
+    if named:
+        try:
+            known = cluster.priority_classes()
+        except GpuQuotaError as error:
+            out(f"skipped the priority classes: cannot list them ({error})")
+            return problems
+        problems += [
+            f"priority class {name} (borrowed_priority_classes) does not exist in the cluster"
+            for name in named
+            if name not in known
+        ]
+    return problems
 
 
 def _slack(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:

@@ -90,6 +90,7 @@ def serve() -> int:
         policy=policy,
         database=database,
         cluster=cluster,
+        workloads=cluster,
         notifier=SlackNotifier(client),
         directory=SlackDirectory(client),
         home_tabs=SlackHomeTabs(client),

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from bot.domain.durations import parse_duration
 from bot.errors import GpuQuotaError
 from bot.sandbox.history import A100, History, PodRun
-from bot.sandbox.kube_api import quota_refusal_event
+from bot.sandbox.kube_api import quota_refusal_event, scheduling_failure_event
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import CHANNELS, PEOPLE, QUOTA
@@ -44,6 +44,8 @@ SHELL_HELP = """\
   idle <ns>               the namespace's GPUs go quiet for the idle window (then `jobs` nudges)
   block <ns> [gpus]       a workload in the namespace asks for more GPUs than the quota leaves
                           (then `jobs` posts the blocked-workload alert with [Request more])
+  wait <ns> [gpus]        a GPU pod within the quota finds no free GPU on the nodes (FailedScheduling);
+                          then `jobs` says it waits for the scheduler, not the quota
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
   quit                    leave
@@ -175,6 +177,7 @@ class Shell:
             "kubectl": self._kubectl,
             "idle": self._idle,
             "block": self._block,
+            "wait": self._wait,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
         }.get(words[0])
@@ -355,6 +358,22 @@ class Shell:
         self._say(
             f"ReplicaSet {name} in {namespace} asks for {wanted} GPU(s) with {used} of {hard} in use: its pods are refused "
             "(`exceeded quota`). Type `jobs` to run the blocked-workload check."
+        )
+
+    def _wait(self, args: list[str]) -> None:
+        """A pending GPU pod and the scheduler's FailedScheduling event: no node has the GPUs, nothing to preempt."""
+        kube = self._sandbox.kube
+        if kube is None or not args or args[0] not in kube.namespaces or (len(args) > 1 and not args[1].isdigit()):
+            self._say("Usage (sandbox only): wait <namespace> [gpus], e.g. wait ai-frontier-research 2")
+            return
+        namespace, gpus = args[0], int(args[1]) if len(args) > 1 else 1
+        self._blocked += 1
+        name = f"sweep-{self._blocked}-0"
+        kube.add_pod(namespace, name, gpus=gpus, priority_class="low-priority-experiment", phase="Pending")
+        kube.add_event(scheduling_failure_event(namespace, name, nodes=len(kube.nodes)))
+        self._say(
+            f"Pod {name} in {namespace} (low-priority-experiment) asks for {gpus} GPU(s); the scheduler finds none free "
+            "(`Insufficient nvidia.com/gpu`). Type `jobs` to run the blocked-workload check."
         )
 
     def _users(self) -> None:

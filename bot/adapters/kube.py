@@ -12,6 +12,7 @@ import json
 import logging
 import os
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,16 +24,19 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.utils import parse_quantity
 
+from bot.domain.priority import GpuPod
 from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
-from bot.services.ports import QuotaRefusal
+from bot.services.ports import QuotaRefusal, SchedulingFailure
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GPU_RESOURCE = "nvidia.com/gpu"
 FIELD_MANAGER = "gpu-quota-bot"
 MERGE_PATCH = "application/merge-patch+json"
+# Pods that still hold (or wait for) their GPUs; the API server filters, so finished pods never travel.
+ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 class KubernetesCluster:
@@ -40,6 +44,7 @@ class KubernetesCluster:
 
     def __init__(self, api_client: client.ApiClient, *, timeout: tuple[float, float] = (5.0, 20.0)) -> None:
         self._core = client.CoreV1Api(api_client)
+        self._scheduling = client.SchedulingV1Api(api_client)
         self._timeout = timeout
 
     @classmethod
@@ -171,6 +176,50 @@ class KubernetesCluster:
             )
         return refusals
 
+    # --- Workloads -----------------------------------------------------------------------------
+
+    def gpu_pods(self, namespace: str) -> list[GpuPod]:
+        # Raw JSON: V1Pod deserialisation makes a 1,000-pod list take about twice as long (bench/pod_listing.py).
+        response: Any = self._call(
+            f"list pods in {namespace}",
+            lambda: self._core.list_namespaced_pod(
+                namespace, field_selector=ACTIVE_PODS, _preload_content=False, _request_timeout=self._timeout
+            ),
+        )
+        try:
+            items = json.loads(response.data).get("items") or []
+        except (ValueError, AttributeError) as error:
+            raise TemporaryError(f"the Kubernetes API sent an unreadable pod list for {namespace} ({error})", delay=2.0) from None
+        return [pod for item in items if (pod := gpu_pod(item)) is not None]
+
+    def priority_classes(self) -> dict[str, int]:
+        classes = self._call("list PriorityClasses", lambda: self._scheduling.list_priority_class(_request_timeout=self._timeout))
+        return {str(item.metadata.name): int(item.value) for item in classes.items if item.metadata and item.value is not None}
+
+    def scheduling_failures(self) -> list[SchedulingFailure]:
+        events = self._call(
+            "list FailedScheduling events",
+            lambda: self._core.list_event_for_all_namespaces(
+                field_selector="reason=FailedScheduling", _request_timeout=self._timeout
+            ),
+        )
+        failures = []
+        for event in events.items:
+            message = event.message or ""
+            involved = event.involved_object
+            if f"Insufficient {GPU_RESOURCE}" not in message or involved.kind != "Pod":
+                continue
+            failures.append(
+                SchedulingFailure(
+                    namespace=involved.namespace or (event.metadata.namespace if event.metadata else None) or "",
+                    pod=involved.name or "?",
+                    message=message,
+                    count=event.count or 1,
+                    last_seen=event.last_timestamp,
+                )
+            )
+        return failures
+
     def namespace_exists(self, namespace: str) -> bool:
         try:
             self._call(
@@ -256,6 +305,45 @@ def _gpus(quantity: Any) -> int:
         return 0
     value: Decimal = parse_quantity(str(quantity))
     return int(value)
+
+
+def gpu_pod(item: Mapping[str, Any]) -> GpuPod | None:
+    """A pod of the API's JSON as a ``GpuPod``, None when it requests no GPU.
+
+    Its GPUs are what the scheduler and the quota count: the sum over its containers, or the largest
+    init container when that is more."""
+    spec = item.get("spec") or {}
+    status = item.get("status") or {}
+    metadata = item.get("metadata") or {}
+
+    def requested(container: Mapping[str, Any]) -> int:
+        return _gpus(((container.get("resources") or {}).get("requests") or {}).get(GPU_RESOURCE))
+
+    gpus = max(
+        sum(requested(c) for c in spec.get("containers") or []),
+        max((requested(c) for c in spec.get("initContainers") or []), default=0),
+    )
+    if gpus <= 0:
+        return None
+    return GpuPod(
+        namespace=metadata.get("namespace") or "",
+        name=metadata.get("name") or "?",
+        gpus=gpus,
+        priority_class=spec.get("priorityClassName") or "",
+        phase=status.get("phase") or "Unknown",
+        started_at=_timestamp(status.get("startTime") or metadata.get("creationTimestamp")),
+        priority=spec.get("priority"),
+        nominated_node=status.get("nominatedNodeName") or None,
+    )
+
+
+def _timestamp(text: Any) -> datetime | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _snapshot(quota: Any) -> QuotaSnapshot:

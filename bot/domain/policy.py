@@ -6,6 +6,7 @@ the bottom are pure. Only namespaces named here are ever touched by the bot.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +28,19 @@ def _duration(value: Any) -> Any:
 
 
 Duration = Annotated[timedelta, BeforeValidator(_duration)]
+_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def _class_names(value: Any) -> Any:
+    """PriorityClass names are DNS subdomains (lower case, at most 253 characters)."""
+    if isinstance(value, list | tuple):
+        bad = [v for v in value if not isinstance(v, str) or len(v) > 253 or not _SUBDOMAIN.fullmatch(v)]
+        if bad:
+            raise ValueError(f"not PriorityClass names: {', '.join(map(str, bad))}")
+    return value
+
+
+PriorityClassNames = Annotated[tuple[str, ...], BeforeValidator(_class_names)]
 
 
 class _Frozen(BaseModel):
@@ -65,6 +79,8 @@ class ManagedNamespace(_Frozen):
     quota_name: str | None = None  # defaults.quota_name when unset
     max_gpus: int | None = Field(default=None, ge=0)  # overrides the team's max_gpus_per_namespace
     default_quota: int | None = Field(default=None, ge=0)  # GPUs when the cluster has no quota yet
+    # PriorityClasses temporary grants are meant for; overrides the team's list (None: the team's).
+    borrowed_priority_classes: PriorityClassNames | None = None
 
     @field_validator("name")
     @classmethod
@@ -130,6 +146,9 @@ class Team(_Frozen):
     auto_approve: AutoApprove | None = None
     budget: Budget | None = None
     notifications: Notifications = Notifications()
+    # PriorityClasses temporary grants are meant for: request cards warn about running GPU pods of a
+    # higher class. Empty: no check.
+    borrowed_priority_classes: PriorityClassNames = ()
 
     @property
     def label(self) -> str:
@@ -262,6 +281,14 @@ class Policy(_Frozen):
         if managed and managed.default_quota is not None:
             return managed.default_quota
         return self.defaults.default_quota
+
+    def borrowed_priority_classes(self, namespace: str) -> tuple[str, ...]:
+        """The PriorityClasses the namespace's temporary grants are meant for (the namespace's list, else its team's)."""
+        managed = self.namespace(namespace)
+        if managed is not None and managed.borrowed_priority_classes is not None:
+            return managed.borrowed_priority_classes
+        team = self.team_of(namespace)
+        return team.borrowed_priority_classes if team else ()
 
     def max_gpus(self, namespace: str) -> int:
         team = self.team_of(namespace)

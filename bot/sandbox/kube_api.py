@@ -1,6 +1,7 @@
 """A Kubernetes API stand-in on loopback, faithful where the bot depends on it.
 
-It serves namespaces, nodes, ResourceQuotas and events under ``/api/v1`` with the real wire format,
+It serves namespaces, nodes, ResourceQuotas, pods (with label and field selectors) and events under
+``/api/v1`` and PriorityClasses under ``/apis/scheduling.k8s.io/v1``, with the real wire format,
 checks a bearer token, honours ``dryRun=All``, applies JSON merge patches, enforces
 ``metadata.resourceVersion`` preconditions (409 with the API server's message), validates
 quantities (422), copies ``spec.hard`` into ``status.hard`` like the quota controller, and can be
@@ -34,6 +35,9 @@ _ROUTES = [
     ("all_quotas", re.compile(r"^/api/v1/resourcequotas$")),
     ("quotas", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas$")),
     ("quota", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas/(?P<name>[^/]+)$")),
+    ("all_pods", re.compile(r"^/api/v1/pods$")),
+    ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$")),
+    ("priority_classes", re.compile(r"^/apis/scheduling\.k8s\.io/v1/priorityclasses$")),
     ("all_events", re.compile(r"^/api/v1/events$")),
     ("events", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")),
 ]
@@ -59,7 +63,10 @@ class KubeApiStandIn:
         self.quotas: dict[tuple[str, str], dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
+        # What ResourceQuota status.used reports; pods are separate data (a test sets both as it needs).
         self.used: dict[str, int] = {}
+        self.pods: dict[tuple[str, str], dict[str, Any]] = {}
+        self.priority_classes: dict[str, dict[str, Any]] = {}
         self.log: list[tuple[str, str, dict[str, str], Any]] = []  # method, path, query, body
         self._faults: list[_Fault] = []
         self._persisted: list[str] = []  # the namespace of each persisted quota write
@@ -115,6 +122,8 @@ class KubeApiStandIn:
             self.namespaces.pop(name, None)
             for key in [key for key in self.quotas if key[0] == name]:
                 del self.quotas[key]
+            for key in [key for key in self.pods if key[0] == name]:
+                del self.pods[key]
 
     def add_node(self, name: str, gpus: int) -> None:
         with self._lock:
@@ -158,6 +167,73 @@ class KubeApiStandIn:
         with self._lock:
             quota = self.quotas.get((namespace, name))
             return quota["spec"]["hard"].get(resource) if quota else None
+
+    def add_priority_class(
+        self, name: str, value: int, *, global_default: bool = False, preemption_policy: str = "PreemptLowerPriority"
+    ) -> None:
+        with self._lock:
+            self.priority_classes[name] = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"pc-{name}", "creationTimestamp": _now()},
+                "value": value,
+                "globalDefault": global_default,
+                "preemptionPolicy": preemption_policy,
+            }
+
+    def add_pod(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        gpus: int = 0,
+        priority_class: str = "",
+        phase: str = "Running",
+        labels: dict[str, str] | None = None,
+        started: datetime | None = None,
+        node: str | None = None,
+        nominated_node: str | None = None,
+    ) -> None:
+        """A pod as the API server stores it after admission: the priority resolved from its class (or the
+        global default class, whose name admission fills in), ``nvidia.com/gpu`` requests equal to limits."""
+        with self._lock:
+            if not priority_class:
+                priority_class = next((n for n, pc in self.priority_classes.items() if pc["globalDefault"]), "")
+            resources = {"requests": {"cpu": "4", "nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}
+            spec: dict[str, Any] = {
+                "containers": [{"name": "main", "image": "registry.example/train:1", "resources": resources if gpus else {}}],
+                "schedulerName": "default-scheduler",
+                "restartPolicy": "Never",
+                "priority": self.priority_classes[priority_class]["value"] if priority_class in self.priority_classes else 0,
+            }
+            if priority_class:
+                spec["priorityClassName"] = priority_class
+            status: dict[str, Any] = {"phase": phase}
+            if phase != "Pending":
+                spec["nodeName"] = node or "gpu-node-a"
+                status["startTime"] = (started or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            if nominated_node:
+                status["nominatedNodeName"] = nominated_node
+            self.pods[(namespace, name)] = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": dict(labels or {}),
+                    "resourceVersion": self._next_rv(),
+                    "uid": f"pod-{namespace}-{name}",
+                    "creationTimestamp": (started or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                },
+                "spec": spec,
+                "status": status,
+            }
+
+    def set_pod_phase(self, namespace: str, name: str, phase: str) -> None:
+        with self._lock:
+            pod = self.pods[(namespace, name)]
+            pod["status"]["phase"] = phase
+            pod["metadata"]["resourceVersion"] = self._next_rv()
 
     def add_event(self, event: dict[str, Any]) -> None:
         with self._lock:
@@ -328,12 +404,50 @@ class KubeApiStandIn:
         self._persisted.append(ns)
         return Outgoing.json(200, patched)
 
+    def _get_all_pods(self, incoming: Incoming, body: Any) -> Outgoing:
+        return self._pod_list(list(self.pods.values()), incoming)
+
+    def _get_pods(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
+        return self._pod_list([pod for (namespace, _), pod in self.pods.items() if namespace == ns], incoming)
+
+    def _pod_list(self, pods: list[dict[str, Any]], incoming: Incoming) -> Outgoing:
+        fields = incoming.query.get("fieldSelector", "")
+        labels = incoming.query.get("labelSelector", "")
+        try:
+            selected = [
+                pod
+                for pod in pods
+                if _fields_match(pod, fields, _POD_FIELDS) and _labels_match(pod["metadata"].get("labels") or {}, labels)
+            ]
+        except _BadSelector as error:
+            return _status(400, str(error), "BadRequest")
+        return _list("PodList", copy.deepcopy(selected), self._next_rv())
+
+    def _get_priority_classes(self, incoming: Incoming, body: Any) -> Outgoing:
+        items = copy.deepcopy(list(self.priority_classes.values()))
+        return Outgoing.json(
+            200,
+            {
+                "kind": "PriorityClassList",
+                "apiVersion": "scheduling.k8s.io/v1",
+                "metadata": {"resourceVersion": self._next_rv()},
+                "items": items,
+            },
+        )
+
     def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:
-        return _list("EventList", _selected(self.events, incoming.query.get("fieldSelector", "")), self._next_rv())
+        return self._event_list(self.events, incoming)
 
     def _get_events(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
         events = [e for e in self.events if e["metadata"].get("namespace") == ns]
-        return _list("EventList", _selected(events, incoming.query.get("fieldSelector", "")), self._next_rv())
+        return self._event_list(events, incoming)
+
+    def _event_list(self, events: list[dict[str, Any]], incoming: Incoming) -> Outgoing:
+        try:
+            selected = [e for e in events if _fields_match(e, incoming.query.get("fieldSelector", ""), _EVENT_FIELDS)]
+        except _BadSelector as error:
+            return _status(400, str(error), "BadRequest")
+        return _list("EventList", selected, self._next_rv())
 
     # --- helpers ---------------------------------------------------------------------------
 
@@ -366,16 +480,132 @@ _REASONS = {
 }
 
 
-def _selected(items: list[dict[str, Any]], selector: str) -> list[dict[str, Any]]:
-    """A field selector of ``path=value`` terms joined by commas (e.g. ``reason=FailedCreate``)."""
-    terms = [term.split("=", 1) for term in selector.split(",") if "=" in term]
+# The field selectors the API server supports, each to the path it reads: on pods
+# (pkg/registry/core/pod/strategy.go, PodToSelectableFields) and events (pkg/registry/core/event/strategy.go).
+_POD_FIELDS = {
+    name: name
+    for name in (
+        "metadata.name",
+        "metadata.namespace",
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "spec.hostNetwork",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+    )
+}
+_EVENT_FIELDS = {
+    **{
+        name: name
+        for name in (
+            "metadata.name",
+            "metadata.namespace",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "type",
+        )
+    },
+    "source": "source.component",
+}
+_FIELD_TERM = re.compile(r"^(?P<path>[A-Za-z0-9.]+)\s*(?P<op>!=|==|=)\s*(?P<value>.*)$")
+_LABEL_SET = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)\s+(?P<op>in|notin)\s+\((?P<values>[^)]*)\)$")
+_LABEL_EQ = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)\s*(?P<op>!=|==|=)\s*(?P<value>[A-Za-z0-9._-]*)$")
+_LABEL_EXISTS = re.compile(r"^(?P<not>!)?\s*(?P<key>[A-Za-z0-9./_-]+)$")
 
-    def value(item: dict[str, Any], path: str) -> Any:
-        for part in path.split("."):
-            item = item.get(part, {}) if isinstance(item, dict) else {}
-        return item
 
-    return [item for item in items if all(str(value(item, path)) == wanted for path, wanted in terms)]
+class _BadSelector(Exception):
+    """A selector the API server would refuse (HTTP 400)."""
+
+
+def _fields_match(item: dict[str, Any], selector: str, supported: dict[str, str]) -> bool:
+    """A field selector: ``path=value``, ``path==value`` and ``path!=value`` terms, all of which must hold."""
+    for term in filter(None, (t.strip() for t in selector.split(","))):
+        match = _FIELD_TERM.match(term)
+        if match is None:
+            raise _BadSelector(f"invalid selector: '{selector}'; can't understand '{term}'")
+        field, op, wanted = match["path"], match["op"], match["value"]
+        if field not in supported:
+            raise _BadSelector(f"field label not supported: {field}")
+        actual: Any = item
+        for part in supported[field].split("."):
+            actual = actual.get(part) if isinstance(actual, dict) else None
+        equal = ("" if actual is None else str(actual).lower() if isinstance(actual, bool) else str(actual)) == wanted
+        if equal != (op != "!="):
+            return False
+    return True
+
+
+def _label_terms(selector: str) -> list[str]:
+    """Split on the commas between terms, not those inside ``in (a,b)``."""
+    terms, depth, current = [], 0, ""
+    for char in selector:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            terms.append(current.strip())
+            current = ""
+        else:
+            current += char
+    terms.append(current.strip())
+    return [t for t in terms if t]
+
+
+def _labels_match(labels: dict[str, str], selector: str) -> bool:
+    """A label selector: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``."""
+    for term in _label_terms(selector):
+        if match := _LABEL_SET.match(term):
+            values = {v.strip() for v in match["values"].split(",")}
+            found = labels.get(match["key"]) in values
+            if found != (match["op"] == "in"):
+                return False
+        elif match := _LABEL_EQ.match(term):
+            equal = labels.get(match["key"]) == match["value"]
+            if equal != (match["op"] != "!="):
+                return False
+        elif match := _LABEL_EXISTS.match(term):
+            if (match["key"] in labels) == bool(match["not"]):
+                return False
+        else:
+            raise _BadSelector(f"unable to parse requirement: {term}")
+    return True
+
+
+def scheduling_failure_event(
+    namespace: str, pod: str, *, nodes: int, gpu_nodes: int | None = None, count: int = 1
+) -> dict[str, Any]:
+    """A ``FailedScheduling`` event as the kube-scheduler records it when no node has the GPUs a pod asks
+    for and preemption finds no lower-priority pod to evict (the message shape of Kubernetes 1.24+)."""
+    short = nodes if gpu_nodes is None else gpu_nodes
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{pod}.{count:x}", "namespace": namespace},
+        "involvedObject": {
+            "kind": "Pod",
+            "namespace": namespace,
+            "name": pod,
+            "uid": f"pod-{namespace}-{pod}",
+            "apiVersion": "v1",
+        },
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "count": count,
+        "lastTimestamp": _now(),
+        "firstTimestamp": _now(),
+        "source": {"component": "default-scheduler"},
+        "reportingComponent": "default-scheduler",
+        "message": f"0/{nodes} nodes are available: {short} Insufficient nvidia.com/gpu. "
+        f"preemption: 0/{nodes} nodes are available: {short} No preemption victims found for incoming pod.",
+    }
 
 
 def quota_refusal_event(

@@ -75,10 +75,12 @@ class Sandbox:
         upgrade(self._database_url)
         self.database = Database.from_url(self._database_url)
         client = make_web_client(BOT_TOKEN, base_url=self.slack.api_url)
+        cluster = KubernetesCluster.from_environment(kubeconfig, timeout=self._kube_timeout)
         self.services = build_services(
             policy=self.policy,
             database=self.database,
-            cluster=KubernetesCluster.from_environment(kubeconfig, timeout=self._kube_timeout),
+            cluster=cluster,
+            workloads=cluster,
             notifier=SlackNotifier(client),
             directory=SlackDirectory(client),
             home_tabs=SlackHomeTabs(client),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 
 import yaml
@@ -47,7 +48,8 @@ def sandbox_slack(token: str) -> SlackApiStandIn:
 
 
 def seed_cluster(kube: KubeApiStandIn) -> None:
-    """Frontier 4 GPUs (3 in use), business 16 (12 in use), on three 8-GPU nodes."""
+    """Frontier 4 GPUs (3 in use), business 16 (12 in use), on three 8-GPU nodes; the source document's
+    two PriorityClasses, and running pods that account for the quotas' usage."""
     for node in ("gpu-node-a", "gpu-node-b", "gpu-node-c"):
         kube.add_node(node, 8)
     kube.add_namespace("ai-frontier-research", {"team": "frontier", "cost-center": "frontier-ai"})
@@ -59,3 +61,13 @@ def seed_cluster(kube: KubeApiStandIn) -> None:
             {"requests.nvidia.com/gpu": str(gpus), "limits.nvidia.com/gpu": str(gpus), "requests.cpu": "20", "pods": "20"},
             used_gpus=used,
         )
+    kube.add_priority_class("high-priority-business", 1000000, preemption_policy="PreemptLowerPriority")
+    kube.add_priority_class("low-priority-experiment", 100)
+    started = datetime.now(timezone.utc)
+    for namespace, pod, gpus, priority_class, age in (
+        ("ai-frontier-research", "llm-sweep-0", 2, "low-priority-experiment", timedelta(hours=7)),
+        ("ai-frontier-research", "notebook-alice", 1, "", timedelta(days=2)),
+        ("biz-model-serving", "ranker-serving-0", 8, "high-priority-business", timedelta(days=12)),
+        ("biz-model-serving", "ranker-train-nightly", 4, "high-priority-business", timedelta(hours=3)),
+    ):
+        kube.add_pod(namespace, pod, gpus=gpus, priority_class=priority_class, started=started - age)

@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 from bot.clock import Clock, SystemClock
+from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import RequestCard, card_for
+from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Transactions
 from bot.services.text import Notice
 
@@ -44,7 +47,16 @@ DEAD_KEPT = timedelta(days=30)
 
 
 class Announcer:
-    def __init__(self, *, notifier: Notifier, policy: Policy, database: Transactions, clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        notifier: Notifier,
+        policy: Policy,
+        database: Transactions,
+        clock: Clock | None = None,
+        pods: PodView | None = None,
+    ) -> None:
+        self._pods = pods
         self._notifier = notifier
         self._policy = policy
         self._db = database
@@ -61,7 +73,17 @@ class Announcer:
                 extended_end = grant.ends_at if grant else None
             return card_for(request, self._policy, extended_grant_ends_at=extended_end)
 
-        return self._db.run(load)
+        return self._with_pods(self._db.run(load))
+
+    def _with_pods(self, card: RequestCard) -> RequestCard:
+        """A pending card shows the namespace's GPU pods; class warnings only for temporary increases,
+        the grants ``borrowed_priority_classes`` is about."""
+        if self._pods is None or card.state != RequestState.PENDING:
+            return card
+        view = self._pods.in_view(card.namespace)
+        if card.permanent or card.delta <= 0:
+            view = replace(view, warnings=())
+        return replace(card, pods=view)
 
     def post_card(self, request_id: int) -> str | None:
         """Post the request message once and remember where; returns the Slack error on failure.

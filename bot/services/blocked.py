@@ -1,9 +1,15 @@
-"""Workloads the GPU quota keeps from starting: ``FailedCreate`` events saying ``exceeded quota`` for
-``requests.nvidia.com/gpu`` in managed namespaces produce one message to the team, with a
-[Request more] button that opens the request form prefilled with what would have been needed."""
+"""Workloads kept from starting, and why: the quota, or the cluster's free GPUs.
+
+``FailedCreate`` events saying ``exceeded quota`` for ``requests.nvidia.com/gpu`` in managed
+namespaces produce one message to the team, with a [Request more] button that opens the request form
+prefilled with what would have been needed. GPU pods still pending with ``FailedScheduling`` events
+saying ``Insufficient nvidia.com/gpu`` are a different story (more quota would not help: the nodes
+are full, and preemption decides who gets the next GPU), told in one message per namespace and check,
+without that button."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -13,10 +19,12 @@ from functools import partial
 
 from bot.clock import Clock
 from bot.domain.policy import Policy
+from bot.domain.priority import GpuPod, WaitCause, wait_cause
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
-from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions
-from bot.services.text import Code, Strong, say
+from bot.services.pods import PodView
+from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
+from bot.services.text import Code, Notice, Part, Strong, Words, say
 
 log = logging.getLogger(__name__)
 _FIGURES = re.compile(
@@ -43,10 +51,31 @@ def shortfall(message: str) -> Shortfall | None:
     return Shortfall(*(int(g) for g in match.groups())) if match else None
 
 
+KEY_LIMIT = 300  # blocked_alerts.key
+
+
+def alert_key(namespace: str, kind: str, name: str) -> str:
+    """``namespace/kind/name``; a name too long for the column (names may have 253 characters) is hashed."""
+    key = f"{namespace}/{kind}/{name}"
+    if len(key) <= KEY_LIMIT:
+        return key
+    return f"{namespace}/{kind}/sha256:{hashlib.sha256(name.encode()).hexdigest()}"
+
+
 class BlockedWatch:
     def __init__(
-        self, *, policy: Policy, cluster: QuotaCluster, database: Transactions, announcer: Announcer, clock: Clock
+        self,
+        *,
+        policy: Policy,
+        cluster: QuotaCluster,
+        database: Transactions,
+        announcer: Announcer,
+        clock: Clock,
+        workloads: Workloads | None = None,
+        pods: PodView | None = None,
     ) -> None:
+        self._workloads = workloads
+        self._pods = pods
         self._policy = policy
         self._cluster = cluster
         self._db = database
@@ -55,6 +84,9 @@ class BlockedWatch:
 
     def check(self) -> list[str]:
         """The scheduled job; returns the keys (namespace/kind/name) of the workloads reported."""
+        return self._check_quota() + self._check_scheduling()
+
+    def _check_quota(self) -> list[str]:
         try:
             refusals = self._cluster.quota_refusals()
         except GpuQuotaError as error:
@@ -65,7 +97,7 @@ class BlockedWatch:
             team = self._policy.team_of(refusal.namespace)
             if team is None or not team.notifications.blocked_workloads:
                 continue
-            key = f"{refusal.namespace}/{refusal.kind}/{refusal.name}"
+            key = alert_key(refusal.namespace, refusal.kind, refusal.name)
             if self._db.run(partial(_alerted, key=key)):
                 continue
             if self._report(team.channel, refusal):
@@ -92,6 +124,95 @@ class BlockedWatch:
         )
         value = json.dumps({"namespace": refusal.namespace, "gpus": more})
         return self._announce.post(channel, text, actions=[Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")])
+
+    def _check_scheduling(self) -> list[str]:
+        if self._workloads is None or self._pods is None:
+            return []
+        try:
+            failures = self._workloads.scheduling_failures()
+        except GpuQuotaError as error:
+            log.error("cannot read scheduling failures: %s", error)
+            return []
+        waiting: dict[str, list[_Waiting]] = {}
+        pending: dict[str, dict[str, GpuPod]] = {}  # read once per namespace and check
+        for failure in failures:
+            team = self._policy.team_of(failure.namespace)
+            if team is None or not team.notifications.blocked_workloads:
+                continue
+            key = alert_key(failure.namespace, "Pod", failure.pod)
+            if self._db.run(partial(_alerted, key=key)):
+                continue
+            if failure.namespace not in pending:
+                pending[failure.namespace] = self._pending_pods(failure.namespace)
+            pod = pending[failure.namespace].get(failure.pod)
+            cause = wait_cause(failure.message, nominated_node=pod.nominated_node) if pod else None
+            if pod is None or cause is None:
+                continue  # scheduled or gone since (events outlive their cause by an hour)
+            waiting.setdefault(failure.namespace, []).append(_Waiting(key, pod, cause))
+        reported = []
+        for namespace, pods in sorted(waiting.items()):
+            team = self._policy.team_of(namespace)
+            assert team is not None
+            if self._announce.post(team.channel, _scheduling_notice(namespace, pods)):
+                for entry in pods:
+                    self._db.run(partial(_remember, key=entry.key, namespace=namespace, at=self._clock.now()))
+                    reported.append(entry.key)
+        return reported
+
+    def _pending_pods(self, namespace: str) -> dict[str, GpuPod]:
+        """The namespace's pending GPU pods by name; none when they cannot be read (the next check tries again)."""
+        assert self._pods is not None
+        try:
+            # Fresh: a pod that started waiting after the last status must not be missed for 30 s.
+            pods = self._pods.pods(namespace, fresh=True)
+        except GpuQuotaError as error:
+            log.warning("cannot read the GPU pods of %s: %s", namespace, error)
+            return {}
+        return {pod.name: pod for pod in pods if pod.phase == "Pending"}
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    key: str
+    pod: GpuPod
+    cause: WaitCause
+
+
+_CAUSES = {
+    WaitCause.PREEMPTING: "lower-priority pods are being preempted to make room for it",
+    WaitCause.NO_VICTIMS: "no free GPU, and no lower-priority pod to preempt",
+    WaitCause.NEVER_PREEMPTS: "no free GPU, and its priority class never preempts (preemptionPolicy: Never)",
+    WaitCause.NO_CAPACITY: "no free GPU on any node",
+}
+_SHOWN = 10
+
+
+def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> Notice:
+    count = len(waiting)
+    parts: list[str | Part] = [
+        ":hourglass_flowing_sand: ",
+        f"{count} GPU pod{'s' if count != 1 else ''} in ",
+        Strong(namespace),
+        f" {'wait' if count != 1 else 'waits'} for the scheduler, not the quota (",
+        Code("Insufficient nvidia.com/gpu"),
+        "):",
+    ]
+    for entry in waiting[:_SHOWN]:
+        pod = entry.pod
+        parts += [
+            "\n• ",
+            Strong(pod.name),
+            f" ({pod.gpus} GPU{'s' if pod.gpus != 1 else ''}, ",
+            Words(pod.class_label),
+            f"): {_CAUSES[entry.cause]}",
+        ]
+    if count > _SHOWN:
+        parts.append(f"\n• and {count - _SHOWN} more")
+    parts.append(
+        "\nMore quota would not help: the pods start when GPUs free up or pods of lower priority are preempted. "
+        "Ask the platform admins about capacity or priority classes."
+    )
+    return say(*parts)
 
 
 def _alerted(repo: Repository, *, key: str) -> bool:

@@ -17,6 +17,7 @@ from bot.domain.quota import CapacityImpact
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
+    from bot.services.pods import PodsInView
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class RequestCard:
     # The before -> after actually applied (recomputed at apply time; may differ from when asked).
     applied_from: int | None = None
     applied_to: int | None = None
+    # While pending: the namespace's GPU pods by priority class, read when the card is rendered.
+    pods: PodsInView | None = None
 
     @property
     def display_id(self) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
+from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot
 from bot.services.cards import RequestCard
 from bot.services.text import Notice
@@ -290,6 +291,33 @@ class QuotaRefusal:
     message: str
     count: int
     last_seen: datetime | None
+
+
+@dataclass(frozen=True)
+class SchedulingFailure:
+    """The scheduler could not place a GPU pod for lack of GPUs (a FailedScheduling event)."""
+
+    namespace: str
+    pod: str
+    message: str
+    count: int
+    last_seen: datetime | None
+
+
+class Workloads(Protocol):
+    """What runs on the GPUs: pods, their priority classes, and why pending ones wait. Read only."""
+
+    def gpu_pods(self, namespace: str) -> list[GpuPod]:
+        """Pods of ``namespace`` requesting ``nvidia.com/gpu`` that have not finished (one list call)."""
+        ...
+
+    def priority_classes(self) -> dict[str, int]:
+        """Every PriorityClass of the cluster, name to value."""
+        ...
+
+    def scheduling_failures(self) -> list[SchedulingFailure]:
+        """FailedScheduling events saying ``Insufficient nvidia.com/gpu``, all namespaces, one call."""
+        ...
 
 
 class QuotaCluster(Protocol):

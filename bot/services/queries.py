@@ -12,6 +12,7 @@ from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
+from bot.services.pods import PodsInView, PodView
 from bot.services.ports import QuotaCluster, Transactions
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class NamespaceStatus:
     grants: tuple[GrantLine, ...]
     pending: tuple[PendingLine, ...]
     error: str | None = None
+    pods: PodsInView | None = None  # the GPU pods by priority class; None when unknown or not read
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,17 @@ class AuditLine:
 
 
 class Queries:
-    def __init__(self, *, policy: Policy, database: Transactions, cluster: QuotaCluster, access: Access, clock: Clock) -> None:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        database: Transactions,
+        cluster: QuotaCluster,
+        access: Access,
+        clock: Clock,
+        pods: PodView | None = None,
+    ) -> None:
+        self._pods = pods
         self._policy = policy
         self._db = database
         self._cluster = cluster
@@ -83,7 +95,7 @@ class Queries:
         return [self.status_of(name) for name in names]
 
     def status_of(self, namespace: str) -> NamespaceStatus:
-        """Quota in the cluster (or why it could not be read), base, grants and pending requests of one namespace."""
+        """Quota in the cluster (or why it could not be read), base, grants, pending requests and GPU pods of one namespace."""
         team = self._policy.team_of(namespace)
         assert team is not None
         quota_name = self._policy.quota_name(namespace)
@@ -108,7 +120,8 @@ class Queries:
             )
 
         base, grants, pending = self._db.run(load)
-        return NamespaceStatus(namespace, team.label, quota_name, hard, used, base, grants, pending, error)
+        pods = self._pods.in_view(namespace) if self._pods is not None else None
+        return NamespaceStatus(namespace, team.label, quota_name, hard, used, base, grants, pending, error, pods)
 
     def pending_for(self, *, user: str) -> list[PendingLine]:
         """Pending requests the user made or may decide."""

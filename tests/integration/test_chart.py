@@ -79,7 +79,7 @@ def test_every_object_is_valid_kubernetes(sets: list[str]) -> None:
         kubernetes_validate.validate(obj, KUBERNETES, strict=True)
 
 
-# Every client call in bot/adapters/kube.py, and the grant it needs.
+# Every client call in bot/adapters/kube.py, and the grant it needs (resources of the core group unless named).
 GRANTS = {
     "read_namespaced_resource_quota": ("resourcequotas", "get"),
     "create_namespaced_resource_quota": ("resourcequotas", "create"),
@@ -88,11 +88,13 @@ GRANTS = {
     "read_namespace": ("namespaces", "get"),
     "list_node": ("nodes", "list"),
     "list_event_for_all_namespaces": ("events", "list"),
+    "list_namespaced_pod": ("pods", "list"),
+    "list_priority_class": ("scheduling.k8s.io/priorityclasses", "list"),
 }
 
 
 def grants_the_code_needs() -> set[tuple[str, str]]:
-    calls = set(re.findall(r"self\._core\.(\w+)\(", (ROOT / "bot" / "adapters" / "kube.py").read_text()))
+    calls = set(re.findall(r"self\._(?:core|scheduling)\.(\w+)\(", (ROOT / "bot" / "adapters" / "kube.py").read_text()))
     unknown = calls - set(GRANTS)
     assert not unknown, f"new Kubernetes calls need a grant in the chart and in GRANTS: {unknown}"
     return {GRANTS[call] for call in calls}
@@ -100,8 +102,13 @@ def grants_the_code_needs() -> set[tuple[str, str]]:
 
 def granted(objects: list[dict[str, Any]]) -> set[tuple[str, str]]:
     rules = [rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"]]
-    assert all(rule["apiGroups"] == [""] for rule in rules)
-    return {(resource, verb) for rule in rules for resource in rule["resources"] for verb in rule["verbs"]}
+    assert all(len(rule["apiGroups"]) == 1 for rule in rules)
+    return {
+        ("/".join(filter(None, (rule["apiGroups"][0], resource))), verb)
+        for rule in rules
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
 
 
 @pytest.mark.helm
@@ -118,8 +125,15 @@ def test_writes_are_limited_to_the_managed_namespaces() -> None:
     roles = of(objects, "Role")
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["ai-frontier-research", "biz-model-serving"]
     assert all(
-        r["rules"] == [{"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["get", "create", "patch"]}] for r in roles
+        r["rules"]
+        == [
+            {"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["get", "create", "patch"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+        ]
+        for r in roles
     )
+    cluster_resources = {resource for o in of(objects, "ClusterRole") for rule in o["rules"] for resource in rule["resources"]}
+    assert "pods" not in cluster_resources  # pods are read in the managed namespaces only
     bindings = of(objects, "RoleBinding") + of(objects, "ClusterRoleBinding")
     assert {(b["subjects"][0]["name"], b["subjects"][0]["namespace"]) for b in bindings} == {("gpu-gpu-quota-bot", "gpu-system")}
 

@@ -145,6 +145,7 @@ def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> N
         "    channel: C0MISSING\n"
         "    namespaces: [ai-frontier-research, not-in-cluster]\n"
         "    approvers: {users: [U0LEE, U0GHOST]}\n"
+        "    borrowed_priority_classes: [low-priority-experiment, research-lowest]\n"
     )
     result = run_bot("check-config", env=run_env(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy)))
     assert result.returncode == 1
@@ -153,6 +154,7 @@ def test_check_config_names_every_problem(tmp_path: Path, stand_ins: tuple) -> N
         "problem: channel C0MISSING (policy): Slack refused to look up the channel C0MISSING: channel_not_found "
         "(the channel does not exist or the bot cannot see it (invite the bot, check the policy))",
         "problem: namespace not-in-cluster (policy) does not exist in the cluster",
+        "problem: priority class research-lowest (borrowed_priority_classes) does not exist in the cluster",
         "problem: user U0GHOST (policy): Slack refused to look up the user U0GHOST: user_not_found",
         "problem: user group S0NOSUCH (policy): Slack refused to look up the user group S0NOSUCH: no_such_subteam "
         "(the user group does not exist)",

@@ -48,6 +48,14 @@ def test_a_workload_that_fits_is_not_blocked(tmp_path: Path) -> None:
     assert "1 GPU(s) fit in ai-frontier-research (3 of 4 in use)" in out and "blocked workloads: 0" in out
 
 
+def test_a_pod_waiting_for_free_gpus_is_not_blamed_on_the_quota(tmp_path: Path) -> None:
+    out = shell(tmp_path, "/gpu-quota status ai-frontier-research", "wait ai-frontier-research 2", "jobs").stdout
+    assert "running: 3 GPUs in 2 pods — 2 × low-priority-experiment, 1 × default" in out
+    assert "1 GPU pod in *ai-frontier-research* waits for the scheduler, not the quota" in out
+    assert "*sweep-1-0* (2 GPUs, low-priority-experiment): no free GPU, and no lower-priority pod to preempt" in out
+    assert "blocked workloads: 1" in out and "Request more" not in out.split("wait ai-frontier-research 2", 1)[1]
+
+
 def test_the_session_leaves_no_chart_folders_behind(tmp_path: Path) -> None:
     out = shell(tmp_path, "digest").stdout
     assert "gpu-cost-frontier-" in out and "saved to" in out  # the digest's chart was written during the session

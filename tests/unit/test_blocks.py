@@ -7,8 +7,10 @@ import pytest
 from bot.adapters.slack import blocks, ids
 from bot.domain.commands import GpuAmount, RequestDraft
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
 from bot.services.cards import RequestCard
+from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
@@ -183,3 +185,16 @@ def test_the_card_shows_the_change_actually_applied() -> None:
     text = rendered(blocks.request_message(card(state=RequestState.APPLIED, applied_from=5, applied_to=9)))
     assert "*Applied*\\n5 → *9*" in text  # the rendered JSON keeps the newline escaped
     assert "*Applied*" not in rendered(blocks.request_message(card()))
+
+
+def test_the_card_shows_the_pods_by_class_and_warns_with_cluster_text_escaped() -> None:
+    pods = [GpuPod("ns", "a", 2, "research-low", "Running", None), GpuPod("ns", "b", 1, "<!here>", "Running", None)]
+    warnings = borrowed_class_warnings(pods, allowed=["research-low"], values={"research-low": 100})
+    view = PodsInView(pod_mix(pods), tuple(pods), ("research-low",), tuple(warnings))
+    text = rendered(blocks.request_message(card(pods=view)))
+    assert "running: 3 GPUs in 2 pods — 2 × research-low, 1 × &lt;!here&gt;" in text
+    assert ":warning: 1 GPU in 1 pod run as &lt;!here&gt;, not one of the classes borrowed GPUs are meant for" in text
+    assert "<!here>" not in text
+    unreadable = rendered(blocks.request_message(card(pods=PodsInView(pod_mix([]), error="HTTP 403"))))
+    assert "GPU pods unreadable: HTTP 403" in unreadable and ":warning:" not in unreadable
+    assert "GPU pods in" not in rendered(blocks.request_message(card()))

@@ -34,7 +34,9 @@ from bot.adapters.slack.mrkdwn import escape, render
 from bot.domain.commands import RequestDraft, clean_text, format_request_id
 from bot.domain.durations import ALLOWED, format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.priority import describe_mix, describe_warning
 from bot.services.cards import RequestCard
+from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
 from bot.services.requests import Confirmation
@@ -78,6 +80,9 @@ def request_message(card: RequestCard) -> list[Block]:
     ]
     if card.auto_note:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(card.auto_note, SECTION_LIMIT))]))
+    warnings = pod_warnings(card.pods)
+    if warnings:
+        blocks.append(SectionBlock(text=_mrkdwn(truncate("\n".join(warnings), SECTION_LIMIT))))
     if card.state == RequestState.PENDING:
         blocks.append(
             ActionsBlock(
@@ -133,6 +138,8 @@ def _fields(card: RequestCard) -> list[str]:
         sign = "saves " if card.delta < 0 else ""
         fields.append(f"*Cost*\n{sign}{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
     fields.append(f"*Cluster capacity*\n{_capacity_text(card)}")
+    if card.pods is not None:
+        fields.append(f"*GPU pods in {escape(card.namespace)} now*\n{pods_text(card.pods)}")
     approvers = ", ".join(mention(u) if u != "gpu-quota-bot" else "auto-approval" for u in card.approvals) or "none yet"
     fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
     return fields
@@ -256,6 +263,9 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
         else:
             quota = f"*{status.hard}* hard / {status.used} used"
         lines.append(f"*{escape(status.namespace)}* ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}")
+        if status.pods is not None:
+            lines.append(f"    • {pods_text(status.pods)}")
+            lines.extend("    " + warning for warning in pod_warnings(status.pods))
         for grant in status.grants:
             state = "ends" if grant.state == GrantState.ACTIVE else "ended, reverting since"
             lines.append(f"    • {format_request_id(grant.request_id)}: {grant.gpus:+d} GPUs, {state} {when(grant.ends_at)}")
@@ -264,6 +274,19 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
         if not status.grants and not status.pending:
             lines.append("    • no active grants, no pending requests")
     return lines
+
+
+def pods_text(pods: PodsInView) -> str:
+    if pods.error is not None:
+        return f"GPU pods unreadable: {escape(pods.error)}"
+    return escape(describe_mix(pods.mix))
+
+
+def pod_warnings(pods: PodsInView | None) -> list[str]:
+    """Running GPU pods of a class borrowed GPUs are not meant for, one warning line each."""
+    if pods is None:
+        return []
+    return [f":warning: {escape(describe_warning(w, pods.allowed))}" for w in pods.warnings]
 
 
 def pending_line(pending: PendingLine) -> str:

@@ -1,0 +1,76 @@
+"""What runs on a namespace's GPUs, by priority class: a small cached view over the ``Workloads`` port.
+
+``status``, request cards and the blocked-workload alert ask for the same namespaces within seconds
+of each other; each namespace's pod list and the cluster's PriorityClasses are kept for ``ttl``
+seconds (30 by default), so a burst of requests costs one list call per namespace. A failed read is
+never cached: callers get the reason (and a log line) and show the rest of their answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from bot.domain.policy import Policy
+from bot.domain.priority import ClassWarning, GpuPod, PodMix, borrowed_class_warnings, pod_mix
+from bot.errors import GpuQuotaError
+from bot.services.ports import Workloads
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_CLASSES = "\0priorityclasses"  # the cache key of the PriorityClass list (never a namespace name)
+
+
+@dataclass(frozen=True)
+class PodsInView:
+    """A namespace's GPU pods (name, GPUs, class, phase, start) and their mix by class and, when the policy
+    names classes for borrowed GPUs, what falls outside them; or why the pods could not be read."""
+
+    mix: PodMix
+    pods: tuple[GpuPod, ...] = ()
+    allowed: tuple[str, ...] = ()
+    warnings: tuple[ClassWarning, ...] = ()
+    error: str | None = None
+
+
+class PodView:
+    def __init__(
+        self, *, workloads: Workloads, policy: Policy, ttl: float = 30.0, monotonic: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._workloads = workloads
+        self._policy = policy
+        self._ttl = ttl
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[float, object]] = {}
+
+    def pods(self, namespace: str, *, fresh: bool = False) -> list[GpuPod]:
+        """The namespace's unfinished GPU pods (cached; read anew when ``fresh``); raises the port's errors."""
+        return list(self._cached(namespace, lambda: tuple(self._workloads.gpu_pods(namespace)), fresh=fresh))
+
+    def in_view(self, namespace: str) -> PodsInView:
+        """The namespace's pods, their mix and class warnings; ``error`` says why when the cluster could not be read."""
+        try:
+            pods = self.pods(namespace)
+            allowed = self._policy.borrowed_priority_classes(namespace)
+            values = self._cached(_CLASSES, self._workloads.priority_classes) if allowed else {}
+        except GpuQuotaError as error:
+            log.warning("cannot read the GPU pods of %s: %s", namespace, error)
+            return PodsInView(pod_mix([]), error=str(error))
+        warnings = borrowed_class_warnings(pods, allowed=allowed, values=values)
+        return PodsInView(pod_mix(pods), tuple(pods), allowed, tuple(warnings))
+
+    def _cached(self, key: str, read: Callable[[], T], *, fresh: bool = False) -> T:
+        now = self._monotonic()
+        with self._lock:
+            entry = self._cache.get(key)
+            if entry is not None and now - entry[0] < self._ttl and not fresh:
+                return entry[1]  # type: ignore[return-value]
+        value = read()  # outside the lock: one slow namespace does not hold up the others
+        with self._lock:
+            self._cache[key] = (now, value)
+        return value
