@@ -35,6 +35,7 @@ from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
 from bot.services.spend import SpendReader
@@ -111,6 +112,7 @@ def build_services(
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,
         blocked=BlockedWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
+        reclaims=ReclaimWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
         home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
         inbox=EventInbox(database=database, clock=clock),
         digest=digest,

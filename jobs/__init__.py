@@ -35,6 +35,7 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         ("reconcile", IntervalTrigger(seconds=reconcile_seconds), services.reconciler.tick, reconcile_seconds),
         ("sweep", IntervalTrigger(seconds=sweep_seconds), services.reconciler.sweep, sweep_seconds),
         ("home_tabs", IntervalTrigger(seconds=reconcile_seconds), services.home.refresh_changed, reconcile_seconds),
+        ("reclaims", IntervalTrigger(seconds=reconcile_seconds), services.reclaims.check, reconcile_seconds),
         ("blocked_workloads", CronTrigger.from_crontab(schedules.blocked_workloads, timezone=zone), services.blocked.check, 300),
     ]
     if services.digest is not None:

@@ -154,6 +154,16 @@ class KubeApiStandIn:
             quota["metadata"]["resourceVersion"] = self._next_rv()
             self.quotas[(namespace, name)] = self._with_status(quota)
 
+    def set_used(self, namespace: str, gpus: int) -> None:
+        """Running pods started or finished: the quota controller recomputes ``status.used`` of the
+        namespace's quotas (a status update, so the resourceVersion moves; ``spec`` is untouched)."""
+        with self._lock:
+            self.used[namespace] = gpus
+            for key in [key for key in self.quotas if key[0] == namespace]:
+                quota = copy.deepcopy(self.quotas[key])
+                quota["metadata"]["resourceVersion"] = self._next_rv()
+                self.quotas[key] = self._with_status(quota)
+
     def hard(self, namespace: str, name: str, resource: str = "requests.nvidia.com/gpu") -> str | None:
         with self._lock:
             quota = self.quotas.get((namespace, name))

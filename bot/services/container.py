@@ -17,6 +17,7 @@ from bot.services.ledger import CostLookup, Ledger
 from bot.services.ports import QuotaCluster, Transactions
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
 
@@ -33,6 +34,7 @@ class Services:
     reconciler: Reconciler
     sync: QuotaSync
     blocked: BlockedWatch
+    reclaims: ReclaimWatch
     home: HomeService
     inbox: EventInbox
     # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         IdleNudge,
         MetricsOutage,
         NamespaceRow,
+        Reclaim,
         RequestRow,
         TeamSpend,
     )
@@ -130,7 +131,25 @@ class Repository(Protocol):
 
     def blocked_alerted(self, key: str) -> bool: ...
 
-    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None: ...
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None:
+        """Remember the alert and count it in the namespace's blocked workloads of the day."""
+        ...
+
+    def quota_blocks(self, first: date, last: date) -> dict[str, int]:
+        """Workloads blocked by the GPU quota per namespace over the days [first, last] (UTC)."""
+        ...
+
+    def open_reclaim(self, namespace: str) -> Reclaim | None: ...
+
+    def open_reclaims(self) -> Sequence[Reclaim]: ...
+
+    def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim: ...
+
+    def finish_reclaim(self, reclaim_id: int, *, used: int, at: datetime) -> bool:
+        """Close an open reclaim; False when it was closed already (by another replica)."""
+        ...
+
+    def reopen_reclaim(self, reclaim_id: int) -> None: ...
 
     def home_tabs(self) -> Sequence[HomeTabRow]: ...
 
@@ -341,6 +360,7 @@ class ActionKind(StrEnum):
     RELEASE = "release"
     SNOOZE = "snooze"
     REQUEST_MORE = "request_more"
+    PROPOSE_SHIFT = "propose_shift"
 
 
 @dataclass(frozen=True)
