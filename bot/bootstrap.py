@@ -35,6 +35,7 @@ from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.proposals import ProposalService
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
@@ -70,7 +71,7 @@ def build_services(
     )
     announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
-    digest = budget = idle = ledger = None
+    digest = budget = idle = ledger = proposals = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
@@ -79,6 +80,9 @@ def build_services(
             policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart, ledger=ledger
         )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
+        proposals = ProposalService(
+            policy=policy, metrics=metrics, ledger=ledger, cluster=cluster, database=database, announcer=announcer, clock=clock
+        )
         idle = IdleWatch(
             policy=policy,
             metrics=metrics,
@@ -120,6 +124,7 @@ def build_services(
         idle=idle,
         ledger=ledger,
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
+        proposals=proposals,
     )
 
 

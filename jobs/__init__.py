@@ -46,6 +46,8 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         )
     if services.idle is not None:
         jobs.append(("idle_nudges", CronTrigger.from_crontab(schedules.idle_nudges, timezone=zone), services.idle.check, 900))
+    if services.proposals is not None and schedules.proposals:  # off unless the policy sets it
+        jobs.append(("proposals", CronTrigger.from_crontab(schedules.proposals, timezone=zone), services.proposals.run, 6 * 3600))
     for job_id, trigger, work, grace in jobs:
         scheduler.add_job(
             run_job,

@@ -1,6 +1,7 @@
 """Workloads the GPU quota keeps from starting: ``FailedCreate`` events saying ``exceeded quota`` for
 ``requests.nvidia.com/gpu`` in managed namespaces produce one message to the team, with a
-[Request more] button that opens the request form prefilled with what would have been needed."""
+[Request more] button that opens the request form prefilled with what would have been needed. Each
+alert is counted per namespace and day: the weekly proposals cite how often the quota blocked a team."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import partial
 
 from bot.clock import Clock
@@ -69,7 +70,9 @@ class BlockedWatch:
             if self._db.run(partial(_alerted, key=key)):
                 continue
             if self._report(team.channel, refusal):
-                self._db.run(partial(_remember, key=key, namespace=refusal.namespace, at=self._clock.now()))
+                now = self._clock.now()
+                day = now.astimezone(self._policy.schedules.zone).date()
+                self._db.run(partial(_remember, key=key, namespace=refusal.namespace, at=now, day=day))
                 reported.append(key)
         return reported
 
@@ -98,5 +101,5 @@ def _alerted(repo: Repository, *, key: str) -> bool:
     return repo.blocked_alerted(key)
 
 
-def _remember(repo: Repository, *, key: str, namespace: str, at: datetime) -> None:
-    repo.remember_blocked_alert(key, namespace=namespace, at=at)
+def _remember(repo: Repository, *, key: str, namespace: str, at: datetime, day: date) -> None:
+    repo.remember_blocked_alert(key, namespace=namespace, at=at, day=day)

@@ -131,12 +131,12 @@ class Repository(Protocol):
 
     def blocked_alerted(self, key: str) -> bool: ...
 
-    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None:
-        """Remember the alert and count it in the namespace's blocked workloads of the day."""
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime, day: date) -> None:
+        """Remember the alert and count it in the namespace's blocked workloads of ``day`` (schedules.timezone)."""
         ...
 
     def quota_blocks(self, first: date, last: date) -> dict[str, int]:
-        """Workloads blocked by the GPU quota per namespace over the days [first, last] (UTC)."""
+        """Workloads blocked by the GPU quota per namespace over the days [first, last]."""
         ...
 
     def open_reclaim(self, namespace: str) -> Reclaim | None: ...
@@ -338,6 +338,10 @@ class MetricsSource(Protocol):
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         """GPUs requested by running pods at ``moment``, per namespace."""
+        ...
+
+    def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
+        """The most GPUs running pods requested at any sample in [start, end), per namespace (one query)."""
         ...
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select, text, update
@@ -283,18 +283,17 @@ class Repository:
         """Whether the workload ``key`` (namespace/kind/name) was reported as blocked by the quota."""
         return self.session.get(BlockedAlert, key) is not None
 
-    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None:
-        """Remember the alert, and count it in the namespace's blocked workloads of the day (UTC)."""
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime, day: date) -> None:
+        """Remember the alert, and count it in the namespace's blocked workloads of ``day``."""
         self.session.add(BlockedAlert(key=key, namespace=namespace, alerted_at=at))
         dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
-        day = at.astimezone(timezone.utc).date()
         statement = dialect.insert(QuotaBlockDay).values(namespace=namespace, day=day, blocked=1)
         self.session.execute(
             statement.on_conflict_do_update(index_elements=["namespace", "day"], set_={"blocked": QuotaBlockDay.blocked + 1})
         )
 
     def quota_blocks(self, first: date, last: date) -> dict[str, int]:
-        """Workloads blocked by the GPU quota per namespace over the days [first, last] (UTC)."""
+        """Workloads blocked by the GPU quota per namespace over the days [first, last]."""
         b = QuotaBlockDay
         query = select(b.namespace, func.sum(b.blocked)).where(b.day >= first, b.day <= last).group_by(b.namespace)
         return {namespace: int(total) for namespace, total in self.session.execute(query)}
