@@ -49,7 +49,7 @@ def test_blocked_workloads_are_counted_per_namespace_and_day(database: Database)
     first, second = date(2026, 11, 28), date(2026, 11, 29)
     alerts = [("a", "ns-a", first), ("b", "ns-a", first), ("c", "ns-a", second), ("d", "ns-b", second)]
     for key, namespace, day in alerts:
-        database.run(lambda repo: repo.remember_blocked_alert(key, namespace=namespace, at=AT, day=day))
+        database.run(lambda repo, k=key, ns=namespace, d=day: repo.remember_blocked_alert(k, namespace=ns, at=AT, day=d))
     assert database.run(lambda repo: repo.quota_blocks(first, second)) == {"ns-a": 3, "ns-b": 1}
     assert database.run(lambda repo: repo.quota_blocks(second, second)) == {"ns-a": 1, "ns-b": 1}
     assert database.run(lambda repo: repo.quota_blocks(date(2026, 11, 1), date(2026, 11, 27))) == {}
