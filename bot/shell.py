@@ -44,6 +44,7 @@ SHELL_HELP = """\
   idle <ns>               the namespace's GPUs go quiet for the idle window (then `jobs` nudges)
   block <ns> [gpus]       a workload in the namespace asks for more GPUs than the quota leaves
                           (then `jobs` posts the blocked-workload alert with [Request more])
+  finish <ns> <gpus>      jobs finish: the namespace's pods now use <gpus> GPUs (then `tick` follows a reclaim)
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
   quit                    leave
@@ -175,6 +176,7 @@ class Shell:
             "kubectl": self._kubectl,
             "idle": self._idle,
             "block": self._block,
+            "finish": self._finish,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
         }.get(words[0])
@@ -231,12 +233,15 @@ class Shell:
     def _tick(self) -> None:
         assert self._sandbox.services is not None
         report = self._sandbox.services.reconciler.tick()
+        reclaimed = self._sandbox.services.reclaims.check().finished
         self._show_new()
         done = [
             f"{name}: {', '.join(f'GQ-{i}' for i in ids)}"
             for name, ids in (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended))
             if ids
         ]
+        if reclaimed:
+            done.append("reclaimed: " + ", ".join(reclaimed))
         self._say("  reconcile: " + ("; ".join(done) if done else "nothing due"))
 
     def _digest(self, args: list[str]) -> None:
@@ -356,6 +361,15 @@ class Shell:
             f"ReplicaSet {name} in {namespace} asks for {wanted} GPU(s) with {used} of {hard} in use: its pods are refused "
             "(`exceeded quota`). Type `jobs` to run the blocked-workload check."
         )
+
+    def _finish(self, args: list[str]) -> None:
+        """Running pods end: the quota controller's ``status.used`` drops (nothing is evicted by the bot)."""
+        kube = self._sandbox.kube
+        if kube is None or len(args) != 2 or (args[0], QUOTA) not in kube.quotas or not args[1].isdigit():
+            self._say("Usage (sandbox only): finish <namespace> <gpus still in use>, e.g. finish ai-frontier-research 1")
+            return
+        kube.set_used(args[0], int(args[1]))
+        self._say(f"Jobs finished in {args[0]}: {args[1]} GPU(s) in use now. Type `tick` to run the scheduled jobs.")
 
     def _users(self) -> None:
         for person in PEOPLE:
