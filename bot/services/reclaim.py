@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.policy import Policy
+from bot.domain.quota import QuotaSnapshot
 from bot.domain.reclaim import span_text
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.announce import Announcer
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.text import Notice, Strong, gpus, say
@@ -79,33 +80,61 @@ class ReclaimWatch:
         for reclaim in self._db.run(lambda repo: [_Open.of(r) for r in repo.open_reclaims()]):
             try:
                 snapshot = self._cluster.read_quota(reclaim.namespace, self._policy.quota_name(reclaim.namespace))
+            except NamespaceNotFound:
+                snapshot = None
             except GpuQuotaError as error:
                 report.errors.append(f"{reclaim.namespace}: {error}")
                 continue
             if snapshot is not None and snapshot.used > snapshot.hard:
                 report.following.append(reclaim.namespace)
                 continue
-            if self._finish(reclaim, used=snapshot.used if snapshot is not None else 0):
+            if self._finish(reclaim, snapshot):
                 report.finished.append(reclaim.namespace)
         return report
 
-    def _finish(self, reclaim: _Open, *, used: int) -> bool:
-        """Claim the end of the reclaim, then say it; False when another replica claimed it first."""
+    def _finish(self, reclaim: _Open, snapshot: QuotaSnapshot | None) -> bool:
+        """Claim the end of the reclaim, then say it; False when another replica claimed it first.
+
+        Said only when jobs finishing freed GPUs: a quota (or namespace) gone, or raised by hand over
+        usage, ends it quietly, in the audit trail only."""
         now = self._clock.now()
-        if not self._db.run(lambda repo: repo.finish_reclaim(reclaim.id, used=used, at=now)):
-            return False
+        used = snapshot.used if snapshot is not None else 0
         freed = reclaim.used_at_start - used
         span = span_text(now - reclaim.started_at)
-        log.info("reclaim in %s done: %d GPUs freed over %s", reclaim.namespace, freed, span)
+        if snapshot is None:
+            why = "the quota or the namespace is gone"
+        elif freed <= 0:
+            why = "the quota was raised over usage by hand"
+        else:
+            why = f"{gpus(freed)} freed over {span} as jobs finished"
+
+        def claim(repo: Repository) -> bool:
+            if not repo.finish_reclaim(reclaim.id, used=used, at=now):
+                return False  # another replica closed it
+            repo.record(
+                at=now,
+                action="reclaim_ended",
+                namespace=reclaim.namespace,
+                request_id=reclaim.request_id,
+                before={"used_gpus": reclaim.used_at_start},
+                after={"quota_gpus": snapshot.hard if snapshot else None, "used_gpus": used},
+                detail=why,
+            )
+            return True
+
+        if not self._db.run(claim):
+            return False
+        log.info("reclaim in %s ended: %s", reclaim.namespace, why)
+        if snapshot is None or freed <= 0:
+            return True
         try:
-            self._announce_end(reclaim, freed=freed, span=span)
+            self._announce_end(reclaim, reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=snapshot.hard))
         except Exception:
             self._db.run(lambda repo: repo.reopen_reclaim(reclaim.id))  # the next run says it
             raise
         return True
 
-    def _announce_end(self, reclaim: _Open, *, freed: int, span: str) -> None:
-        notice = reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=reclaim.quota)
+    def _announce_end(self, reclaim: _Open, notice: Notice) -> None:
         if reclaim.request_id is not None:
             self._announce.thread(reclaim.request_id, notice)
             return

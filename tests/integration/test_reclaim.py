@@ -95,3 +95,22 @@ def test_usage_within_the_quota_at_the_write_opens_no_reclaim(slack: SlackOverHt
     assert kube(slack).hard(FRONTIER, "compute-quota") == "2"
     assert slack.sandbox.database.run(lambda repo: repo.open_reclaim(FRONTIER)) is None
     assert "over quota" not in status(slack)
+
+
+def last_audit_detail(slack: SlackOverHttp) -> str:
+    assert slack.sandbox.database is not None
+    return slack.sandbox.database.run(lambda repo: repo.audit_trail(namespace=FRONTIER, limit=1)[0].detail)
+
+
+def test_a_quota_raised_by_hand_over_usage_ends_the_reclaim_quietly(slack: SlackOverHttp) -> None:
+    lower_frontier_to_one(slack)
+    kube(slack).edit_quota(FRONTIER, "compute-quota", "requests.nvidia.com/gpu", "6")  # kubectl edit
+    assert check(slack) == [FRONTIER]
+    assert freed_messages(slack) == [] and last_audit_detail(slack) == "the quota was raised over usage by hand"
+
+
+def test_a_deleted_namespace_ends_the_reclaim_quietly(slack: SlackOverHttp) -> None:
+    lower_frontier_to_one(slack)
+    kube(slack).delete_namespace(FRONTIER)
+    assert check(slack) == [FRONTIER]
+    assert freed_messages(slack) == [] and last_audit_detail(slack) == "the quota or the namespace is gone"
