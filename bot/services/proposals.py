@@ -6,7 +6,7 @@ the quota blocked its workloads (the blocked-workload alerts, counted per day). 
 button. Nothing here changes a quota: a proposal becomes a change only as a shift request, approved
 the usual way.
 
-One post per week across replicas: the run claims ("proposals", today) in the digest claims table.
+One post per week across replicas: the run claims ("*proposals", today) in the digest claims table.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from bot.services.text import Notice, Strong, gpus, say
 log = logging.getLogger(__name__)
 
 WINDOW_DAYS = 14
-CLAIM_SCOPE = "proposals"
+CLAIM_SCOPE = "*proposals"  # beside the digests' team scopes; "*" marks the organisation-wide ones
 
 
 @dataclass
