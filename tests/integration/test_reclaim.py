@@ -114,3 +114,20 @@ def test_a_deleted_namespace_ends_the_reclaim_quietly(slack: SlackOverHttp) -> N
     kube(slack).delete_namespace(FRONTIER)
     assert check(slack) == [FRONTIER]
     assert freed_messages(slack) == [] and last_audit_detail(slack) == "the quota or the namespace is gone"
+
+
+def test_a_hand_edit_below_usage_is_followed_and_told_in_the_team_channel(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube(slack).set_used(FRONTIER, 4)
+    for resource in ("requests.nvidia.com/gpu", "limits.nvidia.com/gpu"):  # the source document's kubectl edit
+        kube(slack).edit_quota(FRONTIER, "compute-quota", resource, "1")
+    assert slack.sandbox.services is not None
+    slack.sandbox.services.reconciler.sweep()  # adopts the edit into the base and stamps it: a write of 1, no request
+    assert kube(slack).hard(FRONTIER, "compute-quota") == "1"
+    assert "over quota by 3, reclaiming since" in status(slack)
+    clock.advance(timedelta(hours=5, minutes=10))
+    kube(slack).set_used(FRONTIER, 0)
+    assert check(slack) == [FRONTIER]
+    assert [r.text for r in slack.channel_messages("C0FRONTIER") if "freed" in r.text] == [
+        ":white_check_mark: *4 GPUs freed over 5 h 10 min as jobs finished* in *ai-frontier-research*: "
+        "usage is within the quota of 1 GPU now. No pod was evicted."
+    ]
