@@ -37,7 +37,7 @@ def test_status_says_over_quota_and_since_when_a_reclaim_is_open() -> None:
     assert status(1, 4, since).endswith(
         "*1* hard / 4 used, over quota by 3, reclaiming since <!date^1796029200^{date_short_pretty} at {time}|2026-11-30 09:00 UTC>"
     )
-    assert status(1, 3, None).endswith("*1* hard / 3 used, over quota by 2")  # lowered by hand: no reclaim followed
+    assert status(1, 3, None).endswith("*1* hard / 3 used, over quota by 2")  # no reclaim open (a hand edit not adopted yet)
     assert status(4, 3, None).endswith("*4* hard / 3 used")
     assert over_quota(None, 3) == 0
 
