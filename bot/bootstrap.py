@@ -34,8 +34,10 @@ from bot.services.ledger import CostLookup, Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster, Workloads
+from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
 from bot.services.spend import SpendReader
@@ -73,7 +75,7 @@ def build_services(
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
     announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock, pods=pods)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
-    digest = budget = idle = ledger = None
+    digest = budget = idle = ledger = proposals = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
@@ -82,6 +84,9 @@ def build_services(
             policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart, ledger=ledger
         )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
+        proposals = ProposalService(
+            policy=policy, metrics=metrics, ledger=ledger, cluster=cluster, database=database, announcer=announcer, clock=clock
+        )
         idle = IdleWatch(
             policy=policy,
             metrics=metrics,
@@ -117,6 +122,7 @@ def build_services(
         blocked=BlockedWatch(
             policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock, workloads=workloads, pods=pods
         ),
+        reclaims=ReclaimWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
         home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
         inbox=EventInbox(database=database, clock=clock),
         digest=digest,
@@ -124,6 +130,7 @@ def build_services(
         idle=idle,
         ledger=ledger,
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
+        proposals=proposals,
     )
 
 

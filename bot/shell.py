@@ -46,6 +46,7 @@ SHELL_HELP = """\
                           (then `jobs` posts the blocked-workload alert with [Request more])
   wait <ns> [gpus]        a GPU pod within the quota finds no free GPU on the nodes (FailedScheduling);
                           then `jobs` says it waits for the scheduler, not the quota
+  finish <ns> <gpus>      jobs finish: the namespace's pods now use <gpus> GPUs (then `tick` follows a reclaim)
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
   quit                    leave
@@ -178,6 +179,7 @@ class Shell:
             "idle": self._idle,
             "block": self._block,
             "wait": self._wait,
+            "finish": self._finish,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
         }.get(words[0])
@@ -234,12 +236,15 @@ class Shell:
     def _tick(self) -> None:
         assert self._sandbox.services is not None
         report = self._sandbox.services.reconciler.tick()
+        reclaimed = self._sandbox.services.reclaims.check().finished
         self._show_new()
         done = [
             f"{name}: {', '.join(f'GQ-{i}' for i in ids)}"
             for name, ids in (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended))
             if ids
         ]
+        if reclaimed:
+            done.append("reclaimed: " + ", ".join(reclaimed))
         self._say("  reconcile: " + ("; ".join(done) if done else "nothing due"))
 
     def _digest(self, args: list[str]) -> None:
@@ -375,6 +380,15 @@ class Shell:
             f"Pod {name} in {namespace} (low-priority-experiment) asks for {gpus} GPU(s); the scheduler finds none free "
             "(`Insufficient nvidia.com/gpu`). Type `jobs` to run the blocked-workload check."
         )
+
+    def _finish(self, args: list[str]) -> None:
+        """Running pods end: the quota controller's ``status.used`` drops (nothing is evicted by the bot)."""
+        kube = self._sandbox.kube
+        if kube is None or len(args) != 2 or (args[0], QUOTA) not in kube.quotas or not args[1].isdigit():
+            self._say("Usage (sandbox only): finish <namespace> <gpus still in use>, e.g. finish ai-frontier-research 1")
+            return
+        kube.finish_pods(args[0], int(args[1]))
+        self._say(f"Jobs finished in {args[0]}: {args[1]} GPU(s) in use now. Type `tick` to run the scheduled jobs.")
 
     def _users(self) -> None:
         for person in PEOPLE:

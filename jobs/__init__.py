@@ -35,6 +35,7 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         ("reconcile", IntervalTrigger(seconds=reconcile_seconds), services.reconciler.tick, reconcile_seconds),
         ("sweep", IntervalTrigger(seconds=sweep_seconds), services.reconciler.sweep, sweep_seconds),
         ("home_tabs", IntervalTrigger(seconds=reconcile_seconds), services.home.refresh_changed, reconcile_seconds),
+        ("reclaims", IntervalTrigger(seconds=reconcile_seconds), services.reclaims.check, reconcile_seconds),
         ("blocked_workloads", CronTrigger.from_crontab(schedules.blocked_workloads, timezone=zone), services.blocked.check, 300),
     ]
     if services.digest is not None:
@@ -45,6 +46,8 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         )
     if services.idle is not None:
         jobs.append(("idle_nudges", CronTrigger.from_crontab(schedules.idle_nudges, timezone=zone), services.idle.check, 900))
+    if services.proposals is not None and schedules.proposals:  # off unless the policy sets it
+        jobs.append(("proposals", CronTrigger.from_crontab(schedules.proposals, timezone=zone), services.proposals.run, 6 * 3600))
     for job_id, trigger, work, grace in jobs:
         scheduler.add_job(
             run_job,

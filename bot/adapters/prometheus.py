@@ -81,6 +81,12 @@ def allocated_samples_query(seconds: int) -> str:
     return f"sum by (namespace) ({running_gpu_samples(seconds)})"
 
 
+def peak_allocated_query(seconds: int, step: int) -> str:
+    """The most GPUs requested by running pods at any sample of the range, by namespace."""
+    allocated = f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))"
+    return f"max_over_time(({allocated})[{seconds}s:{step}s])"
+
+
 def idle_rule(idle_threshold: float) -> str:
     """The recording rule's series for this threshold (deploy/helm/gpu-quota-bot/files/recording-rules.yaml)."""
     return f'gpu_quota:gpu_idle:bool{{threshold="{idle_threshold:g}"}}'
@@ -230,6 +236,13 @@ class PrometheusMetrics:
     def allocated_at(self, moment: datetime) -> dict[str, float]:
         rows = self._instant(
             f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))", at=moment
+        )
+        return {metric.get("namespace", ""): value for metric, value in rows if value > 0}
+
+    def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
+        # The ledger keeps GPU-hours, not maxima: a subquery at the sample spacing, once a week.
+        rows = self._instant(
+            peak_allocated_query(int((end - start).total_seconds()), self._interval), at=end - timedelta(seconds=1)
         )
         return {metric.get("namespace", ""): value for metric, value in rows if value > 0}
 

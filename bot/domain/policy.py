@@ -196,6 +196,7 @@ class Schedules(_Frozen):
     budget_warnings: Cron = "5 * * * *"
     idle_nudges: Cron = "*/30 * * * *"
     blocked_workloads: Cron = "*/5 * * * *"
+    proposals: Cron | None = None  # proposed shifts from the last 14 days, to the admin channel: off unless set
 
     @field_validator("timezone")
     @classmethod
@@ -255,6 +256,12 @@ class Policy(_Frozen):
                 if namespace.name in seen:
                     raise ValueError(f"namespace {namespace.name} belongs to both {seen[namespace.name]} and {team.name}")
                 seen[namespace.name] = team.name
+        return self
+
+    @model_validator(mode="after")
+    def _proposals_have_a_channel(self) -> Policy:
+        if self.schedules.proposals and not self.admin_channel:
+            raise ValueError("schedules.proposals posts to the admin channel: set admin_channel")
         return self
 
     # --- lookups -----------------------------------------------------------------------------

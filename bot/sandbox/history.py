@@ -133,6 +133,13 @@ class HistoryMetrics:
                 totals[pod.namespace] = totals.get(pod.namespace, 0.0) + pod.gpus
         return totals
 
+    def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
+        peaks: dict[str, float] = {}
+        for moment in self.history.steps(start, end):
+            for namespace, gpus in self.allocated_at(moment).items():
+                peaks[namespace] = max(peaks.get(namespace, 0.0), gpus)
+        return peaks
+
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
         """Namespaces with a pod running (almost) all of the window, every GPU under ``threshold``."""
         start = moment - window

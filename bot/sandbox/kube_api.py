@@ -163,6 +163,16 @@ class KubeApiStandIn:
             quota["metadata"]["resourceVersion"] = self._next_rv()
             self.quotas[(namespace, name)] = self._with_status(quota)
 
+    def set_used(self, namespace: str, gpus: int) -> None:
+        """Running pods started or finished: the quota controller recomputes ``status.used`` of the
+        namespace's quotas (a status update, so the resourceVersion moves; ``spec`` is untouched)."""
+        with self._lock:
+            self.used[namespace] = gpus
+            for key in [key for key in self.quotas if key[0] == namespace]:
+                quota = copy.deepcopy(self.quotas[key])
+                quota["metadata"]["resourceVersion"] = self._next_rv()
+                self.quotas[key] = self._with_status(quota)
+
     def hard(self, namespace: str, name: str, resource: str = "requests.nvidia.com/gpu") -> str | None:
         with self._lock:
             quota = self.quotas.get((namespace, name))
@@ -234,6 +244,26 @@ class KubeApiStandIn:
             pod = self.pods[(namespace, name)]
             pod["status"]["phase"] = phase
             pod["metadata"]["resourceVersion"] = self._next_rv()
+
+    def finish_pods(self, namespace: str, keep_gpus: int) -> None:
+        """Running GPU pods of the namespace finish (phase ``Succeeded``), oldest first, until at most
+        ``keep_gpus`` GPUs are held by the ones still running; ``status.used`` is then what the quota
+        controller would recompute (``set_used``)."""
+        with self._lock:
+            running = sorted(
+                (pod for (ns, _), pod in self.pods.items() if ns == namespace and pod["status"]["phase"] == "Running"),
+                key=lambda pod: pod["metadata"]["creationTimestamp"],
+            )
+            held = sum(
+                int(pod["spec"]["containers"][0]["resources"].get("requests", {}).get("nvidia.com/gpu", 0)) for pod in running
+            )
+            for pod in running:
+                if held <= keep_gpus:
+                    break
+                held -= int(pod["spec"]["containers"][0]["resources"].get("requests", {}).get("nvidia.com/gpu", 0))
+                pod["status"]["phase"] = "Succeeded"
+                pod["metadata"]["resourceVersion"] = self._next_rv()
+        self.set_used(namespace, keep_gpus)
 
     def add_event(self, event: dict[str, Any]) -> None:
         with self._lock:

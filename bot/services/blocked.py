@@ -5,7 +5,8 @@ namespaces produce one message to the team, with a [Request more] button that op
 prefilled with what would have been needed. GPU pods still pending with ``FailedScheduling`` events
 saying ``Insufficient nvidia.com/gpu`` are a different story (more quota would not help: the nodes
 are full, and preemption decides who gets the next GPU), told in one message per namespace and check,
-without that button."""
+without that button. Each quota alert is counted per namespace and day: the weekly proposals cite
+how often the quota blocked a team."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from functools import partial
 
 from bot.clock import Clock
@@ -101,7 +102,9 @@ class BlockedWatch:
             if self._db.run(partial(_alerted, key=key)):
                 continue
             if self._report(team.channel, refusal):
-                self._db.run(partial(_remember, key=key, namespace=refusal.namespace, at=self._clock.now()))
+                now = self._clock.now()
+                day = now.astimezone(self._policy.schedules.zone).date()
+                self._db.run(partial(_remember, key=key, namespace=refusal.namespace, at=now, quota_day=day))
                 reported.append(key)
         return reported
 
@@ -219,5 +222,5 @@ def _alerted(repo: Repository, *, key: str) -> bool:
     return repo.blocked_alerted(key)
 
 
-def _remember(repo: Repository, *, key: str, namespace: str, at: datetime) -> None:
-    repo.remember_blocked_alert(key, namespace=namespace, at=at)
+def _remember(repo: Repository, *, key: str, namespace: str, at: datetime, quota_day: date | None = None) -> None:
+    repo.remember_blocked_alert(key, namespace=namespace, at=at, quota_day=quota_day)

@@ -15,8 +15,10 @@ from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.ports import QuotaCluster, Transactions
+from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
 
@@ -33,11 +35,13 @@ class Services:
     reconciler: Reconciler
     sync: QuotaSync
     blocked: BlockedWatch
+    reclaims: ReclaimWatch
     home: HomeService
     inbox: EventInbox
-    # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.
+    # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets, idle nudges or proposals.
     digest: DigestService | None = None
     budget: BudgetWatch | None = None
     idle: IdleWatch | None = None
     ledger: Ledger | None = None
     costs: CostLookup | None = None
+    proposals: ProposalService | None = None

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         IdleNudge,
         MetricsOutage,
         NamespaceRow,
+        Reclaim,
         RequestRow,
         TeamSpend,
     )
@@ -131,7 +132,26 @@ class Repository(Protocol):
 
     def blocked_alerted(self, key: str) -> bool: ...
 
-    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None: ...
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime, quota_day: date | None = None) -> None:
+        """Remember the alert; a quota alert (``quota_day`` given, schedules.timezone) also counts in the
+        namespace's workloads blocked by the quota that day."""
+        ...
+
+    def quota_blocks(self, first: date, last: date) -> dict[str, int]:
+        """Workloads blocked by the GPU quota per namespace over the days [first, last]."""
+        ...
+
+    def open_reclaim(self, namespace: str) -> Reclaim | None: ...
+
+    def open_reclaims(self) -> Sequence[Reclaim]: ...
+
+    def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim: ...
+
+    def finish_reclaim(self, reclaim_id: int, *, used: int, at: datetime) -> bool:
+        """Close an open reclaim; False when it was closed already (by another replica)."""
+        ...
+
+    def reopen_reclaim(self, reclaim_id: int) -> None: ...
 
     def home_tabs(self) -> Sequence[HomeTabRow]: ...
 
@@ -361,6 +381,10 @@ class MetricsSource(Protocol):
         """GPUs requested by running pods at ``moment``, per namespace."""
         ...
 
+    def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
+        """The most GPUs running pods requested at any sample in [start, end), per namespace (one query)."""
+        ...
+
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
         """Namespaces that held GPUs for all of the ``window`` before ``moment`` while every GPU stayed
         under ``threshold`` utilisation (0..1); the value is the highest utilisation seen."""
@@ -381,6 +405,7 @@ class ActionKind(StrEnum):
     RELEASE = "release"
     SNOOZE = "snooze"
     REQUEST_MORE = "request_more"
+    PROPOSE_SHIFT = "propose_shift"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
+from bot.domain.reclaim import over_quota
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
 from bot.services.pods import PodsInView, PodView
@@ -51,6 +52,12 @@ class NamespaceStatus:
     pending: tuple[PendingLine, ...]
     error: str | None = None
     pods: PodsInView | None = None  # the GPU pods by priority class; None when unknown or not read
+    reclaiming_since: datetime | None = None  # the quota was lowered below usage then; running pods keep their GPUs
+
+    @property
+    def over_quota(self) -> int:
+        """GPUs in use beyond the quota (a lowered quota evicts nothing)."""
+        return over_quota(self.hard, self.used)
 
 
 @dataclass(frozen=True)
@@ -113,15 +120,17 @@ class Queries:
             row = repo.namespace(namespace)
             grants = repo.grants(states=[GrantState.ACTIVE, GrantState.ENDING], namespaces=[namespace])
             pending = repo.requests_in([RequestState.PENDING], namespaces=[namespace])
+            reclaim = repo.open_reclaim(namespace)
             return (
                 row.base_gpus if row else None,
                 tuple(GrantLine(g.request_id, g.gpus, g.ends_at, GrantState(g.state)) for g in grants),
                 tuple(pending_line(r) for r in pending),
+                reclaim.started_at if reclaim else None,
             )
 
-        base, grants, pending = self._db.run(load)
+        base, grants, pending, since = self._db.run(load)
         pods = self._pods.in_view(namespace) if self._pods is not None else None
-        return NamespaceStatus(namespace, team.label, quota_name, hard, used, base, grants, pending, error, pods)
+        return NamespaceStatus(namespace, team.label, quota_name, hard, used, base, grants, pending, error, pods, since)
 
     def pending_for(self, *, user: str) -> list[PendingLine]:
         """Pending requests the user made or may decide."""

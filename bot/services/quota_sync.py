@@ -7,7 +7,7 @@ it, in this order: read the cluster; fold a person's hand edit into the base, me
 value the bot itself last wrote (the ``gpu-quota-bot.io/applied-gpus`` stamp), never from a snapshot
 taken before another writer's write; decide the desired value (base + active grants); dry-run and
 write it with the read's resourceVersion as precondition; record the write and the adoption in one
-transaction. No other bot write can happen between the read and the record, so a burst of approvals
+transaction (with the reclaim a write below usage opens: ``bot.services.reclaim``). No other bot write can happen between the read and the record, so a burst of approvals
 for one namespace coalesces: the first writer to get the lock writes the value that includes every
 change approved so far, and the others find the cluster already in sync.
 
@@ -33,6 +33,7 @@ from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
 from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.reclaim import follow_reclaim
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import NamespaceRow
@@ -236,6 +237,8 @@ class QuotaSync:
                 after={"quota_gpus": written.hard, "resource_version": written.resource_version},
                 detail=f"{written.name}: requests.nvidia.com/gpu {snapshot.hard if snapshot else 'none'} -> {written.hard}",
             )
+            used = snapshot.used if snapshot is not None else written.used
+            follow_reclaim(repo, namespace, request_id=request_id, hard=written.hard, used=used, at=now)
 
     def _adopt_namespace(
         self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None, seen: Observation

@@ -91,6 +91,9 @@ def test_a_pod_waiting_for_gpus_is_reported_as_capacity_not_quota(slack: SlackOv
     assert pod_lists(kube(slack)) == lists_before + 1  # one fresh list of the namespace for its three events
     assert reported == [f"{FRONTIER}/Job/finetune", f"{FRONTIER}/Pod/sweep-7", f"{FRONTIER}/Pod/sweep-8"]
     assert box.services.blocked.check() == []
+    # Only the quota's refusal counts as the quota blocking the team (the weekly proposals cite it).
+    today = box.clock.now().astimezone(box.policy.schedules.zone).date()
+    assert box.database.run(lambda repo: repo.quota_blocks(today, today)) == {FRONTIER: 1}
     texts = [m.text for m in slack.channel_messages("C0FRONTIER")]
     quota_alert = next(t for t in texts if "finetune" in t)
     capacity_alert = next(t for t in texts if "sweep-7" in t)

@@ -100,3 +100,24 @@ def test_the_up_arrow_recalls_the_previous_line_on_a_terminal() -> None:
             process.wait()
         os.close(controller)
     assert b"Not a shell command" not in seen and b"^[[A" not in seen
+
+
+def test_a_quota_lowered_below_usage_is_followed_until_jobs_finish(tmp_path: Path) -> None:
+    out = shell(
+        tmp_path,
+        "as pat",
+        "/gpu-quota request ai-frontier-research 1 permanent slow down frontier work",
+        "as lee",
+        "click 1",
+        "y",
+        "as dana",
+        "click 1",
+        "y",
+        "as alice",
+        "/gpu-quota status ai-frontier-research",
+        "finish ai-frontier-research 1",
+        "time +1d",
+    ).stdout
+    lowered, finished = out.split("finish ai-frontier-research 1", 1)
+    assert "over quota by 2, reclaiming since" in lowered and "freed" not in lowered
+    assert "2 GPUs freed over 1 day as jobs finished" in finished and "reclaimed: ai-frontier-research" in finished

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 
 import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base
@@ -14,7 +15,7 @@ from bot.bootstrap import build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import Verdict
-from bot.domain.policy import parse_policy
+from bot.domain.policy import PolicyError, parse_policy
 from bot.errors import TemporaryError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.services.blocked import shortfall
@@ -275,3 +276,26 @@ def test_quota_messages_are_read_whatever_else_they_list() -> None:
     figures = shortfall(message)
     assert figures is not None and (figures.requested, figures.used, figures.limited, figures.missing) == (3, 6, 8, 1)
     assert shortfall("exceeded quota: compute-quota, requested: pods=1") is None
+
+
+# --- proposals ----------------------------------------------------------------------------------
+
+
+def registered(raw: dict) -> list[str]:
+    import jobs as scheduled
+
+    scheduler = BackgroundScheduler()
+    return scheduled.register(scheduler, make_jobs(raw).services, reconcile_seconds=60, sweep_seconds=600)
+
+
+def test_proposals_are_off_by_default_and_run_on_the_policys_schedule() -> None:
+    assert "proposals" not in registered(policy_dict())
+    assert "reclaims" in registered(policy_dict())
+    assert "proposals" in registered({**policy_dict(), "schedules": {"proposals": "0 8 * * 1"}})
+
+
+def test_a_proposals_schedule_needs_an_admin_channel() -> None:
+    raw = {**policy_dict(), "schedules": {"proposals": "0 8 * * 1"}}
+    del raw["admin_channel"]
+    with pytest.raises(PolicyError, match="set admin_channel"):
+        parse_policy(raw)

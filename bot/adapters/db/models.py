@@ -335,3 +335,30 @@ class LedgerEntry(Base):
     price: Mapped[float] = mapped_column(Float)  # per GPU-hour, as on that day
     cost: Mapped[float] = mapped_column(Float)
     idle_cost: Mapped[float] = mapped_column(Float)
+
+
+class Reclaim(Base):
+    """A quota lowered below what the namespace was using: followed until usage is within it (gradual
+    reclaim: running pods are never evicted, the quota only refuses new ones)."""
+
+    __tablename__ = "reclaims"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    namespace: Mapped[str] = mapped_column(String(63), index=True)
+    request_id: Mapped[int | None] = mapped_column(Integer)  # the change that lowered it (its thread hears the end)
+    quota: Mapped[int] = mapped_column(Integer)  # the lowered hard value
+    used_at_start: Mapped[int] = mapped_column(Integer)
+    used_at_end: Mapped[int | None] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)  # None: still reclaiming
+
+
+class QuotaBlockDay(Base):
+    """How many workloads the GPU quota kept from starting in a namespace on a day (UTC): what
+    proposals cite as "blocked by quota N times"."""
+
+    __tablename__ = "quota_block_days"
+
+    namespace: Mapped[str] = mapped_column(String(63), primary_key=True)
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    blocked: Mapped[int] = mapped_column(Integer)

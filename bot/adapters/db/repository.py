@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, text
+from sqlalchemy import delete, func, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.elements import ColumnElement
@@ -25,6 +25,8 @@ from bot.adapters.db.models import (
     LedgerEntry,
     MetricsOutage,
     NamespaceRow,
+    QuotaBlockDay,
+    Reclaim,
     RequestRow,
     SlackEventRow,
     TeamSpend,
@@ -281,8 +283,51 @@ class Repository:
         """Whether the workload ``key`` (namespace/kind/name) was reported as blocked by the quota."""
         return self.session.get(BlockedAlert, key) is not None
 
-    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime) -> None:
+    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime, quota_day: date | None = None) -> None:
+        """Remember the alert; one of the quota's (``quota_day`` given) also counts in the namespace's
+        workloads blocked by the quota that day."""
         self.session.add(BlockedAlert(key=key, namespace=namespace, alerted_at=at))
+        if quota_day is None:
+            return
+        day = quota_day
+        dialect = postgresql if self.session.get_bind().dialect.name == "postgresql" else sqlite
+        statement = dialect.insert(QuotaBlockDay).values(namespace=namespace, day=day, blocked=1)
+        self.session.execute(
+            statement.on_conflict_do_update(index_elements=["namespace", "day"], set_={"blocked": QuotaBlockDay.blocked + 1})
+        )
+
+    def quota_blocks(self, first: date, last: date) -> dict[str, int]:
+        """Workloads blocked by the GPU quota per namespace over the days [first, last]."""
+        b = QuotaBlockDay
+        query = select(b.namespace, func.sum(b.blocked)).where(b.day >= first, b.day <= last).group_by(b.namespace)
+        return {namespace: int(total) for namespace, total in self.session.execute(query)}
+
+    # --- reclaims ------------------------------------------------------------------------------
+
+    def open_reclaim(self, namespace: str) -> Reclaim | None:
+        query = select(Reclaim).where(Reclaim.namespace == namespace, Reclaim.finished_at.is_(None)).order_by(Reclaim.id)
+        return self.session.scalars(query.limit(1)).first()
+
+    def open_reclaims(self) -> Sequence[Reclaim]:
+        return self.session.scalars(select(Reclaim).where(Reclaim.finished_at.is_(None)).order_by(Reclaim.id)).all()
+
+    def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim:
+        row = Reclaim(namespace=namespace, request_id=request_id, quota=quota, used_at_start=used, started_at=at)
+        self.session.add(row)
+        self.session.flush()
+        return row
+
+    def finish_reclaim(self, reclaim_id: int, *, used: int, at: datetime) -> bool:
+        """Close an open reclaim; False when it was closed already (by another replica)."""
+        statement = (
+            update(Reclaim)
+            .where(Reclaim.id == reclaim_id, Reclaim.finished_at.is_(None))
+            .values(finished_at=at, used_at_end=used)
+        )
+        return self.session.execute(statement).rowcount == 1  # type: ignore[attr-defined]
+
+    def reopen_reclaim(self, reclaim_id: int) -> None:
+        self.session.execute(update(Reclaim).where(Reclaim.id == reclaim_id).values(finished_at=None, used_at_end=None))
 
     def home_tabs(self) -> Sequence[HomeTabRow]:
         return self.session.scalars(select(HomeTabRow).order_by(HomeTabRow.user_id)).all()

@@ -262,6 +262,10 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
             quota = "no GPU quota in the cluster (unlimited)"
         else:
             quota = f"*{status.hard}* hard / {status.used} used"
+            if status.over_quota:
+                quota += f", over quota by {status.over_quota}"
+                if status.reclaiming_since is not None:
+                    quota += f", reclaiming since {when(status.reclaiming_since)}"
         lines.append(f"*{escape(status.namespace)}* ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}")
         if status.pods is not None:
             lines.append(f"    • {pods_text(status.pods)}")

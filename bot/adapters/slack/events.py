@@ -50,6 +50,15 @@ class ButtonClick:
         """The namespace a Snooze button is about; None when the value is not a namespace name."""
         return self.value if is_namespace_name(self.value) else None
 
+    @property
+    def shift_proposal(self) -> tuple[str, str, int] | None:
+        """Source, target and GPUs of a [Propose shift] button (``source:target:gpus``); None when malformed."""
+        parts = self.value.split(":")
+        if len(parts) != 3 or not all(is_namespace_name(p) for p in parts[:2]) or not (parts[2].isascii() and parts[2].isdigit()):
+            return None
+        gpus = int(parts[2])
+        return (parts[0], parts[1], gpus) if 0 < gpus <= 10_000 else None
+
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> ButtonClick:
         action = (body.get("actions") or [{}])[0]

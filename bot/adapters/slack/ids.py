@@ -14,6 +14,7 @@ ACTION_IDS: dict[ActionKind, str] = {
     ActionKind.RELEASE: "gq_release",
     ActionKind.SNOOZE: "gq_snooze",
     ActionKind.REQUEST_MORE: "gq_request_more",
+    ActionKind.PROPOSE_SHIFT: "gq_propose_shift",
 }
 ACTION_KINDS: dict[str, ActionKind] = {action_id: kind for kind, action_id in ACTION_IDS.items()}
 
