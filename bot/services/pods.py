@@ -3,7 +3,9 @@
 ``status``, request cards and the blocked-workload alert ask for the same namespaces within seconds
 of each other; each namespace's pod list and the cluster's PriorityClasses are kept for ``ttl``
 seconds (30 by default), so a burst of requests costs one list call per namespace. A failed read is
-never cached: callers get the reason (and a log line) and show the rest of their answer.
+remembered for ``failure_ttl`` seconds (5) only, so a hung API server costs one client timeout per
+namespace then, not one per card rendered; callers get the reason (and a log line) and show the rest
+of their answer.
 """
 
 from __future__ import annotations
@@ -39,8 +41,16 @@ class PodsInView:
 
 class PodView:
     def __init__(
-        self, *, workloads: Workloads, policy: Policy, ttl: float = 30.0, monotonic: Callable[[], float] = time.monotonic
+        self,
+        *,
+        workloads: Workloads,
+        policy: Policy,
+        ttl: float = 30.0,
+        failure_ttl: float = 5.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self._failure_ttl = failure_ttl
+        self._failures: dict[str, tuple[float, GpuQuotaError]] = {}
         self._workloads = workloads
         self._policy = policy
         self._ttl = ttl
@@ -70,7 +80,16 @@ class PodView:
             entry = self._cache.get(key)
             if entry is not None and now - entry[0] < self._ttl and not fresh:
                 return entry[1]  # type: ignore[return-value]
-        value = read()  # outside the lock: one slow namespace does not hold up the others
+            failed = self._failures.get(key)
+            if failed is not None and now - failed[0] < self._failure_ttl and not fresh:
+                raise failed[1]
+        try:
+            value = read()  # outside the lock: one slow namespace does not hold up the others
+        except GpuQuotaError as error:
+            with self._lock:
+                self._failures[key] = (now, error)
+            raise
         with self._lock:
             self._cache[key] = (now, value)
+            self._failures.pop(key, None)
         return value

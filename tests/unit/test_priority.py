@@ -146,7 +146,7 @@ class CountingWorkloads:
         return []
 
 
-def test_the_view_reads_each_namespace_once_per_ttl_and_never_caches_a_failure() -> None:
+def test_the_view_reads_each_namespace_once_per_ttl_and_remembers_a_failure_briefly() -> None:
     policy = parse_policy(
         {
             "teams": {
@@ -161,18 +161,23 @@ def test_the_view_reads_each_namespace_once_per_ttl_and_never_caches_a_failure()
     )
     now = [0.0]
     workloads = CountingWorkloads()
-    view = PodView(workloads=workloads, policy=policy, ttl=30.0, monotonic=lambda: now[0])
+    view = PodView(workloads=workloads, policy=policy, ttl=30.0, failure_ttl=5.0, monotonic=lambda: now[0])
     workloads.fail_next = True
     assert view.in_view("ns-a").error == "the Kubernetes API did not answer"
+    now[0] = 4.0
+    assert view.in_view("ns-a").error == "the Kubernetes API did not answer"
+    assert workloads.pod_lists == 1  # a hung API server is not asked again for every card
+    now[0] = 5.0
     first = view.in_view("ns-a")
     assert first.error is None and first.warnings[0].priority_class == "high-priority-business"
     assert [(p.name, p.gpus, p.priority_class) for p in first.pods] == [("a", 1, "high-priority-business")]
-    now[0] = 29.0
+    now[0] = 34.0
     view.in_view("ns-a")
     assert (workloads.pod_lists, workloads.class_lists) == (2, 1)
-    now[0] = 31.0
+    now[0] = 36.0
     view.in_view("ns-a")
     assert (workloads.pod_lists, workloads.class_lists) == (3, 2)
+    assert len(view.pods("ns-a", fresh=True)) == 1 and workloads.pod_lists == 4
 
 
 def test_a_pods_gpus_are_its_containers_sum_or_its_largest_init_container() -> None:
