@@ -1,6 +1,7 @@
 """Buttons: Approve (one click, or a confirmation form for permanent and large changes) and Deny (a
 form asking why) on the request message and the App Home tab, Retry in its thread, Extend / Release
-in reminders, Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts."""
+in reminders, Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts,
+Propose shift on a proposal (opens the shift form prefilled; nothing is submitted by the click)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from bot.errors import GpuQuotaError
 from bot.executor import BUSY
 from bot.services.ports import ActionKind
 from bot.services.requests import Confirmation
-from handlers.commands import open_extend_form, open_form, open_view, say
+from handlers.commands import open_extend_form, open_form, open_shift_form, open_view, say
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -42,6 +43,14 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
 
         if click.kind == ActionKind.REQUEST_MORE:
             open_form(services, user, click.prefill(), client, respond, trigger_id=click.trigger_id, channel_id=None)
+            return
+        if click.kind == ActionKind.PROPOSE_SHIFT:
+            proposal = click.shift_prefill()
+            if proposal is None:
+                invalid_button(answer, click)
+                return
+            source, target, moved = proposal
+            open_shift_form(client, respond, click.trigger_id, source=source, target=target, gpus_moved=moved)
             return
         if click.kind == ActionKind.SNOOZE:
             idle, namespace = services.idle, click.namespace

@@ -11,12 +11,24 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import Policy
 from bot.domain.quota import CapacityImpact
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
+
+
+@dataclass(frozen=True)
+class ShiftSide:
+    """The source of a shift: where the GPUs come from, its quota before -> after (as asked, then as made)."""
+
+    namespace: str
+    team_label: str
+    before: int
+    after: int
+    applied: bool  # the source's quota is lowered in the cluster
+    returned: bool  # a temporary shift ended and the source has its GPUs back
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,7 @@ class RequestCard:
     # The before -> after actually applied (recomputed at apply time; may differ from when asked).
     applied_from: int | None = None
     applied_to: int | None = None
+    shift: ShiftSide | None = None  # a shift's source side (the fields above describe the target)
 
     @property
     def display_id(self) -> str:
@@ -113,4 +126,21 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         auto_note=request.auto_note,
         applied_from=request.applied_from,
         applied_to=request.applied_to,
+        shift=_shift_side(request, policy),
+    )
+
+
+def _shift_side(request: RequestRow, policy: Policy) -> ShiftSide | None:
+    if request.kind != RequestKind.SHIFT or request.source_namespace is None:
+        return None
+    team = policy.teams.get(request.source_team or "")
+    before = request.source_from if request.source_from is not None else 0
+    after = request.source_to if request.source_to is not None else max(0, before - request.delta)
+    return ShiftSide(
+        namespace=request.source_namespace,
+        team_label=team.label if team else request.source_team or "",
+        before=before,
+        after=after,
+        applied=request.source_to is not None,
+        returned=request.source_state == SourceLeg.RETURNED,
     )

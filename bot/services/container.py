@@ -19,6 +19,7 @@ from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
+from bot.services.shifts import ShiftService
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Services:
     blocked: BlockedWatch
     home: HomeService
     inbox: EventInbox
+    shifts: ShiftService
     # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets or idle nudges.
     digest: DigestService | None = None
     budget: BudgetWatch | None = None

@@ -341,6 +341,7 @@ class ActionKind(StrEnum):
     RELEASE = "release"
     SNOOZE = "snooze"
     REQUEST_MORE = "request_more"
+    PROPOSE_SHIFT = "propose_shift"  # value "<source>:<target>:<gpus>": opens the shift form prefilled
 
 
 @dataclass(frozen=True)

@@ -358,6 +358,9 @@ class RequestService:
             raise Refusal(already_decided(request))
         if request.requester_id == user:
             raise UserError(f"You cannot approve your own request {format_request_id(request_id)}.")
+        if request.kind == RequestKind.SHIFT:
+            self._check_shift_decider(user, request, Verdict.APPROVE)
+            return None  # the card already shows both sides against the quotas as asked
         if team is None or not self._access.may_decide(user, team):
             raise UserError(
                 f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
@@ -406,7 +409,9 @@ class RequestService:
     def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str) -> str:
         request = self._load(request_id)
         team = self._policy.teams.get(request.team)
-        if request.state == RequestState.PENDING and request.requester_id != user:
+        if request.state == RequestState.PENDING and request.requester_id != user and request.kind == RequestKind.SHIFT:
+            self._check_shift_decider(user, request, verdict)
+        elif request.state == RequestState.PENDING and request.requester_id != user:
             if team is None or not self._access.may_decide(user, team):
                 raise UserError(
                     f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
@@ -464,6 +469,15 @@ class RequestService:
             self._applier.report_failed(request_id, row.failure_reason)
             return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
+
+    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict) -> None:
+        source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
+        if source is None or target is None:
+            raise UserError(f"{format_request_id(request.id)} names a team the policy no longer has; an admin can cancel it.")
+        earlier = [d.user_id for d in request.approvals] if verdict == Verdict.APPROVE else []
+        problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier)
+        if problem:
+            raise UserError(problem)
 
     def _report_approval(self, row: RequestRow, user: str) -> None:
         self._announce.thread(

@@ -78,6 +78,8 @@ def request_message(card: RequestCard) -> list[Block]:
     ]
     if card.auto_note:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(card.auto_note, SECTION_LIMIT))]))
+    if card.shift is not None:
+        blocks.append(ContextBlock(elements=[_mrkdwn(truncate(shift_gradual_note(card), SECTION_LIMIT))]))
     if card.state == RequestState.PENDING:
         blocks.append(
             ActionsBlock(
@@ -102,12 +104,20 @@ def request_fallback_text(card: RequestCard) -> str:
 
 
 def _title(card: RequestCard) -> str:
+    if card.shift is not None:
+        return f"GPU shift {card.display_id}"
     if card.kind == RequestKind.EXTENSION:
         return f"Extension {card.display_id} of {format_request_id(card.extends_id or 0)}"
     return f"GPU quota request {card.display_id}"
 
 
 def _summary(card: RequestCard) -> str:
+    if card.shift is not None:
+        span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
+        return (
+            f"{mention(card.requester_id)} asks to move *{gpus(card.delta)}* from *{escape(card.shift.namespace)}* "
+            f"({escape(card.shift.team_label)}) to *{escape(card.namespace)}* ({escape(card.team_label)}) {span}."
+        )
     if card.kind == RequestKind.EXTENSION:
         return (
             f"{mention(card.requester_id)} asks to keep *{gpus(card.delta)}* in *{escape(card.namespace)}* "
@@ -121,7 +131,39 @@ def _summary(card: RequestCard) -> str:
     )
 
 
+def _shift_fields(card: RequestCard) -> list[str]:
+    assert card.shift is not None
+    source = card.shift
+    target_from = card.applied_from if card.applied_from is not None else card.hard_before
+    target_to = card.applied_to if card.applied_to is not None else card.hard_before + (source.before - source.after)
+    made = " (applied)" if source.applied else ""
+    fields = [
+        f"*From {escape(source.namespace)}*{made}\n{source.before} → *{source.after}*",
+        f"*To {escape(card.namespace)}*{' (applied)' if card.applied_to is not None else ''}\n{target_from} → *{target_to}*",
+        f"*Duration*\n{_duration_text(card)}",
+    ]
+    if card.cost is not None:
+        fields.append(f"*Cost moved*\n{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
+    approvers = ", ".join(mention(u) for u in card.approvals) or "none yet"
+    fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
+    fields.append(f"*Order*\n{escape(source.namespace)} is lowered first; {escape(card.namespace)} is raised by what it gave up")
+    return fields
+
+
+def shift_gradual_note(card: RequestCard) -> str:
+    """What "gradual" means for a shift: nothing running is stopped."""
+    assert card.shift is not None
+    source = escape(card.shift.namespace)
+    back = "" if card.permanent else f" When the shift ends, {escape(card.namespace)} is lowered first, then {source} gets its GPUs back."
+    return (
+        f":information_source: Gradual: pods running in {source} keep running; the bot never evicts them. New GPU pods"
+        f" there are refused above the new quota, so its usage drains as jobs finish.{back}"
+    )
+
+
 def _fields(card: RequestCard) -> list[str]:
+    if card.shift is not None:
+        return _shift_fields(card)
     used = "?" if card.used_before is None else str(card.used_before)
     fields = [f"*Quota when asked*\n{card.hard_before} hard / {used} used"]
     if card.kind == RequestKind.CHANGE:
@@ -352,6 +394,30 @@ def _term_input(draft: RequestDraft) -> InputBlock:
             options=options,
             initial_option=next((o for o in options if o.value == chosen), None),
         ),
+    )
+
+
+def shift_form(*, source: str = "", target: str = "", gpus_moved: int | None = None) -> View:
+    """The shift modal: GPUs, from, to, how long (a duration or ``permanent``), reason."""
+
+    def text_input(block_id: str, label: str, hint: str, value: str | None) -> InputBlock:
+        return InputBlock(
+            block_id=block_id, label=label, hint=hint, element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=value)
+        )
+
+    return View(
+        type="modal",
+        callback_id=ids.SHIFT_FORM,
+        title="Shift GPUs",
+        submit="Submit",
+        close="Cancel",
+        blocks=[
+            text_input(ids.GPUS_BLOCK, "GPUs to move", "A whole number, e.g. 3", str(gpus_moved) if gpus_moved else None),
+            text_input(ids.SOURCE_BLOCK, "From namespace", "Lowered first; its running pods keep running", source or None),
+            text_input(ids.TARGET_BLOCK, "To namespace", "Raised by what the source gave up", target or None),
+            text_input(ids.DURATION_BLOCK, "For how long", f"{ALLOWED}, or the word permanent", None),
+            _reason_input(""),
+        ],
     )
 
 
