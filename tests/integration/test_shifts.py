@@ -1,0 +1,144 @@
+"""A shift is one request (issue 12): signed Slack HTTP into the real Bolt app, the real kubernetes
+client over HTTP against the API stand-in, SQLite and PostgreSQL.
+
+The sandbox: frontier (ai-frontier-research) holds 4 GPUs, 3 in use; business (biz-model-serving)
+16, 12 in use. Lee approves for frontier, Maya for business, Pat is an admin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from bot.adapters.slack.http import WebApp
+from bot.clock import ManualClock
+from bot.sandbox.session import Sandbox
+from bot.sandbox.slack_api import Recorded
+from tests.integration.conftest import SlackOverHttp, serve
+
+BOB, LEE, MAYA, PAT = "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
+FRONTIER, BUSINESS, QUOTA = "ai-frontier-research", "biz-model-serving", "compute-quota"
+SHIFT = f"shift 3 from {FRONTIER} to {BUSINESS}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def slack(request: pytest.FixtureRequest, clock: ManualClock) -> Iterator[SlackOverHttp]:
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    box = Sandbox(clock=clock, kube_timeout=(2.0, 2.0), database_url=url).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def quota_writes_in_order(slack: SlackOverHttp) -> list[str]:
+    """The namespaces whose quota the bot wrote (not dry runs), in order."""
+    kube = slack.sandbox.kube
+    assert kube is not None
+    return [path.split("/")[4] for _, path, query, _ in kube.writes() if query.get("dryRun") != "All"]
+
+
+def hard(slack: SlackOverHttp, namespace: str) -> str | None:
+    assert slack.sandbox.kube is not None
+    return slack.sandbox.kube.hard(namespace, QUOTA)
+
+
+def audit(slack: SlackOverHttp, request_id: int) -> list[tuple[str, str | None]]:
+    assert slack.sandbox.database is not None
+    return slack.sandbox.database.run(
+        lambda repo: [(e.action, e.namespace) for e in repo.audit_trail(request_id=request_id, limit=50)]
+    )
+
+
+def submit_and_approve(slack: SlackOverHttp, text: str) -> Recorded:
+    slack.command(BOB, text)
+    card = slack.request_message("C0BIZ")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    copy = slack.request_message("C0FRONTIER")  # the source team's copy carries the buttons too
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+    return card
+
+
+def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} for 30d validated models need serving")
+    card = slack.request_message("C0BIZ")
+    text = slack.current_text(card)
+    assert "GPU shift GQ-1" in text and "4 → *1*" in text and "16 → *19*" in text
+    assert "5,475.00 USD per month" in text  # 3 GPUs x 730 h x $2.50, the sandbox's price
+    assert "keep running" in text and "drains as jobs finish" in text
+    copy = slack.request_message("C0FRONTIER")
+    assert "GQ-1" in copy.text and set(slack.buttons(copy)) == {"Approve", "Deny"}
+
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")  # business alone is not enough
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    assert "already" in slack.responses()[-1]
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS]
+    applied = slack.thread(card)[-1]
+    assert "source first" in applied and "gave up 3 GPUs" in applied and "16 GPUs → *19 GPUs*" in applied
+    assert "3 GPUs are in use, above the new quota of 1" in applied  # the gradual reclaim, said once
+    trail = audit(slack, 1)
+    assert ("shift_source_applied", FRONTIER) in trail and ("request_applied", BUSINESS) in trail
+    assert trail.index(("shift_source_applied", FRONTIER)) < trail.index(("request_applied", BUSINESS))
+
+
+def test_a_target_refusal_leaves_the_source_lowered_and_an_admin_retries_only_the_target(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 403, message="quota writes forbidden here")
+
+    card = submit_and_approve(slack, f"{SHIFT} permanent business grows")
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")
+    failed = slack.thread(card)[-1]
+    assert "the source side is applied" in failed and "quota writes forbidden here" in failed
+    assert "The source stays lowered" in failed
+    trail = audit(slack, 1)
+    assert ("shift_source_applied", FRONTIER) in trail and ("request_failed", BUSINESS) in trail
+    retry = [r for r in slack.sandbox.slack.thread(card.channel or "", card.ts or "") if "Retry" in str(r.blocks)][-1]
+
+    slack.click(BOB, {"action_id": "gq_retry", "value": "1"}, retry)
+    assert "Only admins" in slack.responses()[-1]
+    slack.click(PAT, {"action_id": "gq_retry", "value": "1"}, retry)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert kube.quota_writes(FRONTIER) == 1  # the source leg was not applied twice
+    assert "Shift applied" in slack.thread(card)[-1]
+
+
+def test_a_temporary_shift_reverts_the_target_first_then_the_source(slack: SlackOverHttp, clock: ManualClock) -> None:
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end serving peak")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]
+    assert ("shift_source_returned", FRONTIER) in audit(slack, 1)
+    assert "Then the source" in slack.thread(card)[-1]
+    slack.sandbox.services.reconciler.tick()
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]  # returned once
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"shift 3 from {FRONTIER} to {FRONTIER} for 1d x", "the source and the target are both"),
+        (f"shift 3 from ml-nowhere to {BUSINESS} for 1d x", "`ml-nowhere` is not managed"),
+        (f"shift 5 from {FRONTIER} to {BUSINESS} for 1d x", f"`{FRONTIER}` has 4 GPUs, so it cannot give 5"),
+        (f"shift three from {FRONTIER} to {BUSINESS} for 1d x", "'three' is not a number of GPUs"),
+        (f"shift 3 from {FRONTIER} to {BUSINESS} x", "say how long"),
+    ],
+)
+def test_bad_shifts_are_refused_by_name(slack: SlackOverHttp, text: str, expected: str) -> None:
+    response = slack.command(BOB, text)
+    answers = [response.text, *slack.responses()]
+    assert any(expected in answer for answer in answers), answers
+    assert not slack.channel_messages("C0BIZ") and quota_writes_in_order(slack) == []
