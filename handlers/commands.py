@@ -106,7 +106,9 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
             open_shift_form(client, respond, slash.trigger_id)
             return
         draft = parsed.draft
-        say(respond, attempt(lambda: submitted_text(services.shifts.submit(requester=user, draft=draft)), user=user, what="shift"))
+        say(
+            respond, attempt(lambda: submitted_text(services.shifts.submit(requester=user, draft=draft)), user=user, what="shift")
+        )
         return
     if isinstance(parsed, StatusCommand):
         answer = attempt(

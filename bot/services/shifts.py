@@ -119,7 +119,14 @@ class ShiftService:
             return request.id
 
         request_id = self._db.run(create)
-        log.info("%s: shift of %d GPUs from %s to %s by %s", format_request_id(request_id), draft.gpus, draft.source, draft.target, requester)
+        log.info(
+            "%s: shift of %d GPUs from %s to %s by %s",
+            format_request_id(request_id),
+            draft.gpus,
+            draft.source,
+            draft.target,
+            requester,
+        )
         post_error = self._announce.post_card(request_id)
         self._copy_to_source(request_id, requester, draft, source.team, channel, money(monthly, self._policy.pricing.currency))
         return Submitted(request_id, channel, RequestState.PENDING, required, post_error)

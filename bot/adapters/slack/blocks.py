@@ -138,8 +138,8 @@ def _shift_fields(card: RequestCard) -> list[str]:
     target_to = card.applied_to if card.applied_to is not None else card.hard_before + (source.before - source.after)
     made = " (applied)" if source.applied else ""
     fields = [
-        f"*From {escape(source.namespace)}*{made}\n{source.before} → *{source.after}*",
-        f"*To {escape(card.namespace)}*{' (applied)' if card.applied_to is not None else ''}\n{target_from} → *{target_to}*",
+        f"*From {escape(source.namespace)}{made}*\n{source.before} → *{source.after}*",
+        f"*To {escape(card.namespace)}{' (applied)' if card.applied_to is not None else ''}*\n{target_from} → *{target_to}*",
         f"*Duration*\n{_duration_text(card)}",
     ]
     if card.cost is not None:
@@ -154,7 +154,11 @@ def shift_gradual_note(card: RequestCard) -> str:
     """What "gradual" means for a shift: nothing running is stopped."""
     assert card.shift is not None
     source = escape(card.shift.namespace)
-    back = "" if card.permanent else f" When the shift ends, {escape(card.namespace)} is lowered first, then {source} gets its GPUs back."
+    back = (
+        ""
+        if card.permanent
+        else f" When the shift ends, {escape(card.namespace)} is lowered first, then {source} gets its GPUs back."
+    )
     return (
         f":information_source: Gradual: pods running in {source} keep running; the bot never evicts them. New GPU pods"
         f" there are refused above the new quota, so its usage drains as jobs finish.{back}"
@@ -402,7 +406,10 @@ def shift_form(*, source: str = "", target: str = "", gpus_moved: int | None = N
 
     def text_input(block_id: str, label: str, hint: str, value: str | None) -> InputBlock:
         return InputBlock(
-            block_id=block_id, label=label, hint=hint, element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=value)
+            block_id=block_id,
+            label=label,
+            hint=hint,
+            element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=value),
         )
 
     return View(

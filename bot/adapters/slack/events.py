@@ -165,7 +165,13 @@ def shift_from_form(values: dict[str, str]) -> tuple[ShiftDraft | None, dict[str
         return parse_shift_words([w.strip() for w in words]), {}
     except ValueError as error:
         text = str(error)
-        block = ids.DURATION_BLOCK if "how long" in text or "duration" in text else ids.REASON_BLOCK if "reason" in text else ids.GPUS_BLOCK
+        block = (
+            ids.DURATION_BLOCK
+            if "how long" in text or "duration" in text
+            else ids.REASON_BLOCK
+            if "reason" in text
+            else ids.GPUS_BLOCK
+        )
         return None, {block: text[:1].upper() + text[1:] + "."}
 
 
