@@ -161,17 +161,15 @@ def shift_from_form(values: dict[str, str]) -> tuple[ShiftDraft | None, dict[str
     words = [values.get(ids.GPUS_BLOCK, ""), "from", values.get(ids.SOURCE_BLOCK, ""), "to", values.get(ids.TARGET_BLOCK, "")]
     term = values.get(ids.DURATION_BLOCK, "").strip()
     words += ([PERMANENT_WORD] if term.lower() == PERMANENT_WORD else ["for", term]) + values.get(ids.REASON_BLOCK, "").split()
+    if not term:
+        return None, {ids.DURATION_BLOCK: f"How long? {ALLOWED[0].upper()}{ALLOWED[1:]}, or permanent."}
+    if not values.get(ids.REASON_BLOCK, "").strip():
+        return None, {ids.REASON_BLOCK: "Say why: approvers read it and the audit trail keeps it."}
     try:
         return parse_shift_words([w.strip() for w in words]), {}
     except ValueError as error:
         text = str(error)
-        block = (
-            ids.DURATION_BLOCK
-            if "how long" in text or "duration" in text
-            else ids.REASON_BLOCK
-            if "reason" in text
-            else ids.GPUS_BLOCK
-        )
+        block = ids.DURATION_BLOCK if term.lower() != PERMANENT_WORD and term in text else ids.GPUS_BLOCK
         return None, {block: text[:1].upper() + text[1:] + "."}
 
 
