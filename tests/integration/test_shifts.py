@@ -14,8 +14,10 @@ import pytest
 
 from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
+from bot.domain.policy import ShiftApproval, Shifts
 from bot.sandbox.session import Sandbox
 from bot.sandbox.slack_api import Recorded
+from bot.sandbox.world import sandbox_policy
 from tests.integration.conftest import SlackOverHttp, serve
 
 BOB, LEE, MAYA, PAT = "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
@@ -142,3 +144,62 @@ def test_bad_shifts_are_refused_by_name(slack: SlackOverHttp, text: str, expecte
     answers = [response.text, *slack.responses()]
     assert any(expected in answer for answer in answers), answers
     assert not slack.channel_messages("C0BIZ") and quota_writes_in_order(slack) == []
+
+
+def test_the_shift_form_and_a_proposals_button_submit_the_same_shift(slack: SlackOverHttp) -> None:
+    slack.command(BOB, "shift")
+    view = slack.records("view_open")[-1].view
+    assert view["callback_id"] == "gq_shift_form"
+    slack.submit(BOB, view, {"gpus": "3", "source": FRONTIER, "target": BUSINESS, "duration": "permanent", "reason": "strategy"})
+    assert "GPU shift GQ-1" in slack.current_text(slack.request_message("C0BIZ"))
+
+    slack.click(PAT, {"action_id": "gq_propose_shift", "value": f"{FRONTIER}:{BUSINESS}:2"})
+    prefilled = slack.records("view_open")[-1].view
+    initial = {b["block_id"]: b["element"].get("initial_value") for b in prefilled["blocks"]}
+    assert (initial["gpus"], initial["source"], initial["target"]) == ("2", FRONTIER, BUSINESS)
+    slack.click(PAT, {"action_id": "gq_propose_shift", "value": f"{FRONTIER}:{BUSINESS}:-2"})
+    assert "not valid" in slack.responses()[-1]
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")  # a proposal is never applied by itself
+
+
+def test_a_target_fault_that_passes_is_resumed_without_lowering_the_source_twice(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 503, times=1)
+
+    card = submit_and_approve(slack, f"{SHIFT} permanent business grows")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")
+    assert "waiting for the cluster" in slack.thread(card)[-1]
+
+    clock.advance(timedelta(seconds=10))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert kube.quota_writes(FRONTIER) == 1
+    assert "Shift applied" in slack.thread(card)[-1]
+
+
+@pytest.fixture
+def admin_slack(clock: ManualClock) -> Iterator[SlackOverHttp]:
+    policy = sandbox_policy()
+    box = Sandbox(policy=policy.model_copy(update={"shifts": Shifts(approval=ShiftApproval.ADMIN)}), clock=clock).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def test_with_admin_approval_one_admin_decides_in_the_admin_channel(admin_slack: SlackOverHttp) -> None:
+    slack = admin_slack
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0PLATFORM")
+    assert not slack.channel_messages("C0FRONTIER") and not slack.channel_messages("C0BIZ")
+
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    assert "Only admins decide shifts" in slack.responses()[-1]
+    slack.click(PAT, slack.buttons(card)["Approve"], card)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")

@@ -10,7 +10,9 @@ from bot.adapters.slack import ids
 from bot.adapters.slack.events import ButtonClick, shift_from_form
 from bot.domain.commands import Malformed, ShiftCommand, ShiftDraft, parse_command
 from bot.domain.policy import PolicyError, ShiftApproval, parse_policy
+from bot.services.access import Access
 from bot.services.ports import ActionKind
+from tests.fakes import FakeDirectory
 
 FRONTIER, BUSINESS = "ai-frontier-research", "biz-model-serving"
 
@@ -84,3 +86,22 @@ def test_the_shifts_policy_defaults_to_each_team_and_refuses_other_rules() -> No
     assert parse_policy({"shifts": {"approval": "admin", "channel": "C9"}, "teams": {"a": team}}).shifts.channel == "C9"
     with pytest.raises(PolicyError, match="shifts.approval"):
         parse_policy({"shifts": {"approval": "anyone"}, "teams": {"a": team}})
+
+
+def test_each_team_needs_an_approver_of_the_team_not_yet_covered() -> None:
+    policy = parse_policy(
+        {
+            "admins": {"users": ["U9"]},
+            "teams": {
+                "a": {"channel": "C1", "namespaces": ["ns-a"], "approvers": {"users": ["U1", "U2"]}},
+                "b": {"channel": "C2", "namespaces": ["ns-b"], "approvers": {"users": ["U3"]}},
+            },
+        }
+    )
+    access = Access(policy, FakeDirectory())
+    teams = (policy.teams["a"], policy.teams["b"])
+    assert access.shift_decision_problem("U1", teams, approved_by=[]) is None
+    assert "needs one from an approver of b" in (access.shift_decision_problem("U2", teams, approved_by=["U1"]) or "")
+    assert access.shift_decision_problem("U3", teams, approved_by=["U1"]) is None
+    assert "not an approver" in (access.shift_decision_problem("U7", teams, approved_by=[]) or "")
+    assert access.shift_decision_problem("U9", teams, approved_by=["U1"]) is None  # an admin decides for any team
