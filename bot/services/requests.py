@@ -38,6 +38,7 @@ from bot.services.ports import QuotaCluster, Repository, Transactions
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync
+from bot.services.shift_apply import source_problem
 from bot.services.text import Notice, Refusal, User, gpus, say
 
 log = logging.getLogger(__name__)
@@ -418,7 +419,9 @@ class RequestService:
                 )
         # Read only when this approval may complete the request: its limits are checked against now.
         completes = verdict == Verdict.APPROVE and len(request.approvals) + 1 >= request.approvals_required
-        current = self._current_quota(request.namespace) if completes and request.kind == RequestKind.CHANGE else None
+        # A shift's limit that can break by now is the source's: it must still hold the GPUs it gives.
+        watched = request.source_namespace if request.kind == RequestKind.SHIFT else request.namespace
+        current = self._current_quota(watched or "") if completes and request.kind != RequestKind.EXTENSION else None
 
         def record(repo: Repository) -> RequestRow:
             now = self._clock.now()
@@ -497,6 +500,9 @@ class RequestService:
     def _recheck(self, repo: Repository, row: RequestRow, current: int | None) -> str | None:
         """The before -> after again, from the quota as it is when the last approval lands: the
         shown before -> after is updated (an absolute amount is re-derived), or the reason it is refused."""
+        if row.kind == RequestKind.SHIFT:
+            problem = source_problem(repo, row, current)
+            return f"refused when approved: {problem}" if problem else None
         if row.kind != RequestKind.CHANGE:
             return None
         namespace = repo.namespace(row.namespace)

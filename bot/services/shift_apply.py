@@ -61,6 +61,18 @@ def record_shift_effect(repo: Repository, request: RequestRow, *, now: datetime)
     request.source_state = SourceLeg.RECORDED
 
 
+def source_problem(repo: Repository, request: RequestRow, current: int | None) -> str | None:
+    """Why the source cannot give the shifted GPUs as the last approval lands (``current``: its quota in
+    the cluster now, None when unread); None when it can. Checked again when the source is lowered."""
+    source = repo.namespace(request.source_namespace or "")
+    assert source is not None, "a shift's namespaces are recorded when it is submitted"
+    if current is not None and current < request.delta:
+        return f"`{request.source_namespace}` has {current} GPUs now, so it cannot give {request.delta}"
+    if source.base_gpus < request.delta:
+        return f"`{request.source_namespace}` has {source.base_gpus} GPUs of its own quota now, so it cannot give {request.delta}"
+    return None
+
+
 def take_back_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
     """Undo the leg recorded but not applied: the target's when the source is applied, else the source's."""
     if request.source_state == SourceLeg.APPLIED:

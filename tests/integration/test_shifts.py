@@ -203,3 +203,19 @@ def test_with_admin_approval_one_admin_decides_in_the_admin_channel(admin_slack:
     slack.click(PAT, slack.buttons(card)["Approve"], card)
 
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+
+
+def test_a_source_lowered_by_hand_before_the_last_approval_refuses_the_shift(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0BIZ")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person, by hand
+
+    copy = slack.request_message("C0FRONTIER")
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")
+    assert f"`{FRONTIER}` has 2 GPUs now, so it cannot give 3" in slack.thread(card)[-1]
+    assert quota_writes_in_order(slack) == []
