@@ -29,6 +29,7 @@ class ShiftSide:
     after: int
     applied: bool  # the source's quota is lowered in the cluster
     returned: bool  # a temporary shift ended and the source has its GPUs back
+    used: int | None = None  # GPUs in use in the source when it was asked
 
 
 @dataclass(frozen=True)
@@ -143,4 +144,5 @@ def _shift_side(request: RequestRow, policy: Policy) -> ShiftSide | None:
         after=after,
         applied=request.source_to is not None,
         returned=request.source_state == SourceLeg.RETURNED,
+        used=request.source_used,
     )

@@ -98,6 +98,7 @@ class ShiftService:
                 source_namespace=draft.source,
                 source_team=source.team.name,
                 source_from=source.hard,
+                source_used=source.snapshot.used if source.snapshot else None,
                 created_at=now,
                 updated_at=now,
                 decide_by=now + self._policy.defaults.pending_timeout,

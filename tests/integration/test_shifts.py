@@ -68,11 +68,14 @@ def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slac
     slack.command(BOB, f"{SHIFT} for 30d validated models need serving")
     card = slack.request_message("C0BIZ")
     text = slack.current_text(card)
-    assert "GPU shift GQ-1" in text and "4 → *1*" in text and "16 → *19*" in text
+    assert "GPU shift GQ-1" in text and "4 → *1* · 3 in use when asked" in text and "16 → *19*" in text
     assert "5,475.00 USD per month" in text  # 3 GPUs x 730 h x $2.50, the sandbox's price
     assert "keep running" in text and "drains as jobs finish" in text
     copy = slack.request_message("C0FRONTIER")
     assert "GQ-1" in copy.text and set(slack.buttons(copy)) == {"Approve", "Deny"}
+
+    slack.command(LEE, "list")
+    assert "GQ-1" in slack.responses()[-1]  # the source team's approver has it to decide
 
     slack.click(MAYA, slack.buttons(card)["Approve"], card)
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")  # business alone is not enough

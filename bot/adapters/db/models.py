@@ -107,6 +107,7 @@ class RequestRow(Base):
     source_state: Mapped[str | None] = mapped_column(String(10))
     source_from: Mapped[int | None] = mapped_column(Integer)
     source_to: Mapped[int | None] = mapped_column(Integer)
+    source_used: Mapped[int | None] = mapped_column(Integer)  # GPUs in use in the source when asked
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

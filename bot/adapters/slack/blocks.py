@@ -137,8 +137,9 @@ def _shift_fields(card: RequestCard) -> list[str]:
     target_from = card.applied_from if card.applied_from is not None else card.hard_before
     target_to = card.applied_to if card.applied_to is not None else card.hard_before + (source.before - source.after)
     made = " (applied)" if source.applied else ""
+    in_use = "" if source.used is None else f" · {source.used} in use when asked"
     fields = [
-        f"*From {escape(source.namespace)}{made}*\n{source.before} → *{source.after}*",
+        f"*From {escape(source.namespace)}{made}*\n{source.before} → *{source.after}*{in_use}",
         f"*To {escape(card.namespace)}{' (applied)' if card.applied_to is not None else ''}*\n{target_from} → *{target_to}*",
         f"*Duration*\n{_duration_text(card)}",
     ]

@@ -5,8 +5,8 @@ Revises: 0006
 Create Date: 2026-12-01
 
 A shift is one request row (kind 'shift') whose ``namespace``/``team`` are the target; the source
-side is ``source_namespace``/``source_team``, its state (recorded -> applied -> returned) and the
-source quota before -> after the bot actually made.
+side is ``source_namespace``/``source_team``, its state (recorded -> applied -> returned), the
+source quota before -> after the bot actually made, and the source's GPUs in use when it was asked.
 """
 
 from __future__ import annotations
@@ -27,9 +27,10 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("source_state", sa.String(length=10), nullable=True))
         batch_op.add_column(sa.Column("source_from", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("source_to", sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column("source_used", sa.Integer(), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("requests", schema=None) as batch_op:
-        for column in ("source_to", "source_from", "source_state", "source_team", "source_namespace"):
+        for column in ("source_used", "source_to", "source_from", "source_state", "source_team", "source_namespace"):
             batch_op.drop_column(column)
