@@ -201,9 +201,9 @@ class ShiftApplier:
         if request.source_state == SourceLeg.RECORDED:
             with self._sync.exclusive(request.source_namespace):
                 result = self._source_leg(request_id, request.source_namespace, lease)
-            if not isinstance(result, SyncOutcome):
+            if isinstance(result, ShiftResult):
                 return result
-            source_outcome = result
+            source_outcome = result  # None: a worker before us in the queue applied the source leg
         with self._sync.exclusive(request.namespace):
             return self._target_leg(request_id, request.namespace, lease, source_outcome)
 
@@ -216,10 +216,12 @@ class ShiftApplier:
             return ShiftSettled(RequestState.APPROVED)  # another worker holds it
         return request
 
-    def _source_leg(self, request_id: int, source: str, lease: datetime | None) -> SyncOutcome | ShiftResult:
+    def _source_leg(self, request_id: int, source: str, lease: datetime | None) -> SyncOutcome | ShiftResult | None:
         current = self._db.run(lambda repo: self._current(repo, request_id, lease))
         if isinstance(current, ShiftSettled):
             return current
+        if current.source_state != SourceLeg.RECORDED:
+            return None  # applied while this worker waited for the namespace: never lowered (nor the target recorded) twice
         shifted = current.delta
         desired: dict[str, int] = {}
 
