@@ -6,7 +6,7 @@ after the apply, when a grant ends) and always tells the whole current story.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,8 @@ class ShiftSide:
     applied: bool  # the source's quota is lowered in the cluster
     returned: bool  # a temporary shift ended and the source has its GPUs back
     used: int | None = None  # GPUs in use in the source when it was asked
+    channel_id: str | None = None  # the copy of the card in the source team's channel
+    message_ts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class RequestCard:
     applied_from: int | None = None
     applied_to: int | None = None
     shift: ShiftSide | None = None  # a shift's source side (the fields above describe the target)
+    thread_in: str | None = None  # set on the copy of a shift's card: the channel of the card with the thread
 
     @property
     def display_id(self) -> str:
@@ -78,6 +81,13 @@ class RequestCard:
     @property
     def permanent(self) -> bool:
         return self.duration is None
+
+
+def source_copy(card: RequestCard) -> RequestCard | None:
+    """The copy of a shift's card in the source team's channel (same content and buttons), if it has one."""
+    if card.shift is None or card.shift.channel_id is None:
+        return None
+    return replace(card, channel_id=card.shift.channel_id, message_ts=card.shift.message_ts, thread_in=card.channel_id)
 
 
 def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: datetime | None = None) -> RequestCard:
@@ -145,4 +155,6 @@ def _shift_side(request: RequestRow, policy: Policy) -> ShiftSide | None:
         applied=request.source_to is not None,
         returned=request.source_state == SourceLeg.RETURNED,
         used=request.source_used,
+        channel_id=request.source_channel_id,
+        message_ts=request.source_message_ts,
     )

@@ -20,10 +20,10 @@ from bot.domain.quota import QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.ports import Action, ActionKind, QuotaCluster, Repository, Transactions
+from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
 from bot.services.requests import Submitted, check_reason_length
-from bot.services.text import Channel, Strong, User, gpus, money, say
+from bot.services.text import gpus
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +99,7 @@ class ShiftService:
                 source_team=source.team.name,
                 source_from=source.hard,
                 source_used=source.snapshot.used if source.snapshot else None,
+                source_channel_id=self._copy_channel(source.team, channel),
                 created_at=now,
                 updated_at=now,
                 decide_by=now + self._policy.defaults.pending_timeout,
@@ -129,7 +130,6 @@ class ShiftService:
             requester,
         )
         post_error = self._announce.post_card(request_id)
-        self._copy_to_source(request_id, requester, draft, source.team, channel, money(monthly, self._policy.pricing.currency))
         return Submitted(request_id, channel, RequestState.PENDING, required, post_error)
 
     def _side(self, namespace: str) -> _Side:
@@ -152,26 +152,8 @@ class ShiftService:
             return self._policy.admin_channel
         return target.channel
 
-    def _copy_to_source(self, request_id: int, requester: str, draft: ShiftDraft, source: Team, channel: str, cost: str) -> None:
-        """The source team's approvers see the shift in their own channel, with the decision buttons."""
+    def _copy_channel(self, source: Team, channel: str) -> str | None:
+        """Where the source team's copy of the card goes: its channel when each team approves and no single channel is set."""
         if self._policy.shifts.approval != ShiftApproval.EACH_TEAM or self._policy.shifts.channel or source.channel == channel:
-            return
-        span = "permanently" if draft.permanent else f"for {format_duration(draft.duration) if draft.duration else ''}"
-        self._announce.post(
-            source.channel,
-            say(
-                f":arrows_counterclockwise: {format_request_id(request_id)}: ",
-                User(requester),
-                f" asks to move {gpus(draft.gpus)} from ",
-                Strong(draft.source),
-                " to ",
-                Strong(draft.target),
-                f" {span} ({cost} per month moved). It needs one approver of each team; the card and its thread are in ",
-                Channel(channel),
-                ".",
-            ),
-            actions=[
-                Action(ActionKind.APPROVE, "Approve", str(request_id), "primary"),
-                Action(ActionKind.DENY, "Deny", str(request_id), "danger"),
-            ],
-        )
+            return None
+        return source.channel

@@ -71,8 +71,10 @@ def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slac
     assert "GPU shift GQ-1" in text and "4 → *1* · 3 in use when asked" in text and "16 → *19*" in text
     assert "5,475.00 USD per month" in text  # 3 GPUs x 730 h x $2.50, the sandbox's price
     assert "keep running" in text and "drains as jobs finish" in text
-    copy = slack.request_message("C0FRONTIER")
-    assert "GQ-1" in copy.text and set(slack.buttons(copy)) == {"Approve", "Deny"}
+    copy = slack.request_message("C0FRONTIER")  # the same card for the source team, with the buttons
+    assert "GPU shift GQ-1" in slack.current_text(copy) and "4 → *1*" in slack.current_text(copy)
+    assert "the thread and the outcome are in <#C0BIZ>" in slack.current_text(copy)
+    assert set(slack.buttons(copy)) == {"Approve", "Deny"}
 
     slack.command(LEE, "list")
     assert "GQ-1" in slack.responses()[-1]  # the source team's approver has it to decide
@@ -85,6 +87,7 @@ def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slac
 
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
     assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS]
+    assert slack.buttons(copy) == {} and "Applied" in slack.current_text(copy)  # both cards tell the same story
     applied = slack.thread(card)[-1]
     assert "source first" in applied and "gave up 3 GPUs" in applied and "16 GPUs → *19 GPUs*" in applied
     assert "3 GPUs are in use, above the new quota of 1" in applied  # the gradual reclaim, said once

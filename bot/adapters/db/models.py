@@ -108,6 +108,8 @@ class RequestRow(Base):
     source_from: Mapped[int | None] = mapped_column(Integer)
     source_to: Mapped[int | None] = mapped_column(Integer)
     source_used: Mapped[int | None] = mapped_column(Integer)  # GPUs in use in the source when asked
+    source_channel_id: Mapped[str | None] = mapped_column(String(32))  # the card's copy for the source team
+    source_message_ts: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

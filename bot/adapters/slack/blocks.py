@@ -38,7 +38,7 @@ from bot.services.cards import RequestCard
 from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
 from bot.services.requests import Confirmation
-from bot.services.text import Moment, Quote, User, gpus, money, say
+from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
 
 MAX_BLOCKS = 50
 SECTION_LIMIT = 3000
@@ -80,6 +80,9 @@ def request_message(card: RequestCard) -> list[Block]:
         blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(card.auto_note, SECTION_LIMIT))]))
     if card.shift is not None:
         blocks.append(ContextBlock(elements=[_mrkdwn(truncate(shift_gradual_note(card), SECTION_LIMIT))]))
+    if card.thread_in is not None:
+        where = render(say(":link: The source team's copy: the thread and the outcome are in ", Channel(card.thread_in), "."))
+        blocks.append(ContextBlock(elements=[_mrkdwn(where)]))
     if card.state == RequestState.PENDING:
         blocks.append(
             ActionsBlock(

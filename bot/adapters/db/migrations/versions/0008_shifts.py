@@ -6,7 +6,8 @@ Create Date: 2026-12-01
 
 A shift is one request row (kind 'shift') whose ``namespace``/``team`` are the target; the source
 side is ``source_namespace``/``source_team``, its state (recorded -> applied -> returned), the
-source quota before -> after the bot actually made, and the source's GPUs in use when it was asked.
+source quota before -> after the bot actually made, the source's GPUs in use when it was asked, and
+where the copy of its card for the source team is (channel and ts; none when one card serves both).
 """
 
 from __future__ import annotations
@@ -28,9 +29,20 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("source_from", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("source_to", sa.Integer(), nullable=True))
         batch_op.add_column(sa.Column("source_used", sa.Integer(), nullable=True))
+        batch_op.add_column(sa.Column("source_channel_id", sa.String(length=32), nullable=True))
+        batch_op.add_column(sa.Column("source_message_ts", sa.String(length=32), nullable=True))
 
 
 def downgrade() -> None:
     with op.batch_alter_table("requests", schema=None) as batch_op:
-        for column in ("source_used", "source_to", "source_from", "source_state", "source_team", "source_namespace"):
+        for column in (
+            "source_message_ts",
+            "source_channel_id",
+            "source_used",
+            "source_to",
+            "source_from",
+            "source_state",
+            "source_team",
+            "source_namespace",
+        ):
             batch_op.drop_column(column)
