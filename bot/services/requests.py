@@ -571,6 +571,10 @@ class RequestService:
                 raise UserError(f"{format_request_id(request_id)} does not exist.")
             if row.state != RequestState.FAILED:
                 raise UserError(f"{format_request_id(request_id)} is {row.state}, not failed: nothing to retry.")
+            if row.kind == RequestKind.SHIFT and row.source_state is None:
+                problem = source_problem(repo, row, None)  # before the source leg is recorded: never a negative base
+                if problem:
+                    raise UserError(f"Not retried: {problem}.")
             move_request(row, RequestState.APPROVED, now=now)
             row.failure_reason = None
             row.decided_at = now

@@ -225,3 +225,23 @@ def test_a_source_lowered_by_hand_before_the_last_approval_refuses_the_shift(sla
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")
     assert f"`{FRONTIER}` has 2 GPUs now, so it cannot give 3" in slack.thread(card)[-1]
     assert quota_writes_in_order(slack) == []
+
+
+def test_a_retry_of_a_shift_whose_source_cannot_give_is_refused_before_anything_is_recorded(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 422, message="invalid quota")
+    card = submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    assert "the source side (ai-frontier-research) could not be lowered" in slack.thread(card)[-1]
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    slack.command(PAT, f"request {FRONTIER} 2 permanent frontier gives up GPUs elsewhere")  # GQ-2: needs lee and dana
+    for approver in (LEE, "U0DANA"):
+        slack.click(approver, {"action_id": "gq_approve", "value": "2"})
+        slack.submit(approver, slack.records("view_open")[-1].view, {})
+    assert hard(slack, FRONTIER) == "2"
+    writes = kube.quota_writes(FRONTIER)
+
+    slack.command(PAT, "retry GQ-1")
+
+    assert f"Not retried: `{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.responses()[-1]
+    assert hard(slack, FRONTIER) == "2" and kube.quota_writes(FRONTIER) == writes
