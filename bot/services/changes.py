@@ -426,6 +426,10 @@ class ChangeApplier:
         self._announce.direct(card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
         self._announce.refresh(request_id)
 
+    def give_back_source(self, request_id: int, *, actor: str) -> bool:
+        """A failed shift whose source was lowered: give the source its GPUs back (False: nothing to give)."""
+        return self._shifts.give_back(request_id, actor=actor)
+
     # --- grants ------------------------------------------------------------------------------
 
     def end_grant(self, grant_id: int, *, reason: str, actor: str) -> GrantState | None:

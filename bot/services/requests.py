@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bot.clock import Clock
 from bot.domain.commands import GpuAmount, RequestDraft, format_request_id
 from bot.domain.durations import format_duration
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import (
     AutoApproval,
     AutoApprovalCheck,
@@ -543,12 +543,17 @@ class RequestService:
     def release(self, *, user: str, request_id: int) -> str:
         """End a grant early and give the GPUs back."""
         request = self._load(request_id)
-        team = self._policy.teams.get(request.team)
-        allowed = request.requester_id == user or (team is not None and self._access.may_decide(user, team))
+        teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
+        allowed = request.requester_id == user or any(self._access.may_decide(user, team) for team in teams)
         if not allowed:
             raise UserError(
                 f"Only the requester, an approver of the team or an admin can release {format_request_id(request_id)}."
             )
+        if request.kind == RequestKind.SHIFT and request.state == RequestState.FAILED:
+            # The target side failed and nobody will retry it: the source gets back what it gave.
+            if not self._applier.give_back_source(request_id, actor=user):
+                raise UserError(f"{format_request_id(request_id)} has nothing to give back: its source was not lowered.")
+            return f"{format_request_id(request_id)}: {gpus(request.delta)} given back to {request.source_namespace}."
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE:
             raise UserError(f"{format_request_id(request_id)} has no active grant to release.")
@@ -571,7 +576,7 @@ class RequestService:
                 raise UserError(f"{format_request_id(request_id)} does not exist.")
             if row.state != RequestState.FAILED:
                 raise UserError(f"{format_request_id(request_id)} is {row.state}, not failed: nothing to retry.")
-            if row.kind == RequestKind.SHIFT and row.source_state is None:
+            if row.kind == RequestKind.SHIFT and row.source_state != SourceLeg.APPLIED:
                 problem = source_problem(repo, row, None)  # before the source leg is recorded: never a negative base
                 if problem:
                     raise UserError(f"Not retried: {problem}.")

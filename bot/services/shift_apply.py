@@ -86,9 +86,10 @@ def take_back_shift_effect(repo: Repository, request: RequestRow, *, now: dateti
         request.source_state = None
 
 
-def return_source_in(repo: Repository, request: RequestRow, *, now: datetime) -> bool:
-    """A temporary shift's target grant has ended: give the source its GPUs back (True when it had them out)."""
-    if request.source_state != SourceLeg.APPLIED or request.permanent:
+def return_source_in(repo: Repository, request: RequestRow, *, now: datetime, actor: str = "gpu-quota-bot") -> bool:
+    """Give the source its GPUs back (True when it had them out): a temporary shift's target grant has ended,
+    or the target side failed and someone released the shift instead of retrying it."""
+    if request.source_state != SourceLeg.APPLIED:
         return False
     source = repo.namespace(request.source_namespace or "")
     assert source is not None
@@ -98,12 +99,14 @@ def return_source_in(repo: Repository, request: RequestRow, *, now: datetime) ->
     request.touch(now=now)
     repo.record(
         at=now,
+        actor=actor,
         action="shift_source_returned",
         namespace=request.source_namespace,
         request_id=request.id,
         before={"base_gpus": source.base_gpus - request.delta},
         after={"base_gpus": source.base_gpus},
-        detail=f"the shift to {request.namespace} ended; {request.delta} GPUs back",
+        detail=f"the shift to {request.namespace} {'ended' if request.state == RequestState.APPLIED else 'failed'};"
+        f" {request.delta} GPUs back",
     )
     return True
 
@@ -375,13 +378,31 @@ class ShiftApplier:
                 Strong(card.shift.namespace),
                 f" {gpus(card.shift.before)} → {gpus(card.shift.after)}) but ",
                 result.reason,
-                f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace}).",
+                f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace});"
+                " Give back returns the GPUs to the source instead.",
             ]
         else:
             parts = [f":x: Could not apply {card.display_id}: ", result.reason, ".\nNothing was changed; an admin can retry."]
-        self._announce.thread(request_id, say(*parts), actions=[Action(ActionKind.RETRY, "Retry", str(request_id), "primary")])
+        actions = [Action(ActionKind.RETRY, "Retry", str(request_id), "primary")]
+        if result.source_applied:
+            actions.append(Action(ActionKind.RELEASE, "Give back", str(request_id)))
+        self._announce.thread(request_id, say(*parts), actions=actions)
         self._announce.direct(card.requester_id, say(*parts))
         self._announce.refresh(request_id)
+
+    def give_back(self, request_id: int, *, actor: str) -> bool:
+        """A failed shift whose source was lowered: the source's base gets the GPUs back, then it is converged."""
+
+        def back(repo: Repository) -> bool:
+            request = repo.request(request_id)
+            if request is None or request.state != RequestState.FAILED:
+                return False
+            return return_source_in(repo, request, now=self._clock.now(), actor=actor)
+
+        if not self._db.run(back):
+            return False
+        self.report_returned(request_id)
+        return True
 
     def report_returned(self, request_id: int) -> None:
         """After a temporary shift's end: converge the source (its GPUs are back in its base) and say so."""
@@ -398,6 +419,7 @@ class ShiftApplier:
             return
         before = "no quota" if outcome.before is None else gpus(outcome.before)
         self._announce.thread(
-            request_id, say(":hourglass: Then the source: ", Strong(source), f" {before} → ", Strong(gpus(outcome.after)), ".")
+            request_id,
+            say(":hourglass: GPUs back to the source: ", Strong(source), f" {before} → ", Strong(gpus(outcome.after)), "."),
         )
         self._announce.refresh(request_id)

@@ -130,7 +130,7 @@ def test_a_temporary_shift_reverts_the_target_first_then_the_source(slack: Slack
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
     assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]
     assert ("shift_source_returned", FRONTIER) in audit(slack, 1)
-    assert "Then the source" in slack.thread(card)[-1]
+    assert "GPUs back to the source" in slack.thread(card)[-1]
     slack.sandbox.services.reconciler.tick()
     assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]  # returned once
 
@@ -245,3 +245,22 @@ def test_a_retry_of_a_shift_whose_source_cannot_give_is_refused_before_anything_
 
     assert f"Not retried: `{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.responses()[-1]
     assert hard(slack, FRONTIER) == "2" and kube.quota_writes(FRONTIER) == writes
+
+
+def test_a_shift_whose_target_failed_can_give_the_source_its_gpus_back_instead(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 403, message="quota writes forbidden here")
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")
+    failed = [r for r in slack.sandbox.slack.thread(card.channel or "", card.ts or "") if "Give back" in str(r.blocks)][-1]
+
+    slack.click(LEE, {"action_id": "gq_release", "value": "1"}, failed)  # the source team's approver
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert "3 GPUs given back to ai-frontier-research" in slack.responses()[-1]
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    assert ("shift_source_returned", FRONTIER) in audit(slack, 1)
+    assert f"From {FRONTIER} (given back)" in slack.current_text(card)
+    slack.click(LEE, {"action_id": "gq_release", "value": "1"}, failed)
+    assert "nothing to give back" in slack.responses()[-1] and hard(slack, FRONTIER) == "4"

@@ -139,7 +139,7 @@ def _shift_fields(card: RequestCard) -> list[str]:
     source = card.shift
     target_from = card.applied_from if card.applied_from is not None else card.hard_before
     target_to = card.applied_to if card.applied_to is not None else card.hard_before + (source.before - source.after)
-    made = " (applied)" if source.applied else ""
+    made = " (given back)" if source.returned else " (applied)" if source.applied else ""
     in_use = "" if source.used is None else f" · {source.used} in use when asked"
     fields = [
         f"*From {escape(source.namespace)}{made}*\n{source.before} → *{source.after}*{in_use}",
