@@ -58,6 +58,10 @@ class Repository(Protocol):
 
     def approved_unleased(self, now: datetime) -> Sequence[RequestRow]: ...
 
+    def failed_shifts_holding_source(self) -> Sequence[RequestRow]:
+        """Temporary shifts whose target side failed while their source stays lowered."""
+        ...
+
     def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]: ...
 
     def lock_auto_approval(self, team: str) -> None:

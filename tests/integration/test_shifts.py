@@ -264,3 +264,20 @@ def test_a_shift_whose_target_failed_can_give_the_source_its_gpus_back_instead(s
     assert f"From {FRONTIER} (given back)" in slack.current_text(card)
     slack.click(LEE, {"action_id": "gq_release", "value": "1"}, failed)
     assert "nothing to give back" in slack.responses()[-1] and hard(slack, FRONTIER) == "4"
+
+
+def test_a_temporary_shift_whose_target_failed_gives_the_source_back_at_its_end(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 403, message="quota writes forbidden here")
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")  # not before its end
+
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    slack.sandbox.services.reconciler.tick()
+    assert audit(slack, 1).count(("shift_source_returned", FRONTIER)) == 1

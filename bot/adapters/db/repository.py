@@ -29,7 +29,7 @@ from bot.adapters.db.models import (
     SlackEventRow,
     TeamSpend,
 )
-from bot.domain.lifecycle import GrantState, RequestState, Verdict
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 
 BOT_ACTOR = "gpu-quota-bot"
 
@@ -86,6 +86,16 @@ class Repository:
         query = select(RequestRow).where(
             RequestRow.state == RequestState.APPROVED,
             or_(RequestRow.apply_lease_until.is_(None), RequestRow.apply_lease_until <= now),
+        )
+        return self.session.scalars(query.order_by(RequestRow.id)).all()
+
+    def failed_shifts_holding_source(self) -> Sequence[RequestRow]:
+        """Temporary shifts whose target side failed while their source stays lowered."""
+        query = select(RequestRow).where(
+            RequestRow.kind == RequestKind.SHIFT,
+            RequestRow.state == RequestState.FAILED,
+            RequestRow.source_state == SourceLeg.APPLIED,
+            RequestRow.duration_seconds.is_not(None),
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
