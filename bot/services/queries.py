@@ -36,6 +36,7 @@ class PendingLine:
     approvals: int
     approvals_required: int
     decide_by: datetime
+    source_namespace: str | None = None  # a shift: where its GPUs come from (``namespace`` is where they go)
 
 
 @dataclass(frozen=True)
@@ -159,4 +160,5 @@ def pending_line(request) -> PendingLine:  # type: ignore[no-untyped-def]
         approvals=len(request.approvals),
         approvals_required=request.approvals_required,
         decide_by=request.decide_by,
+        source_namespace=request.source_namespace,
     )

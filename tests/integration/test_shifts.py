@@ -77,7 +77,9 @@ def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slac
     assert set(slack.buttons(copy)) == {"Approve", "Deny"}
 
     slack.command(LEE, "list")
-    assert "GQ-1" in slack.responses()[-1]  # the source team's approver has it to decide
+    assert f"GQ-1 pending: shift of 3 GPUs from {FRONTIER} to {BUSINESS}" in slack.responses()[-1]  # the source's approver
+    slack.command(LEE, f"status {FRONTIER}")
+    assert f"shift of 3 GPUs from {FRONTIER}" in slack.responses()[-1]
 
     slack.click(MAYA, slack.buttons(card)["Approve"], card)
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")  # business alone is not enough

@@ -67,8 +67,9 @@ class Repository:
 
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
         query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
-        if namespaces is not None:
-            query = query.where(RequestRow.namespace.in_(list(namespaces)))
+        if namespaces is not None:  # a shift is about its source namespace too
+            names = list(namespaces)
+            query = query.where(or_(RequestRow.namespace.in_(names), RequestRow.source_namespace.in_(names)))
         return self.session.scalars(query.options(selectinload(RequestRow.decisions))).all()
 
     def pending_past_deadline(self, now: datetime) -> Sequence[RequestRow]:

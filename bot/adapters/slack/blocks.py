@@ -318,8 +318,11 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
 
 def pending_line(pending: PendingLine) -> str:
     span = "permanent" if pending.duration is None else f"for {format_duration(pending.duration)}"
+    what = f"{escape(pending.amount_text)} GPUs in {escape(pending.namespace)}"
+    if pending.source_namespace is not None:
+        what = f"shift of {pending.delta} GPUs from {escape(pending.source_namespace)} to {escape(pending.namespace)}"
     return (
-        f"{format_request_id(pending.request_id)} pending: {escape(pending.amount_text)} GPUs in {escape(pending.namespace)} {span}"
+        f"{format_request_id(pending.request_id)} pending: {what} {span}"
         f" by {mention(pending.requester_id)} ({pending.approvals} of {pending.approvals_required} approvals,"
         f" expires {when(pending.decide_by)})"
     )
