@@ -283,3 +283,15 @@ def test_a_temporary_shift_whose_target_failed_gives_the_source_back_at_its_end(
     assert "GPUs back to the source" in slack.thread(card)[-1]
     slack.sandbox.services.reconciler.tick()
     assert audit(slack, 1).count(("shift_source_returned", FRONTIER)) == 1
+
+
+def test_the_source_teams_approver_denies_from_its_copy_and_both_cards_say_so(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card, copy = slack.request_message("C0BIZ"), slack.request_message("C0FRONTIER")
+
+    slack.click(LEE, slack.buttons(copy)["Deny"], copy)
+    slack.submit(LEE, slack.records("view_open")[-1].view, {"reason": "frontier still needs them this month"})
+
+    assert "Denied by <@U0LEE>" in slack.current_text(card) and "Denied by <@U0LEE>" in slack.current_text(copy)
+    assert slack.buttons(card) == {} and slack.buttons(copy) == {}
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
