@@ -40,6 +40,7 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
+from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
 
 
@@ -125,6 +126,9 @@ def build_services(
         reclaims=ReclaimWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
         home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
         inbox=EventInbox(database=database, clock=clock),
+        shifts=ShiftService(
+            policy=policy, database=database, cluster=cluster, access=access, sync=sync, announcer=announcer, clock=clock
+        ),
         digest=digest,
         budget=budget,
         idle=idle,

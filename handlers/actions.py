@@ -1,7 +1,7 @@
 """Buttons: Approve (one click, or a confirmation form for permanent and large changes) and Deny (a
 form asking why) on the request message and the App Home tab, Retry in its thread, Extend / Release
 in reminders, Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts,
-Propose shift on the weekly proposals."""
+Propose shift on a proposal (opens the shift form prefilled; nothing is submitted by the click)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from bot.errors import GpuQuotaError
 from bot.executor import BUSY
 from bot.services.ports import ActionKind
 from bot.services.requests import Confirmation
-from handlers.commands import open_extend_form, open_form, open_view, say
+from handlers.commands import open_extend_form, open_form, open_shift_form, open_view, say
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -45,7 +45,12 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             open_form(services, user, click.prefill(), client, respond, trigger_id=click.trigger_id, channel_id=None)
             return
         if click.kind == ActionKind.PROPOSE_SHIFT:
-            answer_proposal(answer, click)
+            proposal = click.shift_prefill()
+            if proposal is None:
+                invalid_button(answer, click)
+                return
+            source, target, moved = proposal
+            open_shift_form(client, respond, click.trigger_id, source=source, target=target, gpus_moved=moved)
             return
         if click.kind == ActionKind.SNOOZE:
             idle, namespace = services.idle, click.namespace
@@ -110,19 +115,6 @@ def answerer(services: Services, body: dict[str, Any], respond: Respond) -> Call
             say(respond, text)
 
     return answer
-
-
-def answer_proposal(answer: Callable[[str], None], click: ButtonClick) -> None:
-    """A [Propose shift] button of the weekly proposals: it changes nothing by itself."""
-    proposal = click.shift_proposal
-    if proposal is None:
-        invalid_button(answer, click)
-        return
-    source, target, count = proposal
-    answer(
-        f"A proposal is never applied by itself. To move {count} GPU(s) from `{source}` to `{target}`, ask for it:"
-        f" `/gpu-quota shift {count} from {source} to {target} <reason>`; it is approved the usual way."
-    )
 
 
 def invalid_button(answer: Callable[[str], None], click: ButtonClick) -> None:

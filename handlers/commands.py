@@ -26,6 +26,7 @@ from bot.domain.commands import (
     RequestCommand,
     RequestDraft,
     RetryCommand,
+    ShiftCommand,
     StatusCommand,
     parse_command,
 )
@@ -47,6 +48,10 @@ HELP = {
     f"at most {MAX_DURATION.days}d) or the word `permanent` (a new base quota; nothing else makes a change permanent). "
     "Examples: `/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus`, "
     "`/gpu-quota request biz-model-serving +2 permanent new serving replica`",
+    "shift": "Move GPUs from one namespace to another as one request: the source is lowered first, the target is raised "
+    "by what the source gave up. Running pods keep running; the source's usage drains as jobs finish. "
+    "Example: `/gpu-quota shift 3 from ai-frontier-research to biz-model-serving for 30d validated models need serving`. "
+    "Without arguments it opens a form.",
     "status": "Quota (hard/used), active grants and pending requests of a namespace, or of your teams' namespaces.",
     "list": "Pending requests you made or may decide.",
     "cancel": "Withdraw your pending request.",
@@ -95,6 +100,15 @@ def handle(services: Services, slash: SlashCommand, parsed: Any, respond: Respon
             say(respond, refused)
             return
         open_extend_form(client, respond, slash.trigger_id, parsed.request_id, problems=parsed.problems, reason=parsed.reason)
+        return
+    if isinstance(parsed, ShiftCommand):
+        if parsed.draft is None:
+            open_shift_form(client, respond, slash.trigger_id)
+            return
+        draft = parsed.draft
+        say(
+            respond, attempt(lambda: submitted_text(services.shifts.submit(requester=user, draft=draft)), user=user, what="shift")
+        )
         return
     if isinstance(parsed, StatusCommand):
         answer = attempt(
@@ -206,6 +220,17 @@ def open_form(
         say(respond, namespaces)
         return
     open_view(client, lambda text: say(respond, text), trigger_id, blocks.request_form(draft, namespaces, channel_id=channel_id))
+
+
+def open_shift_form(client: WebClient, respond: Respond, trigger_id: str | None, **prefill: Any) -> None:
+    """The shift form, prefilled (a proposal's button names source, target and GPUs)."""
+    open_view(
+        client,
+        lambda text: say(respond, text),
+        trigger_id,
+        blocks.shift_form(**prefill),
+        instead=f"Type the whole command instead: `/gpu-quota {USAGE['shift']}`",
+    )
 
 
 def open_extend_form(client: WebClient, respond: Respond, trigger_id: str | None, request_id: int, **prefill: Any) -> None:

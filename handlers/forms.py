@@ -16,7 +16,7 @@ from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
 from slack_sdk.models.views import View
 
 from bot.adapters.slack import ids
-from bot.adapters.slack.events import FormSubmission, draft_from_form
+from bot.adapters.slack.events import FormSubmission, draft_from_form, shift_from_form
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
@@ -81,6 +81,28 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
                 lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
                 user=form.user_id,
                 what="request form",
+            ),
+            busy_field=ids.REASON_BLOCK,
+        )
+
+    @app.view(ids.SHIFT_FORM)
+    def on_shift_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+        form = FormSubmission.from_body(body)
+        draft, errors = shift_from_form(form.values)
+        if draft is None:
+            log.info("shift form from %s refused: %s", form.user_id, errors)
+            ack(response_action="errors", errors=errors)
+            return
+        hand_off(
+            ack,
+            body,
+            client,
+            title="Shift GPUs",
+            progress=SUBMITTING,
+            outcome=lambda: attempt(
+                lambda: submitted_text(services.shifts.submit(requester=form.user_id, draft=draft)),
+                user=form.user_id,
+                what="shift form",
             ),
             busy_field=ids.REASON_BLOCK,
         )

@@ -105,6 +105,26 @@ class RequestCommand:
 
 
 @dataclass(frozen=True)
+class ShiftDraft:
+    """``shift <N> from <source> to <target> for <duration>|permanent <reason>``: GPUs moved between two namespaces."""
+
+    gpus: int
+    source: str
+    target: str
+    duration: timedelta | None  # None: permanent
+    reason: str
+
+    @property
+    def permanent(self) -> bool:
+        return self.duration is None
+
+
+@dataclass(frozen=True)
+class ShiftCommand:
+    draft: ShiftDraft | None = None  # None: open the shift form
+
+
+@dataclass(frozen=True)
 class StatusCommand:
     namespace: str | None = None
 
@@ -166,6 +186,7 @@ class Malformed:
 
 Command = (
     RequestCommand
+    | ShiftCommand
     | StatusCommand
     | ListCommand
     | CancelCommand
@@ -180,6 +201,7 @@ Command = (
 
 USAGE = {
     "request": "request <namespace> <+N|-N|N> for <duration>|permanent <reason>",
+    "shift": "shift <N> from <namespace> to <namespace> for <duration>|permanent <reason>",
     "status": "status [namespace]",
     "list": "list",
     "cancel": "cancel <request id>",
@@ -316,6 +338,42 @@ def _parse_request(args: list[str]) -> Command:
         return Malformed(f"Not submitted: {error}.", usage=(USAGE["request"],))
 
 
+def parse_shift_words(words: list[str]) -> ShiftDraft:
+    """Parse ``<N> from <source> to <target> for <duration>|permanent <reason>``; ValueError names what is wrong."""
+    if len(words) < 5 or words[1].lower() != "from" or words[3].lower() != "to":
+        raise ValueError("write it as `shift 3 from <namespace> to <namespace> for 30d|permanent <reason>`")
+    count, source, target, rest = words[0], words[2], words[4], words[5:]
+    if not count.isascii() or not count.isdigit() or len(count) > 6 or int(count) == 0:
+        raise ValueError(f"'{count}' is not a number of GPUs to move (a whole number above 0, like 3)")
+    for name in (source, target):
+        if not is_namespace_name(name):
+            raise ValueError(f"'{name}' is not a namespace name")
+    if source == target:
+        raise ValueError(f"the source and the target are both `{source}`: a shift moves GPUs between two namespaces")
+    duration: timedelta | None = None
+    if rest and rest[0].lower() == "for" and len(rest) > 1:
+        duration = _duration_after_for(rest[1])
+        rest = rest[2:]
+    elif rest and rest[0].lower() == PERMANENT_WORD:
+        rest = rest[1:]
+    else:
+        raise ValueError(f"say how long: `for 30d` ({ALLOWED}) or `{PERMANENT_WORD}`")
+    if rest and rest[0].lower() in ("for", PERMANENT_WORD):
+        raise ValueError(f"both a duration and `{PERMANENT_WORD}`: say one")
+    if not " ".join(rest).strip():
+        raise ValueError("give a reason after the duration")
+    return ShiftDraft(gpus=int(count), source=source, target=target, duration=duration, reason=" ".join(rest))
+
+
+def _parse_shift(args: list[str]) -> Command:
+    if not args:
+        return ShiftCommand()
+    try:
+        return ShiftCommand(parse_shift_words(args))
+    except ValueError as error:
+        return Malformed(f"Not submitted: {error}.", usage=(USAGE["shift"],))
+
+
 def _parse_status(args: list[str]) -> Command:
     if not args:
         return StatusCommand()
@@ -390,6 +448,7 @@ def _parse_help(args: list[str]) -> Command:
 
 _PARSERS = {
     "request": _parse_request,
+    "shift": _parse_shift,
     "status": _parse_status,
     "list": _parse_list,
     "cancel": _request_id_command("cancel", CancelCommand),

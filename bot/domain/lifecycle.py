@@ -23,6 +23,15 @@ class RequestState(StrEnum):
 class RequestKind(StrEnum):
     CHANGE = "change"  # a new quota change, temporary or permanent
     EXTENSION = "extension"  # more time for an active grant
+    SHIFT = "shift"  # GPUs moved from a source namespace to this one: two legs, source first
+
+
+class SourceLeg(StrEnum):
+    """The source side of a shift (``requests.source_state``)."""
+
+    RECORDED = "recorded"  # its decrease is in the source's base; the cluster is not lowered yet
+    APPLIED = "applied"  # the source's quota is lowered; the target may now be raised
+    RETURNED = "returned"  # a temporary shift ended: the source's base has its GPUs back
 
 
 class GrantState(StrEnum):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -232,6 +233,18 @@ class Defaults(_Frozen):
     default_quota: int = Field(default=0, ge=0)
 
 
+class ShiftApproval(StrEnum):
+    EACH_TEAM = "each_team"  # one approver of the source team and one of the target team
+    ADMIN = "admin"  # one admin
+
+
+class Shifts(_Frozen):
+    """How a shift (GPUs moved from one namespace to another) is approved, and where its card goes."""
+
+    approval: ShiftApproval = ShiftApproval.EACH_TEAM
+    channel: str | None = None  # one channel for the card; unset: both teams' channels (admin: the admin channel)
+
+
 class Policy(_Frozen):
     defaults: Defaults = Defaults()
     pricing: Pricing = Pricing()
@@ -239,6 +252,7 @@ class Policy(_Frozen):
     metrics: Metrics = Metrics()
     admins: People = People()
     admin_channel: str | None = None
+    shifts: Shifts = Shifts()
     teams: dict[str, Team]
 
     @field_validator("teams", mode="before")

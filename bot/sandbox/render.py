@@ -26,6 +26,8 @@ EMOJI = {
     ":rotating_light:": "🚨",
     ":electric_plug:": "🔌",
     ":chart_with_upwards_trend:": "📈",
+    ":information_source:": "ℹ️ ",
+    ":link:": "🔗",
 }
 _DATE = re.compile(r"<!date\^\d+\^[^|>]*\|([^>]*)>")
 _USER = re.compile(r"<@([A-Z0-9]+)>")

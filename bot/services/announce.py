@@ -27,7 +27,7 @@ from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.observability import count_error
-from bot.services.cards import RequestCard, card_for
+from bot.services.cards import RequestCard, card_for, source_copy
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Transactions
 from bot.services.text import Notice
@@ -104,9 +104,28 @@ class Announcer:
             request.channel_id = ref.channel_id
 
         self._db.run(remember)
+        self._post_copy(card)
         self._drain(_card_stream(request_id))
         self._drain(_thread_stream(request_id))
         return None
+
+    def _post_copy(self, card: RequestCard) -> None:
+        """A shift's card also goes to the source team's channel (its thread stays with the first card).
+
+        A copy Slack refuses is logged, not retried: the first card, its thread and the DMs carry the shift."""
+        copy = source_copy(card)
+        if copy is None or copy.message_ts is not None:
+            return
+        try:
+            ref = self._notifier.post_request(copy)
+        except GpuQuotaError as error:
+            log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
+            return
+
+        def remember(repo):  # type: ignore[no-untyped-def]
+            repo.request(card.request_id).source_message_ts = ref.ts
+
+        self._db.run(remember)
 
     def refresh(self, request_id: int) -> None:
         """Re-render the request message (recorded; only the latest state is delivered)."""
@@ -214,6 +233,9 @@ class Announcer:
                 return False
             if entry.kind == "card":
                 self._notifier.update_request(card)
+                copy = source_copy(card)
+                if copy is not None and copy.message_ts is not None:
+                    self._notifier.update_request(copy)
             else:
                 self._notifier.reply(MessageRef(card.channel_id, card.message_ts), _notice(entry), actions=actions)
             return True

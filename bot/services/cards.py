@@ -6,18 +6,33 @@ after the apply, when a grant ends) and always tells the whole current story.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import Policy
 from bot.domain.quota import CapacityImpact
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
     from bot.services.pods import PodsInView
+
+
+@dataclass(frozen=True)
+class ShiftSide:
+    """The source of a shift: where the GPUs come from, its quota before -> after (as asked, then as made)."""
+
+    namespace: str
+    team_label: str
+    before: int
+    after: int
+    applied: bool  # the source's quota is lowered in the cluster
+    returned: bool  # a temporary shift ended and the source has its GPUs back
+    used: int | None = None  # GPUs in use in the source when it was asked
+    channel_id: str | None = None  # the copy of the card in the source team's channel
+    message_ts: str | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +70,8 @@ class RequestCard:
     applied_to: int | None = None
     # While pending: the namespace's GPU pods by priority class, read when the card is rendered.
     pods: PodsInView | None = None
+    shift: ShiftSide | None = None  # a shift's source side (the fields above describe the target)
+    thread_in: str | None = None  # set on the copy of a shift's card: the channel of the card with the thread
 
     @property
     def display_id(self) -> str:
@@ -67,6 +84,13 @@ class RequestCard:
     @property
     def permanent(self) -> bool:
         return self.duration is None
+
+
+def source_copy(card: RequestCard) -> RequestCard | None:
+    """The copy of a shift's card in the source team's channel (same content and buttons), if it has one."""
+    if card.shift is None or card.shift.channel_id is None:
+        return None
+    return replace(card, channel_id=card.shift.channel_id, message_ts=card.shift.message_ts, thread_in=card.channel_id)
 
 
 def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: datetime | None = None) -> RequestCard:
@@ -116,4 +140,24 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
         auto_note=request.auto_note,
         applied_from=request.applied_from,
         applied_to=request.applied_to,
+        shift=_shift_side(request, policy),
+    )
+
+
+def _shift_side(request: RequestRow, policy: Policy) -> ShiftSide | None:
+    if request.kind != RequestKind.SHIFT or request.source_namespace is None:
+        return None
+    team = policy.teams.get(request.source_team or "")
+    before = request.source_from if request.source_from is not None else 0
+    after = request.source_to if request.source_to is not None else max(0, before - request.delta)
+    return ShiftSide(
+        namespace=request.source_namespace,
+        team_label=team.label if team else request.source_team or "",
+        before=before,
+        after=after,
+        applied=request.source_to is not None,
+        returned=request.source_state == SourceLeg.RETURNED,
+        used=request.source_used,
+        channel_id=request.source_channel_id,
+        message_ts=request.source_message_ts,
     )

@@ -42,6 +42,7 @@ from bot.services.ports import Action, ActionKind, Repository, Transactions
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync, SyncOutcome
+from bot.services.shift_apply import ShiftApplier, ShiftResult, record_shift_effect, return_source_in, take_back_shift_effect
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,9 @@ def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> No
     request.apply_lease_until, request.apply_attempts = now + APPLY_LEASE, 0
     if request.kind == RequestKind.EXTENSION:
         return
+    if request.kind == RequestKind.SHIFT:
+        record_shift_effect(repo, request, now=now)
+        return
     if request.permanent:
         namespace = repo.namespace(request.namespace)
         assert namespace is not None, "a request's namespace is recorded when it is submitted"
@@ -91,6 +95,9 @@ def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> No
 
 def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
     if request.kind == RequestKind.EXTENSION:
+        return
+    if request.kind == RequestKind.SHIFT:
+        take_back_shift_effect(repo, request, now=now)
         return
     if request.permanent:
         namespace = repo.namespace(request.namespace)
@@ -142,7 +149,12 @@ class _Settled:
     state: RequestState
 
 
-_Result = _Applied | _Extended | _Waiting | _Failed | _Settled
+@dataclass(frozen=True)
+class _Shifted:
+    result: ShiftResult
+
+
+_Result = _Applied | _Extended | _Waiting | _Failed | _Settled | _Shifted
 
 
 class ChangeApplier:
@@ -162,6 +174,14 @@ class ChangeApplier:
         self._announce = announcer
         self._clock = clock
         self._rng = rng or random.Random()
+        self._shifts = ShiftApplier(
+            policy=policy,
+            database=database,
+            sync=sync,
+            announcer=announcer,
+            clock=clock,
+            wait=lambda request_id, reason: self._wait(request_id, reason).first,
+        )
 
     # --- requests ----------------------------------------------------------------------------
 
@@ -190,6 +210,8 @@ class ChangeApplier:
             return self._apply_extension(request_id)
         # A resumed apply gives way if, while it queued for the namespace, another worker renewed the lease.
         lease = request.apply_lease_until if resume else None
+        if request.kind == RequestKind.SHIFT:
+            return _Shifted(self._shifts.apply(request_id, lease=lease))
         with self._sync.exclusive(request.namespace):
             return self._apply_locked(request_id, request.namespace, lease=lease)
 
@@ -288,6 +310,8 @@ class ChangeApplier:
         )
 
     def _report(self, request_id: int, result: _Result) -> RequestState:
+        if isinstance(result, _Shifted):
+            return self._shifts.report(request_id, result.result)
         if isinstance(result, _Applied):
             self._report_applied(request_id, result.outcome)
             return RequestState.APPLIED
@@ -402,6 +426,10 @@ class ChangeApplier:
         self._announce.direct(card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
         self._announce.refresh(request_id)
 
+    def give_back_source(self, request_id: int, *, actor: str) -> bool:
+        """A failed shift whose source was lowered: give the source its GPUs back (False: nothing to give)."""
+        return self._shifts.give_back(request_id, actor=actor)
+
     # --- grants ------------------------------------------------------------------------------
 
     def end_grant(self, grant_id: int, *, reason: str, actor: str) -> GrantState | None:
@@ -457,14 +485,19 @@ class ChangeApplier:
                 )
             return False
 
-        def finish(repo: Repository) -> None:
+        def finish(repo: Repository) -> bool:
+            """The grant ends; a temporary shift's source gets its GPUs back in the same transaction."""
             row = repo.grant(grant_id)
             assert row is not None
             move_grant(row, GrantState.ENDED)
             row.ended_at = self._clock.now()
+            request = repo.request(row.request_id)
+            return request is not None and request.kind == RequestKind.SHIFT and return_source_in(repo, request, now=row.ended_at)
 
-        self._db.run(finish)
+        source_back = self._db.run(finish)
         self._report_ended(grant, outcome)
+        if source_back:
+            self._shifts.report_returned(grant.request_id)
         return True
 
     def _report_ended(self, grant: GrantRow, outcome: SyncOutcome) -> None:

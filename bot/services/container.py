@@ -21,6 +21,7 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
+from bot.services.shifts import ShiftService
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,7 @@ class Services:
     reclaims: ReclaimWatch
     home: HomeService
     inbox: EventInbox
+    shifts: ShiftService
     # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets, idle nudges or proposals.
     digest: DigestService | None = None
     budget: BudgetWatch | None = None

@@ -75,7 +75,9 @@ class HomeService:
             to_decide=tuple(
                 pending_line(r)
                 for r in pending
-                if r.team in decidable_names and r.requester_id != user and all(d.user_id != user for d in r.decisions)
+                if (r.team in decidable_names or r.source_team in decidable_names)
+                and r.requester_id != user
+                and all(d.user_id != user for d in r.decisions)
             ),
             notice=notice,
         )

@@ -60,6 +60,10 @@ class Repository(Protocol):
 
     def approved_unleased(self, now: datetime) -> Sequence[RequestRow]: ...
 
+    def failed_shifts_holding_source(self) -> Sequence[RequestRow]:
+        """Temporary shifts whose target side failed while their source stays lowered."""
+        ...
+
     def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]: ...
 
     def lock_auto_approval(self, team: str) -> None:
@@ -405,7 +409,7 @@ class ActionKind(StrEnum):
     RELEASE = "release"
     SNOOZE = "snooze"
     REQUEST_MORE = "request_more"
-    PROPOSE_SHIFT = "propose_shift"
+    PROPOSE_SHIFT = "propose_shift"  # value "<source>:<target>:<gpus>": opens the shift form prefilled
 
 
 @dataclass(frozen=True)

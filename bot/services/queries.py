@@ -38,6 +38,7 @@ class PendingLine:
     approvals: int
     approvals_required: int
     decide_by: datetime
+    source_namespace: str | None = None  # a shift: where its GPUs come from (``namespace`` is where they go)
 
 
 @dataclass(frozen=True)
@@ -137,9 +138,10 @@ class Queries:
         pending = self._db.run(lambda repo: list(repo.requests_in([RequestState.PENDING])))
         lines = []
         for request in pending:
-            team = self._policy.teams.get(request.team)
+            # A shift is decided by approvers of its source team too.
+            teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
             mine = request.requester_id == user
-            if mine or (team is not None and self._access.may_decide(user, team, fresh=False)):
+            if mine or any(self._access.may_decide(user, team, fresh=False) for team in teams):
                 lines.append(pending_line(request))
         return lines
 
@@ -154,12 +156,15 @@ class Queries:
             request = self._db.run(lambda repo: repo.request(request_id))
             if request is None:
                 raise UserError(f"GQ-{request_id} does not exist.")
-            team = self._policy.teams.get(request.team)
+            # A shift belongs to both its teams.
+            teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
         else:
             team = self._policy.team_of(namespace or "")
             if team is None:
                 raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
-        if team is None or not (self._access.may_request(user, team, fresh=False) or self._access.is_admin(user, fresh=False)):
+            teams = [team]
+        allowed = any(self._access.may_request(user, team, fresh=False) for team in teams)
+        if not (allowed or self._access.is_admin(user, fresh=False)):
             raise UserError("Only the team, its approvers and admins can read this audit trail.")
         rows = self._db.run(lambda repo: list(repo.audit_trail(namespace=namespace, request_id=request_id, limit=limit)))
         return [AuditLine(r.at, r.actor, r.action, r.namespace, r.request_id, r.before, r.after, r.detail) for r in rows]
@@ -177,4 +182,5 @@ def pending_line(request) -> PendingLine:  # type: ignore[no-untyped-def]
         approvals=len(request.approvals),
         approvals_required=request.approvals_required,
         decide_by=request.decide_by,
+        source_namespace=request.source_namespace,
     )

@@ -152,6 +152,22 @@ class Reconciler:
         for grant_id, request_id in ending:
             if grant_id not in tried and self._applier.finish_grant(grant_id):
                 report.grants_ended.append(request_id)
+        self._end_failed_shifts(report)
+
+    def _end_failed_shifts(self, report: TickReport) -> None:
+        """A temporary shift whose target side failed has no grant to expire: at its end the source gets its GPUs back."""
+
+        def due(repo: Repository) -> list[int]:
+            now = self._clock.now()
+            return [
+                r.id
+                for r in repo.failed_shifts_holding_source()
+                if r.decided_at is not None and r.decided_at + timedelta(seconds=r.duration_seconds or 0) <= now
+            ]
+
+        for request_id in self._db.run(due):
+            if self._applier.give_back_source(request_id, actor="gpu-quota-bot"):
+                report.grants_ended.append(request_id)
 
     def _resume_stuck(self, report: TickReport) -> None:
         """Approved requests nobody is applying (their lease lapsed): apply them now."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bot.clock import Clock
 from bot.domain.commands import GpuAmount, RequestDraft, format_request_id
 from bot.domain.durations import format_duration
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import (
     AutoApproval,
     AutoApprovalCheck,
@@ -38,6 +38,7 @@ from bot.services.ports import QuotaCluster, Repository, Transactions
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync
+from bot.services.shift_apply import source_problem
 from bot.services.text import Notice, Refusal, User, gpus, say
 
 log = logging.getLogger(__name__)
@@ -358,6 +359,9 @@ class RequestService:
             raise Refusal(already_decided(request))
         if request.requester_id == user:
             raise UserError(f"You cannot approve your own request {format_request_id(request_id)}.")
+        if request.kind == RequestKind.SHIFT:
+            self._check_shift_decider(user, request, Verdict.APPROVE)
+            return None  # the card already shows both sides against the quotas as asked
         if team is None or not self._access.may_decide(user, team):
             raise UserError(
                 f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
@@ -406,14 +410,18 @@ class RequestService:
     def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str) -> str:
         request = self._load(request_id)
         team = self._policy.teams.get(request.team)
-        if request.state == RequestState.PENDING and request.requester_id != user:
+        if request.state == RequestState.PENDING and request.requester_id != user and request.kind == RequestKind.SHIFT:
+            self._check_shift_decider(user, request, verdict)
+        elif request.state == RequestState.PENDING and request.requester_id != user:
             if team is None or not self._access.may_decide(user, team):
                 raise UserError(
                     f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
                 )
         # Read only when this approval may complete the request: its limits are checked against now.
         completes = verdict == Verdict.APPROVE and len(request.approvals) + 1 >= request.approvals_required
-        current = self._current_quota(request.namespace) if completes and request.kind == RequestKind.CHANGE else None
+        # A shift's limit that can break by now is the source's: it must still hold the GPUs it gives.
+        watched = request.source_namespace if request.kind == RequestKind.SHIFT else request.namespace
+        current = self._current_quota(watched or "") if completes and request.kind != RequestKind.EXTENSION else None
 
         def record(repo: Repository) -> RequestRow:
             now = self._clock.now()
@@ -465,6 +473,15 @@ class RequestService:
             return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
 
+    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict) -> None:
+        source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
+        if source is None or target is None:
+            raise UserError(f"{format_request_id(request.id)} names a team the policy no longer has; an admin can cancel it.")
+        earlier = [d.user_id for d in request.approvals] if verdict == Verdict.APPROVE else []
+        problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier)
+        if problem:
+            raise UserError(problem)
+
     def _report_approval(self, row: RequestRow, user: str) -> None:
         self._announce.thread(
             row.id, say(":+1: Approved by ", User(user), f" — {len(row.approvals)} of {row.approvals_required}.")
@@ -483,6 +500,9 @@ class RequestService:
     def _recheck(self, repo: Repository, row: RequestRow, current: int | None) -> str | None:
         """The before -> after again, from the quota as it is when the last approval lands: the
         shown before -> after is updated (an absolute amount is re-derived), or the reason it is refused."""
+        if row.kind == RequestKind.SHIFT:
+            problem = source_problem(repo, row, current)
+            return f"refused when approved: {problem}" if problem else None
         if row.kind != RequestKind.CHANGE:
             return None
         namespace = repo.namespace(row.namespace)
@@ -523,12 +543,17 @@ class RequestService:
     def release(self, *, user: str, request_id: int) -> str:
         """End a grant early and give the GPUs back."""
         request = self._load(request_id)
-        team = self._policy.teams.get(request.team)
-        allowed = request.requester_id == user or (team is not None and self._access.may_decide(user, team))
+        teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
+        allowed = request.requester_id == user or any(self._access.may_decide(user, team) for team in teams)
         if not allowed:
             raise UserError(
                 f"Only the requester, an approver of the team or an admin can release {format_request_id(request_id)}."
             )
+        if request.kind == RequestKind.SHIFT and request.state == RequestState.FAILED:
+            # The target side failed and nobody will retry it: the source gets back what it gave.
+            if not self._applier.give_back_source(request_id, actor=user):
+                raise UserError(f"{format_request_id(request_id)} has nothing to give back: its source was not lowered.")
+            return f"{format_request_id(request_id)}: {gpus(request.delta)} given back to {request.source_namespace}."
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE:
             raise UserError(f"{format_request_id(request_id)} has no active grant to release.")
@@ -551,6 +576,10 @@ class RequestService:
                 raise UserError(f"{format_request_id(request_id)} does not exist.")
             if row.state != RequestState.FAILED:
                 raise UserError(f"{format_request_id(request_id)} is {row.state}, not failed: nothing to retry.")
+            if row.kind == RequestKind.SHIFT and row.source_state != SourceLeg.APPLIED:
+                problem = source_problem(repo, row, None)  # before the source leg is recorded: never a negative base
+                if problem:
+                    raise UserError(f"Not retried: {problem}.")
             move_request(row, RequestState.APPROVED, now=now)
             row.failure_reason = None
             row.decided_at = now

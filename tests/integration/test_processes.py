@@ -24,7 +24,9 @@ def test_shell_demo_tells_the_whole_story() -> None:
     assert "Approved by @lee — 1 of 1." in out
     assert "4 GPUs → *8 GPUs*" in out
     assert "The grant expired: *ai-frontier-research* 8 GPUs → *4 GPUs*." in out
-    assert "Approved by @dana — 2 of 2." in out and "Running pods keep running" in out
+    assert "Approved by @lee — 2 of 2." in out and "Running pods keep running" in out
+    assert "Shift applied, source first: *ai-frontier-research* 4 GPUs → *1 GPU* (gave up 3 GPUs)" in out
+    assert "*biz-model-serving* 16 GPUs → *19 GPUs*" in out and "shift_source_applied" in out
     assert "quota_patched" in out  # the audit trail
     assert "Traceback" not in out + result.stderr
 

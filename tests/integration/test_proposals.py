@@ -94,8 +94,15 @@ def test_a_proposal_from_a_known_fortnight_with_the_numbers_behind_it(slack: Sla
     assert button["value"] == f"{FRONTIER}:{BUSINESS}:2"
 
     assert slack.sandbox.services.proposals.run().skipped == "already posted today"  # once, whoever runs it
-    slack.click("U0PAT", button, posted)  # opens nothing yet: says how to ask; never applies anything
-    assert f"/gpu-quota shift 2 from {FRONTIER} to {BUSINESS} <reason>" in slack.responses()[-1]
+    slack.click("U0PAT", button, posted)  # opens the shift form prefilled; never applies anything
+    prefilled = slack.records("view_open")[-1].view
+    initial = {b["block_id"]: b["element"].get("initial_value") for b in prefilled["blocks"]}
+    assert (prefilled["callback_id"], initial["gpus"], initial["source"], initial["target"]) == (
+        "gq_shift_form",
+        "2",
+        FRONTIER,
+        BUSINESS,
+    )
     assert slack.sandbox.kube is not None
     assert slack.sandbox.kube.hard(FRONTIER, "compute-quota") == "4"
     assert slack.sandbox.kube.hard(BUSINESS, "compute-quota") == "16"

@@ -49,6 +49,6 @@ def click(value: str) -> ButtonClick:
 
 
 def test_a_propose_shift_value_is_read_strictly() -> None:
-    assert click("ai-frontier-research:biz-model-serving:2").shift_proposal == ("ai-frontier-research", "biz-model-serving", 2)
+    assert click("ai-frontier-research:biz-model-serving:2").shift_prefill() == ("ai-frontier-research", "biz-model-serving", 2)
     for forged in ("a:b", "a:b:0", "a:b:-2", "a:b:２", "A_B:c:1", "a:b:1:extra", "a:b:99999"):
-        assert click(forged).shift_proposal is None, forged
+        assert click(forged).shift_prefill() is None, forged

@@ -100,6 +100,16 @@ class RequestRow(Base):
     apply_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     applied_from: Mapped[int | None] = mapped_column(Integer)
     applied_to: Mapped[int | None] = mapped_column(Integer)
+    # A shift (kind 'shift'): namespace/team above are the target; the source leg, its state
+    # (bot.domain.lifecycle.SourceLeg) and the source quota before -> after the bot made.
+    source_namespace: Mapped[str | None] = mapped_column(String(63))
+    source_team: Mapped[str | None] = mapped_column(String(100))
+    source_state: Mapped[str | None] = mapped_column(String(10))
+    source_from: Mapped[int | None] = mapped_column(Integer)
+    source_to: Mapped[int | None] = mapped_column(Integer)
+    source_used: Mapped[int | None] = mapped_column(Integer)  # GPUs in use in the source when asked
+    source_channel_id: Mapped[str | None] = mapped_column(String(32))  # the card's copy for the source team
+    source_message_ts: Mapped[str | None] = mapped_column(String(32))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -31,7 +31,7 @@ from bot.adapters.db.models import (
     SlackEventRow,
     TeamSpend,
 )
-from bot.domain.lifecycle import GrantState, RequestState, Verdict
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 
 BOT_ACTOR = "gpu-quota-bot"
 
@@ -69,8 +69,9 @@ class Repository:
 
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
         query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
-        if namespaces is not None:
-            query = query.where(RequestRow.namespace.in_(list(namespaces)))
+        if namespaces is not None:  # a shift is about its source namespace too
+            names = list(namespaces)
+            query = query.where(or_(RequestRow.namespace.in_(names), RequestRow.source_namespace.in_(names)))
         return self.session.scalars(query.options(selectinload(RequestRow.decisions))).all()
 
     def pending_past_deadline(self, now: datetime) -> Sequence[RequestRow]:
@@ -88,6 +89,16 @@ class Repository:
         query = select(RequestRow).where(
             RequestRow.state == RequestState.APPROVED,
             or_(RequestRow.apply_lease_until.is_(None), RequestRow.apply_lease_until <= now),
+        )
+        return self.session.scalars(query.order_by(RequestRow.id)).all()
+
+    def failed_shifts_holding_source(self) -> Sequence[RequestRow]:
+        """Temporary shifts whose target side failed while their source stays lowered."""
+        query = select(RequestRow).where(
+            RequestRow.kind == RequestKind.SHIFT,
+            RequestRow.state == RequestState.FAILED,
+            RequestRow.source_state == SourceLeg.APPLIED,
+            RequestRow.duration_seconds.is_not(None),
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 

@@ -40,7 +40,7 @@ from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
 from bot.services.requests import Confirmation
-from bot.services.text import Moment, Quote, User, gpus, money, say
+from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
 
 MAX_BLOCKS = 50
 SECTION_LIMIT = 3000
@@ -83,6 +83,11 @@ def request_message(card: RequestCard) -> list[Block]:
     warnings = pod_warnings(card.pods)
     if warnings:
         blocks.append(SectionBlock(text=_mrkdwn(truncate("\n".join(warnings), SECTION_LIMIT))))
+    if card.shift is not None:
+        blocks.append(ContextBlock(elements=[_mrkdwn(truncate(shift_gradual_note(card), SECTION_LIMIT))]))
+    if card.thread_in is not None:
+        where = render(say(":link: The source team's copy: the thread and the outcome are in ", Channel(card.thread_in), "."))
+        blocks.append(ContextBlock(elements=[_mrkdwn(where)]))
     if card.state == RequestState.PENDING:
         blocks.append(
             ActionsBlock(
@@ -107,12 +112,20 @@ def request_fallback_text(card: RequestCard) -> str:
 
 
 def _title(card: RequestCard) -> str:
+    if card.shift is not None:
+        return f"GPU shift {card.display_id}"
     if card.kind == RequestKind.EXTENSION:
         return f"Extension {card.display_id} of {format_request_id(card.extends_id or 0)}"
     return f"GPU quota request {card.display_id}"
 
 
 def _summary(card: RequestCard) -> str:
+    if card.shift is not None:
+        span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
+        return (
+            f"{mention(card.requester_id)} asks to move *{gpus(card.delta)}* from *{escape(card.shift.namespace)}* "
+            f"({escape(card.shift.team_label)}) to *{escape(card.namespace)}* ({escape(card.team_label)}) {span}."
+        )
     if card.kind == RequestKind.EXTENSION:
         return (
             f"{mention(card.requester_id)} asks to keep *{gpus(card.delta)}* in *{escape(card.namespace)}* "
@@ -126,7 +139,44 @@ def _summary(card: RequestCard) -> str:
     )
 
 
+def _shift_fields(card: RequestCard) -> list[str]:
+    assert card.shift is not None
+    source = card.shift
+    target_from = card.applied_from if card.applied_from is not None else card.hard_before
+    target_to = card.applied_to if card.applied_to is not None else card.hard_before + (source.before - source.after)
+    made = " (given back)" if source.returned else " (applied)" if source.applied else ""
+    in_use = "" if source.used is None else f" · {source.used} in use when asked"
+    fields = [
+        f"*From {escape(source.namespace)}{made}*\n{source.before} → *{source.after}*{in_use}",
+        f"*To {escape(card.namespace)}{' (applied)' if card.applied_to is not None else ''}*\n{target_from} → *{target_to}*",
+        f"*Duration*\n{_duration_text(card)}",
+    ]
+    if card.cost is not None:
+        fields.append(f"*Cost moved*\n{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
+    approvers = ", ".join(mention(u) for u in card.approvals) or "none yet"
+    fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
+    fields.append(f"*Order*\n{escape(source.namespace)} is lowered first; {escape(card.namespace)} is raised by what it gave up")
+    return fields
+
+
+def shift_gradual_note(card: RequestCard) -> str:
+    """What "gradual" means for a shift: nothing running is stopped."""
+    assert card.shift is not None
+    source = escape(card.shift.namespace)
+    back = (
+        ""
+        if card.permanent
+        else f" When the shift ends, {escape(card.namespace)} is lowered first, then {source} gets its GPUs back."
+    )
+    return (
+        f":information_source: Gradual: pods running in {source} keep running; the bot never evicts them. New GPU pods"
+        f" there are refused above the new quota, so its usage drains as jobs finish.{back}"
+    )
+
+
 def _fields(card: RequestCard) -> list[str]:
+    if card.shift is not None:
+        return _shift_fields(card)
     used = "?" if card.used_before is None else str(card.used_before)
     fields = [f"*Quota when asked*\n{card.hard_before} hard / {used} used"]
     if card.kind == RequestKind.CHANGE:
@@ -295,8 +345,11 @@ def pod_warnings(pods: PodsInView | None) -> list[str]:
 
 def pending_line(pending: PendingLine) -> str:
     span = "permanent" if pending.duration is None else f"for {format_duration(pending.duration)}"
+    what = f"{escape(pending.amount_text)} GPUs in {escape(pending.namespace)}"
+    if pending.source_namespace is not None:
+        what = f"shift of {pending.delta} GPUs from {escape(pending.source_namespace)} to {escape(pending.namespace)}"
     return (
-        f"{format_request_id(pending.request_id)} pending: {escape(pending.amount_text)} GPUs in {escape(pending.namespace)} {span}"
+        f"{format_request_id(pending.request_id)} pending: {what} {span}"
         f" by {mention(pending.requester_id)} ({pending.approvals} of {pending.approvals_required} approvals,"
         f" expires {when(pending.decide_by)})"
     )
@@ -379,6 +432,33 @@ def _term_input(draft: RequestDraft) -> InputBlock:
             options=options,
             initial_option=next((o for o in options if o.value == chosen), None),
         ),
+    )
+
+
+def shift_form(*, source: str = "", target: str = "", gpus_moved: int | None = None) -> View:
+    """The shift modal: GPUs, from, to, how long (a duration or ``permanent``), reason."""
+
+    def text_input(block_id: str, label: str, hint: str, value: str | None) -> InputBlock:
+        return InputBlock(
+            block_id=block_id,
+            label=label,
+            hint=hint,
+            element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=value),
+        )
+
+    return View(
+        type="modal",
+        callback_id=ids.SHIFT_FORM,
+        title="Shift GPUs",
+        submit="Submit",
+        close="Cancel",
+        blocks=[
+            text_input(ids.GPUS_BLOCK, "GPUs to move", "A whole number, e.g. 3", str(gpus_moved) if gpus_moved else None),
+            text_input(ids.SOURCE_BLOCK, "From namespace", "Lowered first; its running pods keep running", source or None),
+            text_input(ids.TARGET_BLOCK, "To namespace", "Raised by what the source gave up", target or None),
+            text_input(ids.DURATION_BLOCK, "For how long", f"{ALLOWED}, or the word permanent", None),
+            _reason_input(""),
+        ],
     )
 
 

@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.adapters.slack import ids
-from bot.domain.commands import GpuAmount, RequestDraft, clean_text, is_namespace_name, parse_request_id
+from bot.domain.commands import (
+    PERMANENT_WORD,
+    GpuAmount,
+    RequestDraft,
+    ShiftDraft,
+    clean_text,
+    is_namespace_name,
+    parse_request_id,
+    parse_shift_words,
+)
 from bot.domain.durations import ALLOWED, parse_duration
 from bot.services.ports import ActionKind
 
@@ -50,15 +59,6 @@ class ButtonClick:
         """The namespace a Snooze button is about; None when the value is not a namespace name."""
         return self.value if is_namespace_name(self.value) else None
 
-    @property
-    def shift_proposal(self) -> tuple[str, str, int] | None:
-        """Source, target and GPUs of a [Propose shift] button (``source:target:gpus``); None when malformed."""
-        parts = self.value.split(":")
-        if len(parts) != 3 or not all(is_namespace_name(p) for p in parts[:2]) or not (parts[2].isascii() and parts[2].isdigit()):
-            return None
-        gpus = int(parts[2])
-        return (parts[0], parts[1], gpus) if 0 < gpus <= 10_000 else None
-
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> ButtonClick:
         action = (body.get("actions") or [{}])[0]
@@ -68,6 +68,14 @@ class ButtonClick:
             value=str(action.get("value", "")),
             trigger_id=body.get("trigger_id"),
         )
+
+    def shift_prefill(self) -> tuple[str, str, int] | None:
+        """Source, target and GPUs of a [Propose shift] button (``"<source>:<target>:<gpus>"``); None when not valid."""
+        parts = self.value.split(":")
+        if len(parts) != 3 or not all(map(is_namespace_name, parts[:2])) or not (parts[2].isascii() and parts[2].isdigit()):
+            return None
+        gpus = int(parts[2])
+        return (parts[0], parts[1], gpus) if 0 < gpus <= 10_000 else None
 
     def prefill(self) -> RequestDraft:
         """The draft a [Request more] button carries (JSON: namespace and GPUs)."""
@@ -146,6 +154,23 @@ def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str
         namespace=namespace or None, amount=amount, duration=duration, permanent=term == ids.PERMANENT, reason=reason
     )
     return draft, errors
+
+
+def shift_from_form(values: dict[str, str]) -> tuple[ShiftDraft | None, dict[str, str]]:
+    """The shift form's fields as a draft, or errors for Slack to show inline (the whole-form problem under the GPUs)."""
+    words = [values.get(ids.GPUS_BLOCK, ""), "from", values.get(ids.SOURCE_BLOCK, ""), "to", values.get(ids.TARGET_BLOCK, "")]
+    term = values.get(ids.DURATION_BLOCK, "").strip()
+    words += ([PERMANENT_WORD] if term.lower() == PERMANENT_WORD else ["for", term]) + values.get(ids.REASON_BLOCK, "").split()
+    if not term:
+        return None, {ids.DURATION_BLOCK: f"How long? {ALLOWED[0].upper()}{ALLOWED[1:]}, or permanent."}
+    if not values.get(ids.REASON_BLOCK, "").strip():
+        return None, {ids.REASON_BLOCK: "Say why: approvers read it and the audit trail keeps it."}
+    try:
+        return parse_shift_words([w.strip() for w in words]), {}
+    except ValueError as error:
+        text = str(error)
+        block = ids.DURATION_BLOCK if term.lower() != PERMANENT_WORD and term in text else ids.GPUS_BLOCK
+        return None, {block: text[:1].upper() + text[1:] + "."}
 
 
 @dataclass(frozen=True)

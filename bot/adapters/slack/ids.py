@@ -20,6 +20,7 @@ ACTION_KINDS: dict[str, ActionKind] = {action_id: kind for kind, action_id in AC
 
 REQUEST_FORM = "gq_request_form"
 EXTEND_FORM = "gq_extend_form"
+SHIFT_FORM = "gq_shift_form"
 DENY_FORM = "gq_deny_form"
 CONFIRM_APPROVAL_FORM = "gq_confirm_approval"  # approving a permanent or large change
 
@@ -30,5 +31,7 @@ TERM_BLOCK = "term"  # radio buttons: TEMPORARY or PERMANENT, no default
 TEMPORARY = "temporary"
 PERMANENT = "permanent"
 DURATION_BLOCK = "duration"
+SOURCE_BLOCK = "source"  # the shift form: where the GPUs come from
+TARGET_BLOCK = "target"  # and where they go
 REASON_BLOCK = "reason"
 INPUT_ACTION = "value"

@@ -1,0 +1,425 @@
+"""Applying a shift: GPUs moved from a source namespace to a target namespace, in a safe order.
+
+A shift is one request with two legs. Approval records only the source leg (the source's base goes
+down by the shifted GPUs). The apply then works inside quota_sync's one-writer-per-namespace
+critical sections, one namespace at a time:
+
+1. the source is lowered (``QuotaSync.exclusive(source)``); what it actually gave up is the
+   desired quota before minus after (never more than it had);
+2. in the transaction that records that, the target leg is recorded with exactly that many GPUs (a
+   grant for a temporary shift, a higher base for a permanent one), so no sweep can raise the target
+   before the source is down;
+3. the target is raised (``QuotaSync.exclusive(target)``).
+
+A temporary fault keeps the request approved and the reconcile resumes it from the leg it reached.
+A refusal of the source leg fails the shift with nothing changed. A refusal of the target leg fails
+the shift with the source left lowered, says so, and an admin's Retry re-applies only the target
+leg. A temporary shift ends through its target grant: the target is lowered first (the grant's
+revert), then, in the transaction that ends the grant, the source's base gets its GPUs back and the
+source is converged (``return_source``). Every step is in the audit trail under the one request id.
+
+Must not: write a quota outside ``QuotaSync`` or touch the target before the source leg is applied.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from bot.clock import Clock
+from bot.domain.commands import format_request_id
+from bot.domain.lifecycle import GrantState, RequestState, SourceLeg, check_request_transition
+from bot.domain.policy import Policy
+from bot.domain.quota import below_usage_note, change_problem, desired_gpus
+from bot.errors import GpuQuotaError, TemporaryError
+from bot.services.announce import Announcer
+from bot.services.ports import Action, ActionKind, Repository, Transactions
+from bot.services.quota_sync import QuotaSync, SyncOutcome
+from bot.services.text import Moment, Part, Strong, gpus, say
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import RequestRow
+
+log = logging.getLogger(__name__)
+
+
+# --- the legs in the desired state (called in the approving / retrying / ending transaction) -------
+
+
+def record_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+    """The next leg of an approved shift: the source's decrease, or (source applied: a retry) the target's increase."""
+    if request.source_state == SourceLeg.APPLIED:
+        _record_target(repo, request, now=now)
+        return
+    source = repo.namespace(request.source_namespace or "")
+    assert source is not None, "a shift's namespaces are recorded when it is submitted"
+    source.base_gpus -= request.delta  # checked against zero at apply: a refusal takes it back
+    source.updated_at = now
+    request.source_state = SourceLeg.RECORDED
+
+
+def source_problem(repo: Repository, request: RequestRow, current: int | None) -> str | None:
+    """Why the source cannot give the shifted GPUs as the last approval lands (``current``: its quota in
+    the cluster now, None when unread); None when it can. Checked again when the source is lowered."""
+    source = repo.namespace(request.source_namespace or "")
+    assert source is not None, "a shift's namespaces are recorded when it is submitted"
+    if current is not None and current < request.delta:
+        return f"`{request.source_namespace}` has {current} GPUs now, so it cannot give {request.delta}"
+    if source.base_gpus < request.delta:
+        return f"`{request.source_namespace}` has {source.base_gpus} GPUs of its own quota now, so it cannot give {request.delta}"
+    return None
+
+
+def take_back_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+    """Undo the leg recorded but not applied: the target's when the source is applied, else the source's."""
+    if request.source_state == SourceLeg.APPLIED:
+        _take_back_target(repo, request, now=now)
+        return
+    if request.source_state == SourceLeg.RECORDED:
+        source = repo.namespace(request.source_namespace or "")
+        assert source is not None
+        source.base_gpus += request.delta
+        source.updated_at = now
+        request.source_state = None
+
+
+def return_source_in(repo: Repository, request: RequestRow, *, now: datetime, actor: str = "gpu-quota-bot") -> bool:
+    """Give the source its GPUs back (True when it had them out): a temporary shift's target grant has ended,
+    or the target side failed and someone released the shift instead of retrying it."""
+    if request.source_state != SourceLeg.APPLIED:
+        return False
+    source = repo.namespace(request.source_namespace or "")
+    assert source is not None
+    source.base_gpus += request.delta
+    source.updated_at = now
+    request.source_state = SourceLeg.RETURNED
+    request.touch(now=now)
+    repo.record(
+        at=now,
+        actor=actor,
+        action="shift_source_returned",
+        namespace=request.source_namespace,
+        request_id=request.id,
+        before={"base_gpus": source.base_gpus - request.delta},
+        after={"base_gpus": source.base_gpus},
+        detail=f"the shift to {request.namespace} {'ended' if request.state == RequestState.APPLIED else 'failed'};"
+        f" {request.delta} GPUs back",
+    )
+    return True
+
+
+def _given(request: RequestRow) -> int:
+    """GPUs the source actually gave up (the target is raised by exactly these)."""
+    assert request.source_from is not None and request.source_to is not None
+    return request.source_from - request.source_to
+
+
+def _record_target(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+    given = _given(request)
+    if request.permanent:
+        target = repo.namespace(request.namespace)
+        assert target is not None
+        target.base_gpus += given
+        target.updated_at = now
+        return
+    assert request.duration_seconds is not None
+    repo.add_grant(
+        request_id=request.id,
+        namespace=request.namespace,
+        gpus=given,
+        state=GrantState.ACTIVE,
+        starts_at=now,
+        ends_at=now + timedelta(seconds=request.duration_seconds),
+    )
+
+
+def _take_back_target(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+    if request.permanent:
+        target = repo.namespace(request.namespace)
+        assert target is not None
+        target.base_gpus = max(0, target.base_gpus - _given(request))
+        target.updated_at = now
+        return
+    grant = repo.grant_of(request.id)
+    if grant is not None:
+        repo.remove_grant(grant)
+
+
+def _move(request: RequestRow, target: RequestState, *, now: datetime) -> None:
+    check_request_transition(RequestState(request.state), target)
+    request.state = target
+    request.touch(now=now)
+
+
+# --- outcomes ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShiftApplied:
+    source: SyncOutcome | None  # None: the source leg was applied by an earlier attempt
+    target: SyncOutcome
+
+
+@dataclass(frozen=True)
+class ShiftWaiting:
+    reason: str
+    first: bool
+
+
+@dataclass(frozen=True)
+class ShiftFailed:
+    reason: str
+    source_applied: bool  # the target leg failed: the source stays lowered
+
+
+@dataclass(frozen=True)
+class ShiftSettled:
+    state: RequestState
+
+
+ShiftResult = ShiftApplied | ShiftWaiting | ShiftFailed | ShiftSettled
+# Keeps a request approved after a temporary fault and backs its lease off; True on the first fault.
+Wait = Callable[[int, str], bool]
+
+
+class ShiftApplier:
+    def __init__(
+        self, *, policy: Policy, database: Transactions, sync: QuotaSync, announcer: Announcer, clock: Clock, wait: Wait
+    ) -> None:
+        self._policy = policy
+        self._db = database
+        self._sync = sync
+        self._announce = announcer
+        self._clock = clock
+        self._wait = wait
+
+    def apply(self, request_id: int, *, lease: datetime | None) -> ShiftResult:
+        """Apply an approved shift from the leg it reached: source, then target."""
+        request = self._db.run(lambda repo: repo.request(request_id))
+        assert request is not None and request.source_namespace is not None
+        source_outcome = None
+        if request.source_state == SourceLeg.RECORDED:
+            with self._sync.exclusive(request.source_namespace):
+                result = self._source_leg(request_id, request.source_namespace, lease)
+            if isinstance(result, ShiftResult):
+                return result
+            source_outcome = result  # None: a worker before us in the queue applied the source leg
+        with self._sync.exclusive(request.namespace):
+            return self._target_leg(request_id, request.namespace, lease, source_outcome)
+
+    def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> RequestRow | ShiftSettled:
+        request = repo.request(request_id)
+        assert request is not None
+        if request.state != RequestState.APPROVED:
+            return ShiftSettled(RequestState(request.state))
+        if lease is not None and request.apply_lease_until != lease:
+            return ShiftSettled(RequestState.APPROVED)  # another worker holds it
+        return request
+
+    def _source_leg(self, request_id: int, source: str, lease: datetime | None) -> SyncOutcome | ShiftResult | None:
+        current = self._db.run(lambda repo: self._current(repo, request_id, lease))
+        if isinstance(current, ShiftSettled):
+            return current
+        if current.source_state != SourceLeg.RECORDED:
+            return None  # applied while this worker waited for the namespace: never lowered (nor the target recorded) twice
+        shifted = current.delta
+        desired: dict[str, int] = {}
+
+        def check(base: int, grants: int) -> str | None:
+            """The source's own quota, as it is now, must cover the shift."""
+            if base < 0:
+                return f"`{source}` has {base + shifted} GPUs of its own quota now, so it cannot give {shifted}"
+            desired["before"], desired["after"] = desired_gpus(base + shifted, grants), desired_gpus(base, grants)
+            if desired["before"] == desired["after"]:
+                return f"`{source}` has no GPUs to give now"
+            return None
+
+        try:
+            outcome = self._sync.converge_locked(source, request_id=request_id, check=check)
+        except TemporaryError as error:
+            return ShiftWaiting(str(error), self._wait(request_id, str(error)))
+        except GpuQuotaError as error:
+            reason = f"the source side ({source}) could not be lowered: {error}"
+            self._db.run(lambda repo: self._fail(repo, request_id, reason))
+            self._converge_after_failure(source, request_id)
+            return ShiftFailed(reason, source_applied=False)
+        self._db.run(lambda repo: self._source_applied(repo, request_id, desired["before"], desired["after"]))
+        return outcome
+
+    def _source_applied(self, repo: Repository, request_id: int, before: int, after: int) -> None:
+        now = self._clock.now()
+        request = repo.request(request_id)
+        assert request is not None
+        request.source_state, request.source_from, request.source_to = SourceLeg.APPLIED, before, after
+        request.touch(now=now)
+        repo.record(
+            at=now,
+            action="shift_source_applied",
+            namespace=request.source_namespace,
+            request_id=request_id,
+            before={"quota_gpus": before},
+            after={"quota_gpus": after},
+            detail=f"gave {before - after} GPUs to {request.namespace}",
+        )
+        _record_target(repo, request, now=now)
+
+    def _target_leg(self, request_id: int, target: str, lease: datetime | None, source: SyncOutcome | None) -> ShiftResult:
+        current = self._db.run(lambda repo: self._current(repo, request_id, lease))
+        if isinstance(current, ShiftSettled):
+            return current
+        given, max_gpus = _given(current), self._policy.max_gpus(target)
+
+        def check(base: int, grants: int) -> str | None:
+            return change_problem(before=base + grants - given, delta=given, max_gpus=max_gpus)
+
+        try:
+            outcome = self._sync.converge_locked(target, request_id=request_id, check=check)
+        except TemporaryError as error:
+            return ShiftWaiting(str(error), self._wait(request_id, str(error)))
+        except GpuQuotaError as error:
+            reason = f"the target side ({target}) could not be raised: {error}"
+            self._db.run(lambda repo: self._fail(repo, request_id, reason))
+            self._converge_after_failure(target, request_id)
+            return ShiftFailed(reason, source_applied=True)
+        self._db.run(lambda repo: self._target_applied(repo, request_id, outcome, given))
+        return ShiftApplied(source, outcome)
+
+    def _target_applied(self, repo: Repository, request_id: int, outcome: SyncOutcome, given: int) -> None:
+        now = self._clock.now()
+        request = repo.request(request_id)
+        assert request is not None
+        _move(request, RequestState.APPLIED, now=now)
+        request.applied_at, request.apply_lease_until = now, None
+        request.applied_from, request.applied_to = outcome.after - given, outcome.after
+        grant = repo.grant_of(request_id)
+        if grant is not None:
+            grant.starts_at, grant.ends_at = now, now + (grant.ends_at - grant.starts_at)
+        repo.record(
+            at=now,
+            action="request_applied",
+            namespace=request.namespace,
+            request_id=request_id,
+            before={"quota_gpus": request.applied_from},
+            after={"quota_gpus": request.applied_to},
+            detail=f"shift from {request.source_namespace}: "
+            + ("permanent" if grant is None else f"until {grant.ends_at:%Y-%m-%d %H:%M} UTC"),
+        )
+
+    def _fail(self, repo: Repository, request_id: int, reason: str) -> None:
+        now = self._clock.now()
+        request = repo.request(request_id)
+        assert request is not None
+        _move(request, RequestState.FAILED, now=now)
+        request.failure_reason, request.apply_lease_until = reason, None
+        kept = request.source_state == SourceLeg.APPLIED
+        take_back_shift_effect(repo, request, now=now)
+        detail = reason + (f"; the source side stays lowered ({request.source_from} -> {request.source_to})" if kept else "")
+        repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request_id, detail=detail)
+
+    def _converge_after_failure(self, namespace: str, request_id: int) -> None:
+        try:
+            self._sync.converge_locked(namespace, request_id=request_id)
+        except GpuQuotaError as error:  # the sweep converges it later
+            log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
+
+    # --- telling people ----------------------------------------------------------------------------
+
+    def report(self, request_id: int, result: ShiftResult) -> RequestState:
+        if isinstance(result, ShiftApplied):
+            self._report_applied(request_id, result)
+            return RequestState.APPLIED
+        if isinstance(result, ShiftWaiting):
+            if result.first:
+                self._announce.thread(
+                    request_id,
+                    say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", result.reason, ". The bot keeps trying."),
+                )
+            return RequestState.APPROVED
+        if isinstance(result, ShiftFailed):
+            self._report_failed(request_id, result)
+            return RequestState.FAILED
+        return result.state
+
+    def _report_applied(self, request_id: int, result: ShiftApplied) -> None:
+        card = self._announce.card(request_id)
+        assert card.shift is not None and card.applied_from is not None and card.applied_to is not None
+        source = card.shift
+        parts: list[str | Part] = [
+            ":white_check_mark: Shift applied, source first: ",
+            Strong(source.namespace),
+            f" {gpus(source.before)} → ",
+            Strong(gpus(source.after)),
+            f" (gave up {gpus(source.before - source.after)}), then ",
+            Strong(card.namespace),
+            f" {gpus(card.applied_from)} → ",
+            Strong(gpus(card.applied_to)),
+            ".",
+        ]
+        if card.grant_ends_at is not None and not card.permanent:
+            parts += ["\nThe shift ends ", Moment(card.grant_ends_at), f"; then {card.namespace} goes down first and "]
+            parts += [f"{source.namespace} gets its GPUs back."]
+        note = below_usage_note(new_hard=source.after, used=result.source.used) if result.source else None
+        if note:
+            parts += [f"\n{source.namespace}: ", note]
+        self._announce.thread(request_id, say(*parts))
+        self._announce.direct(card.requester_id, say(f"{card.display_id} is applied: ", *parts[1:]))
+        self._announce.refresh(request_id)
+
+    def _report_failed(self, request_id: int, result: ShiftFailed) -> None:
+        log.error("applying %s failed: %s", format_request_id(request_id), result.reason)
+        card = self._announce.card(request_id)
+        assert card.shift is not None
+        if result.source_applied:
+            parts: list[str | Part] = [
+                f":x: {card.display_id}: the source side is applied (",
+                Strong(card.shift.namespace),
+                f" {gpus(card.shift.before)} → {gpus(card.shift.after)}) but ",
+                result.reason,
+                f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace});"
+                " Give back returns the GPUs to the source instead.",
+            ]
+        else:
+            parts = [f":x: Could not apply {card.display_id}: ", result.reason, ".\nNothing was changed; an admin can retry."]
+        actions = [Action(ActionKind.RETRY, "Retry", str(request_id), "primary")]
+        if result.source_applied:
+            actions.append(Action(ActionKind.RELEASE, "Give back", str(request_id)))
+        self._announce.thread(request_id, say(*parts), actions=actions)
+        self._announce.direct(card.requester_id, say(*parts))
+        self._announce.refresh(request_id)
+
+    def give_back(self, request_id: int, *, actor: str) -> bool:
+        """A failed shift whose source was lowered: the source's base gets the GPUs back, then it is converged."""
+
+        def back(repo: Repository) -> bool:
+            request = repo.request(request_id)
+            if request is None or request.state != RequestState.FAILED:
+                return False
+            return return_source_in(repo, request, now=self._clock.now(), actor=actor)
+
+        if not self._db.run(back):
+            return False
+        self.report_returned(request_id)
+        return True
+
+    def report_returned(self, request_id: int) -> None:
+        """After a temporary shift's end: converge the source (its GPUs are back in its base) and say so."""
+        request = self._db.run(lambda repo: repo.request(request_id))
+        assert request is not None and request.source_namespace is not None
+        source = request.source_namespace
+        try:
+            outcome = self._sync.converge(source, request_id=request_id)
+        except GpuQuotaError as error:  # the base is back; the sweep writes it once the cluster takes it
+            log.error("could not give %s its GPUs back for %s yet: %s", source, format_request_id(request_id), error)
+            self._announce.thread(
+                request_id, say(":warning: The shift is over but ", Strong(source), " could not be raised yet: ", str(error))
+            )
+            return
+        before = "no quota" if outcome.before is None else gpus(outcome.before)
+        self._announce.thread(
+            request_id,
+            say(":hourglass: GPUs back to the source: ", Strong(source), f" {before} → ", Strong(gpus(outcome.after)), "."),
+        )
+        self._announce.refresh(request_id)

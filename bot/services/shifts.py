@@ -1,0 +1,159 @@
+"""Submitting a shift: GPUs moved from one team's namespace to another's, as one request.
+
+The request row's ``namespace``/``team`` are the target; the source is ``source_namespace``. One card
+goes to ``shifts.channel`` when set, else to the admin channel (``shifts.approval: admin``) or the
+target team's channel, with a copy and the decision buttons in the source team's channel. Approval
+rules: ``Access.shift_decision_problem``; the apply order: ``bot.services.shift_apply``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.domain.commands import ShiftDraft, format_request_id
+from bot.domain.durations import format_duration
+from bot.domain.lifecycle import RequestKind, RequestState
+from bot.domain.policy import Policy, ShiftApproval, Team, limit_problems
+from bot.domain.quota import QuotaSnapshot, change_cost
+from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.services.access import Access
+from bot.services.announce import Announcer
+from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.quota_sync import QuotaSync
+from bot.services.requests import Submitted, check_reason_length
+from bot.services.text import gpus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Side:
+    team: Team
+    snapshot: QuotaSnapshot | None
+    hard: int
+
+
+class ShiftService:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        database: Transactions,
+        cluster: QuotaCluster,
+        access: Access,
+        sync: QuotaSync,
+        announcer: Announcer,
+        clock: Clock,
+    ) -> None:
+        self._policy = policy
+        self._db = database
+        self._cluster = cluster
+        self._access = access
+        self._sync = sync
+        self._announce = announcer
+        self._clock = clock
+
+    def submit(self, *, requester: str, draft: ShiftDraft) -> Submitted:
+        """Record a shift, post its card; it is applied once approved (``shifts.approval``)."""
+        check_reason_length(draft.reason)
+        if draft.source == draft.target:
+            raise UserError(f"Not submitted: the source and the target are both `{draft.source}`.")
+        source, target = self._side(draft.source), self._side(draft.target)
+        if not any(self._access.may_request(requester, side.team) for side in (source, target)):
+            raise UserError(f"Only members of {source.team.label} or {target.team.label} (or an admin) may shift their GPUs.")
+        if draft.gpus > source.hard:
+            raise UserError(f"Not submitted: `{draft.source}` has {gpus(source.hard)}, so it cannot give {draft.gpus}.")
+        problems = limit_problems(self._policy, draft.target, current=target.hard, delta=draft.gpus, duration=draft.duration)
+        if problems:
+            raise UserError("Not submitted: " + "; ".join(problems) + ".")
+        monthly, basis = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=self._policy.pricing.default_per_gpu_hour)
+        same_team = source.team.name == target.team.name
+        required = 1 if self._policy.shifts.approval == ShiftApproval.ADMIN or same_team else 2
+        channel = self._channel(target.team)
+
+        def create(repo: Repository) -> int:
+            now = self._clock.now()
+            for name, side in ((draft.source, source), (draft.target, target)):
+                if repo.namespace(name) is None:
+                    self._sync.record_observation(repo, side.snapshot, name)
+            request = repo.add_request(
+                kind=RequestKind.SHIFT,
+                state=RequestState.PENDING,
+                namespace=draft.target,
+                team=target.team.name,
+                requester_id=requester,
+                amount_text=f"+{draft.gpus}",
+                delta=draft.gpus,
+                duration_seconds=int(draft.duration.total_seconds()) if draft.duration else None,
+                reason=draft.reason.strip(),
+                approvals_required=required,
+                auto_approved=False,
+                hard_before=target.hard,
+                used_before=target.snapshot.used if target.snapshot else None,
+                cost=round(monthly, 2),
+                cost_basis=basis,
+                channel_id=channel,
+                source_namespace=draft.source,
+                source_team=source.team.name,
+                source_from=source.hard,
+                source_used=source.snapshot.used if source.snapshot else None,
+                source_channel_id=self._copy_channel(source.team, channel),
+                created_at=now,
+                updated_at=now,
+                decide_by=now + self._policy.defaults.pending_timeout,
+            )
+            repo.record(
+                at=now,
+                actor=requester,
+                action="shift_submitted",
+                namespace=draft.target,
+                request_id=request.id,
+                before={draft.source: source.hard, draft.target: target.hard},
+                after={
+                    draft.source: source.hard - draft.gpus,
+                    draft.target: target.hard + draft.gpus,
+                    "duration": format_duration(draft.duration) if draft.duration else "permanent",
+                },
+                detail=draft.reason.strip(),
+            )
+            return request.id
+
+        request_id = self._db.run(create)
+        log.info(
+            "%s: shift of %d GPUs from %s to %s by %s",
+            format_request_id(request_id),
+            draft.gpus,
+            draft.source,
+            draft.target,
+            requester,
+        )
+        post_error = self._announce.post_card(request_id)
+        return Submitted(request_id, channel, RequestState.PENDING, required, post_error)
+
+    def _side(self, namespace: str) -> _Side:
+        team = self._policy.team_of(namespace)
+        if team is None:
+            managed = ", ".join(self._policy.managed_namespaces())
+            raise UserError(f"Not submitted: `{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.")
+        try:
+            snapshot = self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
+        except NamespaceNotFound:
+            raise UserError(f"Not submitted: the namespace `{namespace}` does not exist in the cluster.") from None
+        except GpuQuotaError as error:
+            raise UserError(f"Could not read the quota of `{namespace}` ({error}). Nothing was submitted; try again.") from error
+        return _Side(team, snapshot, snapshot.hard if snapshot else self._policy.default_quota(namespace))
+
+    def _channel(self, target: Team) -> str:
+        if self._policy.shifts.channel:
+            return self._policy.shifts.channel
+        if self._policy.shifts.approval == ShiftApproval.ADMIN and self._policy.admin_channel:
+            return self._policy.admin_channel
+        return target.channel
+
+    def _copy_channel(self, source: Team, channel: str) -> str | None:
+        """Where the source team's copy of the card goes: its channel when each team approves and no single channel is set."""
+        if self._policy.shifts.approval != ShiftApproval.EACH_TEAM or self._policy.shifts.channel or source.channel == channel:
+            return None
+        return source.channel

@@ -1,0 +1,297 @@
+"""A shift is one request (issue 12): signed Slack HTTP into the real Bolt app, the real kubernetes
+client over HTTP against the API stand-in, SQLite and PostgreSQL.
+
+The sandbox: frontier (ai-frontier-research) holds 4 GPUs, 3 in use; business (biz-model-serving)
+16, 12 in use. Lee approves for frontier, Maya for business, Pat is an admin.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from bot.adapters.slack.http import WebApp
+from bot.clock import ManualClock
+from bot.domain.policy import ShiftApproval, Shifts
+from bot.sandbox.session import Sandbox
+from bot.sandbox.slack_api import Recorded
+from bot.sandbox.world import sandbox_policy
+from tests.integration.conftest import SlackOverHttp, serve
+
+BOB, LEE, MAYA, PAT = "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
+FRONTIER, BUSINESS, QUOTA = "ai-frontier-research", "biz-model-serving", "compute-quota"
+SHIFT = f"shift 3 from {FRONTIER} to {BUSINESS}"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def slack(request: pytest.FixtureRequest, clock: ManualClock) -> Iterator[SlackOverHttp]:
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    box = Sandbox(clock=clock, kube_timeout=(2.0, 2.0), database_url=url).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def quota_writes_in_order(slack: SlackOverHttp) -> list[str]:
+    """The namespaces whose quota the bot wrote (not dry runs), in order."""
+    kube = slack.sandbox.kube
+    assert kube is not None
+    return [path.split("/")[4] for _, path, query, _ in kube.writes() if query.get("dryRun") != "All"]
+
+
+def hard(slack: SlackOverHttp, namespace: str) -> str | None:
+    assert slack.sandbox.kube is not None
+    return slack.sandbox.kube.hard(namespace, QUOTA)
+
+
+def audit(slack: SlackOverHttp, request_id: int) -> list[tuple[str, str | None]]:
+    assert slack.sandbox.database is not None
+    return slack.sandbox.database.run(
+        lambda repo: [(e.action, e.namespace) for e in repo.audit_trail(request_id=request_id, limit=50)]
+    )
+
+
+def submit_and_approve(slack: SlackOverHttp, text: str) -> Recorded:
+    slack.command(BOB, text)
+    card = slack.request_message("C0BIZ")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    copy = slack.request_message("C0FRONTIER")  # the source team's copy carries the buttons too
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+    return card
+
+
+def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} for 30d validated models need serving")
+    card = slack.request_message("C0BIZ")
+    text = slack.current_text(card)
+    assert "GPU shift GQ-1" in text and "4 → *1* · 3 in use when asked" in text and "16 → *19*" in text
+    assert "5,475.00 USD per month" in text  # 3 GPUs x 730 h x $2.50, the sandbox's price
+    assert "keep running" in text and "drains as jobs finish" in text
+    copy = slack.request_message("C0FRONTIER")  # the same card for the source team, with the buttons
+    assert "GPU shift GQ-1" in slack.current_text(copy) and "4 → *1*" in slack.current_text(copy)
+    assert "the thread and the outcome are in <#C0BIZ>" in slack.current_text(copy)
+    assert set(slack.buttons(copy)) == {"Approve", "Deny"}
+
+    slack.command(LEE, "list")
+    assert f"GQ-1 pending: shift of 3 GPUs from {FRONTIER} to {BUSINESS}" in slack.responses()[-1]  # the source's approver
+    slack.command(LEE, f"status {FRONTIER}")
+    assert f"shift of 3 GPUs from {FRONTIER}" in slack.responses()[-1]
+
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")  # business alone is not enough
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    assert "already" in slack.responses()[-1]
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS]
+    assert slack.buttons(copy) == {} and "Applied" in slack.current_text(copy)  # both cards tell the same story
+    applied = slack.thread(card)[-1]
+    assert "source first" in applied and "gave up 3 GPUs" in applied and "16 GPUs → *19 GPUs*" in applied
+    assert "3 GPUs are in use, above the new quota of 1" in applied  # the gradual reclaim, said once
+    trail = audit(slack, 1)
+    assert ("shift_source_applied", FRONTIER) in trail and ("request_applied", BUSINESS) in trail
+    assert trail.index(("shift_source_applied", FRONTIER)) < trail.index(("request_applied", BUSINESS))
+
+
+def test_a_target_refusal_leaves_the_source_lowered_and_an_admin_retries_only_the_target(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 403, message="quota writes forbidden here")
+
+    card = submit_and_approve(slack, f"{SHIFT} permanent business grows")
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")
+    failed = slack.thread(card)[-1]
+    assert "the source side is applied" in failed and "quota writes forbidden here" in failed
+    assert "The source stays lowered" in failed
+    trail = audit(slack, 1)
+    assert ("shift_source_applied", FRONTIER) in trail and ("request_failed", BUSINESS) in trail
+    retry = [r for r in slack.sandbox.slack.thread(card.channel or "", card.ts or "") if "Retry" in str(r.blocks)][-1]
+
+    slack.click(BOB, {"action_id": "gq_retry", "value": "1"}, retry)
+    assert "Only admins" in slack.responses()[-1]
+    slack.click(PAT, {"action_id": "gq_retry", "value": "1"}, retry)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert kube.quota_writes(FRONTIER) == 1  # the source leg was not applied twice
+    assert "Shift applied" in slack.thread(card)[-1]
+
+
+def test_a_temporary_shift_reverts_the_target_first_then_the_source(slack: SlackOverHttp, clock: ManualClock) -> None:
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end serving peak")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]
+    assert ("shift_source_returned", FRONTIER) in audit(slack, 1)
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    slack.sandbox.services.reconciler.tick()
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]  # returned once
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"shift 3 from {FRONTIER} to {FRONTIER} for 1d x", "the source and the target are both"),
+        (f"shift 3 from ml-nowhere to {BUSINESS} for 1d x", "`ml-nowhere` is not managed"),
+        (f"shift 5 from {FRONTIER} to {BUSINESS} for 1d x", f"`{FRONTIER}` has 4 GPUs, so it cannot give 5"),
+        (f"shift three from {FRONTIER} to {BUSINESS} for 1d x", "'three' is not a number of GPUs"),
+        (f"shift 3 from {FRONTIER} to {BUSINESS} x", "say how long"),
+    ],
+)
+def test_bad_shifts_are_refused_by_name(slack: SlackOverHttp, text: str, expected: str) -> None:
+    response = slack.command(BOB, text)
+    answers = [response.text, *slack.responses()]
+    assert any(expected in answer for answer in answers), answers
+    assert not slack.channel_messages("C0BIZ") and quota_writes_in_order(slack) == []
+
+
+def test_the_shift_form_and_a_proposals_button_submit_the_same_shift(slack: SlackOverHttp) -> None:
+    slack.command(BOB, "shift")
+    view = slack.records("view_open")[-1].view
+    assert view["callback_id"] == "gq_shift_form"
+    slack.submit(BOB, view, {"gpus": "3", "source": FRONTIER, "target": BUSINESS, "duration": "permanent", "reason": "strategy"})
+    assert "GPU shift GQ-1" in slack.current_text(slack.request_message("C0BIZ"))
+
+    slack.click(PAT, {"action_id": "gq_propose_shift", "value": f"{FRONTIER}:{BUSINESS}:2"})
+    prefilled = slack.records("view_open")[-1].view
+    initial = {b["block_id"]: b["element"].get("initial_value") for b in prefilled["blocks"]}
+    assert (initial["gpus"], initial["source"], initial["target"]) == ("2", FRONTIER, BUSINESS)
+    slack.click(PAT, {"action_id": "gq_propose_shift", "value": f"{FRONTIER}:{BUSINESS}:-2"})
+    assert "not valid" in slack.responses()[-1]
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")  # a proposal is never applied by itself
+
+
+def test_a_target_fault_that_passes_is_resumed_without_lowering_the_source_twice(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 503, times=1)
+
+    card = submit_and_approve(slack, f"{SHIFT} permanent business grows")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")
+    assert "waiting for the cluster" in slack.thread(card)[-1]
+
+    clock.advance(timedelta(seconds=10))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert kube.quota_writes(FRONTIER) == 1
+    assert "Shift applied" in slack.thread(card)[-1]
+
+
+@pytest.fixture
+def admin_slack(clock: ManualClock) -> Iterator[SlackOverHttp]:
+    policy = sandbox_policy()
+    box = Sandbox(policy=policy.model_copy(update={"shifts": Shifts(approval=ShiftApproval.ADMIN)}), clock=clock).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def test_with_admin_approval_one_admin_decides_in_the_admin_channel(admin_slack: SlackOverHttp) -> None:
+    slack = admin_slack
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0PLATFORM")
+    assert not slack.channel_messages("C0FRONTIER") and not slack.channel_messages("C0BIZ")
+
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    assert "Only admins decide shifts" in slack.responses()[-1]
+    slack.click(PAT, slack.buttons(card)["Approve"], card)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+
+
+def test_a_source_lowered_by_hand_before_the_last_approval_refuses_the_shift(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0BIZ")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person, by hand
+
+    copy = slack.request_message("C0FRONTIER")
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")
+    assert f"`{FRONTIER}` has 2 GPUs now, so it cannot give 3" in slack.thread(card)[-1]
+    assert quota_writes_in_order(slack) == []
+
+
+def test_a_retry_of_a_shift_whose_source_cannot_give_is_refused_before_anything_is_recorded(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 422, message="invalid quota")
+    card = submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    assert "the source side (ai-frontier-research) could not be lowered" in slack.thread(card)[-1]
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    slack.command(PAT, f"request {FRONTIER} 2 permanent frontier gives up GPUs elsewhere")  # GQ-2: needs lee and dana
+    for approver in (LEE, "U0DANA"):
+        slack.click(approver, {"action_id": "gq_approve", "value": "2"})
+        slack.submit(approver, slack.records("view_open")[-1].view, {})
+    assert hard(slack, FRONTIER) == "2"
+    writes = kube.quota_writes(FRONTIER)
+
+    slack.command(PAT, "retry GQ-1")
+
+    assert f"Not retried: `{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.responses()[-1]
+    assert hard(slack, FRONTIER) == "2" and kube.quota_writes(FRONTIER) == writes
+
+
+def test_a_shift_whose_target_failed_can_give_the_source_its_gpus_back_instead(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 403, message="quota writes forbidden here")
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")
+    failed = [r for r in slack.sandbox.slack.thread(card.channel or "", card.ts or "") if "Give back" in str(r.blocks)][-1]
+
+    slack.click(LEE, {"action_id": "gq_release", "value": "1"}, failed)  # the source team's approver
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert "3 GPUs given back to ai-frontier-research" in slack.responses()[-1]
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    assert ("shift_source_returned", FRONTIER) in audit(slack, 1)
+    assert f"From {FRONTIER} (given back)" in slack.current_text(card)
+    slack.click(LEE, {"action_id": "gq_release", "value": "1"}, failed)
+    assert "nothing to give back" in slack.responses()[-1] and hard(slack, FRONTIER) == "4"
+
+
+def test_a_temporary_shift_whose_target_failed_gives_the_source_back_at_its_end(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{BUSINESS}/resourcequotas/", 403, message="quota writes forbidden here")
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")  # not before its end
+
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    slack.sandbox.services.reconciler.tick()
+    assert audit(slack, 1).count(("shift_source_returned", FRONTIER)) == 1
+
+
+def test_the_source_teams_approver_denies_from_its_copy_and_both_cards_say_so(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card, copy = slack.request_message("C0BIZ"), slack.request_message("C0FRONTIER")
+
+    slack.click(LEE, slack.buttons(copy)["Deny"], copy)
+    slack.submit(LEE, slack.records("view_open")[-1].view, {"reason": "frontier still needs them this month"})
+
+    assert "Denied by <@U0LEE>" in slack.current_text(card) and "Denied by <@U0LEE>" in slack.current_text(copy)
+    assert slack.buttons(card) == {} and slack.buttons(copy) == {}
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
