@@ -76,10 +76,13 @@ class Announcer:
         return self._with_pods(self._db.run(load))
 
     def _with_pods(self, card: RequestCard) -> RequestCard:
-        """A pending card shows the namespace's GPU pods; class warnings only for temporary increases,
-        the grants ``borrowed_priority_classes`` is about."""
+        """A pending card shows the namespace's GPU pods (a shift's: the source's, what keeps running
+        there); class warnings only for temporary increases, the grants ``borrowed_priority_classes``
+        is about."""
         if self._pods is None or card.state != RequestState.PENDING:
             return card
+        if card.shift is not None:
+            return replace(card, pods=replace(self._pods.in_view(card.shift.namespace), warnings=()))
         view = self._pods.in_view(card.namespace)
         if card.permanent or card.delta <= 0:
             view = replace(view, warnings=())

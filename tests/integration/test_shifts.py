@@ -295,3 +295,21 @@ def test_the_source_teams_approver_denies_from_its_copy_and_both_cards_say_so(sl
     assert "Denied by <@U0LEE>" in slack.current_text(card) and "Denied by <@U0LEE>" in slack.current_text(copy)
     assert slack.buttons(card) == {} and slack.buttons(copy) == {}
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
+
+
+def test_the_shift_card_shows_what_keeps_running_in_the_source(slack: SlackOverHttp) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.add_pod(FRONTIER, "eval-<!here>", gpus=1, priority_class="high-priority-business", phase="Pending")
+    slack.command(BOB, f"{SHIFT} permanent the strategy shift")
+    card = slack.request_message("C0BIZ")
+    text = slack.current_text(card)
+    assert "*Running in ai-frontier-research now* (running: 3 GPUs in 2 pods" in text
+    assert "• `llm-sweep-0`: 2 GPUs, low-priority-experiment, running, since <!date^" in text
+    assert "• `notebook-alice`: 1 GPU, default, running, since <!date^" in text
+    assert "• `eval-&lt;!here&gt;`: 1 GPU, high-priority-business, pending" in text  # cluster text is data
+    assert "ranker" not in text  # the target's pods are not what the shift moves
+    approve = slack.buttons(card)["Approve"]
+    slack.click(LEE, approve, card)
+    slack.click(MAYA, approve, card)
+    assert "Running in" not in slack.current_text(card)  # decided: the card no longer reads the cluster

@@ -34,7 +34,7 @@ from bot.adapters.slack.mrkdwn import escape, render
 from bot.domain.commands import RequestDraft, clean_text, format_request_id
 from bot.domain.durations import ALLOWED, format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
-from bot.domain.priority import describe_mix, describe_warning
+from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
 from bot.services.cards import RequestCard
 from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind, Report
@@ -84,6 +84,8 @@ def request_message(card: RequestCard) -> list[Block]:
     if warnings:
         blocks.append(SectionBlock(text=_mrkdwn(truncate("\n".join(warnings), SECTION_LIMIT))))
     if card.shift is not None:
+        if card.pods is not None:
+            blocks.append(SectionBlock(text=_mrkdwn(truncate(source_pods_text(card.shift.namespace, card.pods), SECTION_LIMIT))))
         blocks.append(ContextBlock(elements=[_mrkdwn(truncate(shift_gradual_note(card), SECTION_LIMIT))]))
     if card.thread_in is not None:
         where = render(say(":link: The source team's copy: the thread and the outcome are in ", Channel(card.thread_in), "."))
@@ -157,6 +159,22 @@ def _shift_fields(card: RequestCard) -> list[str]:
     fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
     fields.append(f"*Order*\n{escape(source.namespace)} is lowered first; {escape(card.namespace)} is raised by what it gave up")
     return fields
+
+
+SOURCE_PODS_LISTED = 8
+
+
+def source_pods_text(source: str, pods: PodsInView) -> str:
+    """What runs in a shift's source now, the pods that keep their GPUs: one line per pod, largest first."""
+    lines = [f"*Running in {escape(source)} now* ({pods_text(pods)})"]
+    ordered = sorted(pods.pods, key=lambda pod: (-pod.gpus, pod.name))
+    for pod in ordered[:SOURCE_PODS_LISTED]:
+        since = f", since {when(pod.started_at)}" if pod.started_at is not None else ""
+        what = escape(pod.priority_class or NO_CLASS_LABEL)
+        lines.append(f"• `{escape(pod.name)}`: {gpus(pod.gpus)}, {what}, {pod.phase.lower()}{since}")
+    if len(ordered) > SOURCE_PODS_LISTED:
+        lines.append(f"• and {len(ordered) - SOURCE_PODS_LISTED} more")
+    return "\n".join(lines)
 
 
 def shift_gradual_note(card: RequestCard) -> str:
