@@ -33,6 +33,7 @@ from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster
+from bot.services.pricing import Pricer
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reconcile import Reconciler
@@ -69,6 +70,7 @@ def build_services(
     )
     announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
+    pricer = Pricer(policy=policy, database=database, cluster=cluster, clock=clock)
     digest = budget = idle = ledger = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
@@ -86,7 +88,7 @@ def build_services(
             access=access,
             health=health,
             clock=clock,
-            ledger=ledger,
+            pricer=pricer,
         )
     requests = RequestService(
         policy=policy,
@@ -97,6 +99,7 @@ def build_services(
         applier=applier,
         announcer=announcer,
         clock=clock,
+        pricer=pricer,
         over_budget=budget.over_budget if budget is not None else lambda team: False,
     )
     queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock)

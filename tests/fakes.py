@@ -26,6 +26,7 @@ class FakeCluster:
         self.failures: list[tuple[str, Exception]] = []  # (operation, error) raised once each, in order
         self.before_write: list[callable] = []  # run once before the next real write (to simulate a race)
         self.refusals: list[QuotaRefusal] = []
+        self.models: set[str] = set()  # the nodes' nvidia.com/gpu.product labels
         self._rv = itertools.count(1)
 
     def add(self, namespace: str, hard: int | None, *, used: int = 0, limits: bool = True, name: str = "compute-quota") -> None:
@@ -89,6 +90,10 @@ class FakeCluster:
     def quota_refusals(self) -> list[QuotaRefusal]:
         self._maybe_fail("events")
         return list(self.refusals)
+
+    def gpu_models(self) -> set[str]:
+        self._maybe_fail("nodes")
+        return set(self.models)
 
     def _next(self) -> str:
         return str(next(self._rv))

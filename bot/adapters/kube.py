@@ -31,6 +31,7 @@ from bot.services.ports import QuotaRefusal
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU feature discovery
 FIELD_MANAGER = "gpu-quota-bot"
 MERGE_PATCH = "application/merge-patch+json"
 
@@ -133,6 +134,17 @@ class KubernetesCluster:
     def allocatable_gpus(self) -> int:
         nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
         return sum(_gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) for node in nodes.items if node.status)
+
+    def gpu_models(self) -> set[str]:
+        nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
+        return {
+            (node.metadata.labels or {})[GPU_PRODUCT_LABEL]
+            for node in nodes.items
+            if node.status
+            and node.metadata
+            and _gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) > 0
+            and (node.metadata.labels or {}).get(GPU_PRODUCT_LABEL)
+        }
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
         quotas = self._call(

@@ -129,3 +129,6 @@ class CapacityCachingCluster:
 
     def quota_refusals(self) -> list[QuotaRefusal]:
         return self._cluster.quota_refusals()
+
+    def gpu_models(self) -> set[str]:
+        return self._cluster.gpu_models()

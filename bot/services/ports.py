@@ -182,8 +182,27 @@ class Repository(Protocol):
         observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
         ...
 
-    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
-        """(day, namespace, recorded team, summed cost) of the entries in [first, last]."""
+    def ledger_costs(
+        self, first: date, last: date, *, namespaces: Iterable[str] | None = None
+    ) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost) of the entries in [first, last] (of ``namespaces`` when given)."""
+        ...
+
+    def ledger_team_costs(self, first: date, last: date) -> list[tuple[date, str, float]]:
+        """(day, recorded team, summed cost) of [first, last], grouped in the database."""
+        ...
+
+    def ledger_namespace_teams(self, first: date, last: date) -> list[tuple[str, str]]:
+        """The distinct (namespace, recorded team) pairs of [first, last]."""
+        ...
+
+    def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """(namespace, team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost,
+        last day) summed over [first, last] per namespace, recorded team and model, in the database."""
+        ...
+
+    def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
+        """GPU-hours of ``namespace`` per GPU model over [first, last]."""
         ...
 
     def open_metrics_outage(self) -> MetricsOutage | None:
@@ -301,6 +320,10 @@ class QuotaCluster(Protocol):
 
     def quota_refusals(self) -> list[QuotaRefusal]:
         """FailedCreate events saying ``exceeded quota`` for ``requests.nvidia.com/gpu``, all namespaces, one call."""
+        ...
+
+    def gpu_models(self) -> set[str]:
+        """The GPU models of the nodes with GPUs (their ``nvidia.com/gpu.product`` label), one list call."""
         ...
 
 
