@@ -121,6 +121,7 @@ def build_services(
         idle=idle,
         ledger=ledger,
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
+        pricer=pricer,
     )
 
 

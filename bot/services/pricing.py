@@ -72,7 +72,7 @@ class Pricer:
         }
         if hours:
             rate = sum(h * self._pricing.price_for(model) for model, h in hours.items()) / sum(hours.values())
-            ordered = tuple(sorted(hours, key=lambda model: hours[model], reverse=True))
+            ordered = tuple(sorted(hours, key=lambda model: (-hours[model], model)))
             return Price(rate, Basis.RAN_ON, ordered, self._pricing.currency)
         dearest = self._dearest_on_nodes()
         if dearest is not None:
