@@ -18,6 +18,10 @@ column then times the catch-up of the N - 1 backfilled days.
     .venv/bin/python bench/ledger_scale.py            # 100 1000 3000
     .venv/bin/python bench/ledger_scale.py 100 1000   # other sizes
     .venv/bin/python bench/ledger_scale.py --recent 3 3000
+    .venv/bin/python bench/ledger_scale.py --rule --recent 3 1000   # with the idle recording rule's series
+
+``--rule`` also backfills the series the chart's recording rule ``gpu_quota:gpu_idle:bool`` records (as
+where the chart's rules run): the day's idle hours are then summed from it instead of a subquery.
     BENCH_KEEP=/var/tmp/bench .venv/bin/python bench/ledger_scale.py   # keep (and reuse) the backfilled data
 """
 
@@ -44,6 +48,7 @@ from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier  
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
 RUNS = 3
+IDLE_THRESHOLD = 0.05  # the policy's default (5 %), and the recording rule's threshold label with --rule
 LAST = date(2026, 10, 31)
 
 
@@ -62,7 +67,7 @@ def copy_ledger_day(database: Database, source: date, days: list[date]) -> None:
 
 def measure(server: PrometheusServer, namespaces: int, *, first: datetime = MONTH) -> dict[str, float]:
     the_policy = policy(namespaces)
-    metrics = PrometheusMetrics.connect(server.url, interval=STEP, idle_threshold=0.05, timeout=600)
+    metrics = PrometheusMetrics.connect(server.url, interval=STEP, idle_threshold=IDLE_THRESHOLD, timeout=600)
     database = Database.from_url("sqlite://")
     Base.metadata.create_all(database.engine)
     clock = ManualClock(MONTH + timedelta(days=DAYS, hours=8))
@@ -116,18 +121,23 @@ def measure(server: PrometheusServer, namespaces: int, *, first: datetime = MONT
     }
 
 
-def main(sizes: list[int], *, recent: int | None) -> None:
+def main(sizes: list[int], *, recent: int | None, rule: bool) -> None:
     if shutil.which("prometheus") is None:
         sys.exit("prometheus is not installed: run ./scripts/test once (it installs Debian's package)")
     first = MONTH + timedelta(days=DAYS - recent) if recent else MONTH
     backfilled = f"{first:%d}-{LAST:%d} Oct in Prometheus, earlier days copied in the ledger" if recent else "all in Prometheus"
-    print(f"October 2026 (31 days; {backfilled}), 5-minute samples, {TEAMS} teams, the cost ledger in SQLite")
+    with_rule = "with" if rule else "without"
+    print(
+        f"October 2026 (31 days; {backfilled}), 5-minute samples, {TEAMS} teams, {with_rule} the idle recording rule's"
+        " series, the cost ledger in SQLite"
+    )
     print(
         f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'ledger s':>8} "
         f"{'daily digest s':>14} {'(record day s)':>14} {'queries':>7} {'budget check s':>14} {'queries':>7}"
     )
     for size in sizes:
-        with backfilled_prometheus(size, prefix="ledger-bench", first=first) as (server, samples, seconds):
+        idle_rule = IDLE_THRESHOLD if rule else None
+        with backfilled_prometheus(size, prefix="ledger-bench", first=first, idle_rule=idle_rule) as (server, samples, seconds):
             row = measure(server, size, first=first)
             print(
                 f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['catch_up']:>8.2f} {row['digest']:>14.2f} "
@@ -138,7 +148,8 @@ def main(sizes: list[int], *, recent: int | None) -> None:
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
-    days = None
+    days, rule = None, "--rule" in arguments
+    arguments = [arg for arg in arguments if arg != "--rule"]
     if arguments[:1] == ["--recent"]:
         days, arguments = int(arguments[1]), arguments[2:]
-    main([int(arg) for arg in arguments] or [100, 1000, 3000], recent=days)
+    main([int(arg) for arg in arguments] or [100, 1000, 3000], recent=days, rule=rule)

@@ -332,7 +332,7 @@ class MetricsSource(Protocol):
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
         """Usage per window (keyed by the window's day) per namespace; ``idle=False`` may leave the idle
-        hours out (the costliest measure, which pricing does not need)."""
+        hours and the utilisation out (what pricing does not need: the cheap read of today for budgets)."""
         ...
 
     def days_with_data(self, windows: Sequence[Window]) -> set[date]:
