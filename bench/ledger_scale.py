@@ -118,6 +118,8 @@ def measure(server: PrometheusServer, namespaces: int, *, first: datetime = MONT
         "digest_queries": digest_queries,
         "check": statistics.median(checks),
         "check_queries": check_queries,
+        # A check of the figures, not a time: the same with or without --rule (the rule counts the same samples).
+        "idle_hours": sum(e.use.idle_hours for e in services.ledger.entries(LAST, LAST)),
     }
 
 
@@ -133,7 +135,7 @@ def main(sizes: list[int], *, recent: int | None, rule: bool) -> None:
     )
     print(
         f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'ledger s':>8} "
-        f"{'daily digest s':>14} {'(record day s)':>14} {'queries':>7} {'budget check s':>14} {'queries':>7}"
+        f"{'daily digest s':>14} {'(record day s)':>14} {'queries':>7} {'budget check s':>14} {'queries':>7} {'idle GPU-h 31 Oct':>17}"
     )
     for size in sizes:
         idle_rule = IDLE_THRESHOLD if rule else None
@@ -141,7 +143,7 @@ def main(sizes: list[int], *, recent: int | None, rule: bool) -> None:
             row = measure(server, size, first=first)
             print(
                 f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['catch_up']:>8.2f} {row['digest']:>14.2f} "
-                f"{row['record']:>14.2f} {row['digest_queries']:>7.0f} {row['check']:>14.2f} {row['check_queries']:>7.0f}",
+                f"{row['record']:>14.2f} {row['digest_queries']:>7.0f} {row['check']:>14.2f} {row['check_queries']:>7.0f} {row['idle_hours']:>17,.1f}",
                 flush=True,
             )
 
