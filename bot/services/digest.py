@@ -126,7 +126,7 @@ class DigestService:
         expiring = self._expiring()
         teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
         managed = set(self._policy.managed_namespaces())
-        month_days = sorted(spend.daily)
+        month_days = spend.days
         every_namespace = spend.month_lines()
         others: dict[str, float] = {}
         for line in every_namespace:

@@ -32,6 +32,10 @@ RECORDED, NO_DATA = "recorded", "no_data"
 # How far back the scheduled catch-up looks for days it missed (longer gaps: ``ledger backfill``).
 CATCH_UP_LIMIT = timedelta(days=62)
 UNMANAGED = "(not managed)"
+# A team's daily chart draws its dearest namespaces and stacks the rest as one part (the chart's
+# MAX_PARTS is 10): only those namespaces' days are read one by one.
+CHART_NAMESPACES = 9
+OTHERS = "others"
 
 
 @dataclass(frozen=True)
@@ -188,27 +192,42 @@ class Ledger:
 
     def summary(self, first: date, last: date) -> Summary:
         """[first, last] as the digest needs it, summed in the database: per namespace its line over the days
-        and its line of ``last``, and each day's cost per namespace; and each namespace's team (the policy's
-        for the namespaces it manages, else the one recorded last)."""
+        and its line of ``last``; per team each day's cost, by namespace for its ``CHART_NAMESPACES``
+        dearest and as ``OTHERS`` for the rest (what the stacked chart draws); and each namespace's team
+        (the policy's for the namespaces it manages, else the one recorded last)."""
 
-        def read(
-            repo: Repository,
-        ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[date, str, str, float | None]]]:
-            return repo.ledger_sums(first, last), repo.ledger_sums(last, last), repo.ledger_costs(first, last)
+        def read(repo: Repository) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+            return repo.ledger_sums(first, last), repo.ledger_sums(last, last)
 
-        month_rows, day_rows, cost_rows = self._db.run(read)
-        managed = managed_teams(self._policy)
+        month_rows, day_rows = self._db.run(read)
         latest: dict[str, tuple[date, str]] = {}
         for row in month_rows:
             namespace, team, seen_last = row[0], row[1], row[9]
             if namespace not in latest or seen_last > latest[namespace][0]:
                 latest[namespace] = (seen_last, team)
-        teams = {**{ns: team for ns, (_, team) in latest.items()}, **managed}
-        daily: dict[date, dict[str, float]] = {}
-        for day, namespace, _, cost in cost_rows:
-            per_ns = daily.setdefault(day, {})
-            per_ns[namespace] = per_ns.get(namespace, 0.0) + float(cost or 0.0)
-        return Summary(month=_lines_of(month_rows, teams), last_day=_lines_of(day_rows, teams), daily=daily, teams=teams)
+        teams = {**{ns: team for ns, (_, team) in latest.items()}, **managed_teams(self._policy)}
+        month = _lines_of(month_rows, teams)
+        team_days = self.team_day_costs(first, last)
+        charted: dict[str, list[str]] = {}
+        for line in sorted(month.values(), key=lambda line: line.cost, reverse=True):
+            if len(charted.setdefault(line.team, [])) < CHART_NAMESPACES:
+                charted[line.team].append(line.namespace)
+        names = sorted(ns for per_team in charted.values() for ns in per_team)
+        rows = self._db.run(lambda repo: repo.ledger_costs(first, last, namespaces=names)) if names else []
+        team_daily: dict[str, dict[date, dict[str, float]]] = {
+            team: {day: {OTHERS: cost} for day, cost in per_day.items()} for team, per_day in team_days.items()
+        }
+        for day, namespace, _, cost in rows:
+            amount = float(cost or 0.0)
+            parts = team_daily.setdefault(teams[namespace], {}).setdefault(day, {OTHERS: 0.0})
+            parts[namespace] = parts.get(namespace, 0.0) + amount
+            parts[OTHERS] -= amount
+        for per_day in team_daily.values():
+            for parts in per_day.values():
+                if abs(parts.get(OTHERS, 0.0)) < 1e-6:  # no namespace left out that day
+                    parts.pop(OTHERS, None)
+        days = sorted({day for per_day in team_days.values() for day in per_day})
+        return Summary(month=month, last_day=_lines_of(day_rows, teams), days=days, team_daily=team_daily, teams=teams)
 
     def lines(self, first: date, last: date) -> tuple[dict[date, dict[str, CostLine]], dict[str, str]]:
         """Per day per namespace, the recorded lines; and each namespace's team (the policy's for the
@@ -230,7 +249,8 @@ class Ledger:
 class Summary:
     month: dict[str, CostLine]  # per namespace, over the days asked for
     last_day: dict[str, CostLine]  # per namespace, the last of them
-    daily: dict[date, dict[str, float]]  # per day, per namespace, the cost
+    days: list[date]  # the days with costs
+    team_daily: dict[str, dict[date, dict[str, float]]]  # team -> day -> namespace or OTHERS -> cost
     teams: dict[str, str]
 
 

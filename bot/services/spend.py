@@ -49,12 +49,14 @@ class Spend:
 @dataclass(frozen=True)
 class MonthSummary:
     """A month up to ``day`` as the digest reads it: per namespace the month's line and the day's, and
-    each day's cost per namespace. From the ledger it is summed in the database (``Ledger.summary``)."""
+    per team each day's cost by namespace (its ``CHART_NAMESPACES`` dearest, the rest as "others").
+    From the ledger it is summed in the database (``Ledger.summary``)."""
 
     day: date
     month: dict[str, CostLine]
     last_day: dict[str, CostLine]
-    daily: dict[date, dict[str, float]]
+    days: list[date]  # the days with costs
+    team_daily: dict[str, dict[date, dict[str, float]]]  # team -> day -> namespace (or "others") -> cost
     teams: dict[str, str]
     missing: list[date] = field(default_factory=list)
 
@@ -74,9 +76,18 @@ class MonthSummary:
         return _by_cost(self.last_day, self._by_team.get(team, []) if team is not None else None)
 
     def daily_team_costs(self, team: str) -> dict[date, dict[str, float]]:
-        """Per day, the cost of each of the team's namespaces (for the stacked chart)."""
-        mine = set(self._by_team.get(team, []))
-        return {day: {ns: cost for ns, cost in per_ns.items() if ns in mine} for day, per_ns in sorted(self.daily.items())}
+        """Per day, the cost of the team's namespaces (for the stacked chart; they sum to the team's day)."""
+        mine = self.team_daily.get(team, {})
+        return {day: dict(mine.get(day, {})) for day in self.days}
+
+
+def team_daily_of(daily: dict[date, dict[str, float]], teams: dict[str, str]) -> dict[str, dict[date, dict[str, float]]]:
+    """Per day per namespace costs split by team (the whole month read from Prometheus: no ledger)."""
+    split: dict[str, dict[date, dict[str, float]]] = {}
+    for day, per_ns in daily.items():
+        for namespace, cost in per_ns.items():
+            split.setdefault(teams[namespace], {}).setdefault(day, {})[namespace] = cost
+    return split
 
 
 def _by_cost(lines: dict[str, CostLine], namespaces: list[str] | None) -> list[CostLine]:
@@ -104,12 +115,13 @@ class SpendReader:
         """The month through ``day`` as the digest needs it: with a ledger, summed in the database."""
         if self._ledger is None:
             spend = self.month_through(day)
-            month_days = sorted(spend.days)
+            daily = {d: {ns: line.cost for ns, line in per_ns.items()} for d, per_ns in spend.days.items()}
             return MonthSummary(
                 day=day,
-                month={line.namespace: line for line in spend.lines(month_days)},
+                month={line.namespace: line for line in spend.lines(sorted(spend.days))},
                 last_day={line.namespace: line for line in spend.lines([day])},
-                daily={d: {ns: line.cost for ns, line in per_ns.items()} for d, per_ns in spend.days.items()},
+                days=sorted(spend.days),
+                team_daily=team_daily_of(daily, spend.teams),
                 teams=spend.teams,
                 missing=spend.missing,
             )
@@ -118,7 +130,7 @@ class SpendReader:
         summary = self._ledger.summary(first, day)
         status = self._ledger.status(first + timedelta(days=i) for i in range((day - first).days + 1))
         missing = sorted(d for d, state in status.items() if state == NO_DATA)
-        return MonthSummary(day, summary.month, summary.last_day, summary.daily, summary.teams, missing)
+        return MonthSummary(day, summary.month, summary.last_day, summary.days, summary.team_daily, summary.teams, missing)
 
     def month_so_far(self, now: datetime) -> Spend:
         """This month's full days and today up to ``now``."""
