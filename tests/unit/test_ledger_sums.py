@@ -53,6 +53,11 @@ def row(day: date, namespace: str, team: str, model: str, hours: float, price: f
 def ledger() -> Ledger:
     database = Database.from_url("sqlite://")
     Base.metadata.create_all(database.engine)
+    return filled_ledger(database)
+
+
+def filled_ledger(database: Database) -> Ledger:
+    """Three days of 13 namespaces (tests/integration/test_postgres_ledger.py fills PostgreSQL with it)."""
     recorded_at = datetime(2026, 11, 4, tzinfo=timezone.utc)
     for index, day in enumerate(DAYS):
         entries = [
