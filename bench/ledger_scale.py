@@ -27,6 +27,7 @@ where the chart's rules run): the day's idle hours are then summed from it inste
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import sys
@@ -135,15 +136,16 @@ def main(sizes: list[int], *, recent: int | None, rule: bool) -> None:
     )
     print(
         f"{'namespaces':>10} {'samples':>12} {'backfill s':>10} {'ledger s':>8} "
-        f"{'daily digest s':>14} {'(record day s)':>14} {'queries':>7} {'budget check s':>14} {'queries':>7} {'idle GPU-h 31 Oct':>17}"
+        f"{'daily digest s':>14} {'(record day s)':>14} {'queries':>7} {'budget check s':>14} {'queries':>7} {'idle GPU-h 31 Oct':>17} {'load 1/5 min':>12}"
     )
     for size in sizes:
         idle_rule = IDLE_THRESHOLD if rule else None
         with backfilled_prometheus(size, prefix="ledger-bench", first=first, idle_rule=idle_rule) as (server, samples, seconds):
             row = measure(server, size, first=first)
+            load = os.getloadavg()  # the machine's load while it ran: the figures are wall-clock times
             print(
                 f"{size:>10} {samples:>12,} {seconds:>10.0f} {row['catch_up']:>8.2f} {row['digest']:>14.2f} "
-                f"{row['record']:>14.2f} {row['digest_queries']:>7.0f} {row['check']:>14.2f} {row['check_queries']:>7.0f} {row['idle_hours']:>17,.1f}",
+                f"{row['record']:>14.2f} {row['digest_queries']:>7.0f} {row['check']:>14.2f} {row['check_queries']:>7.0f} {row['idle_hours']:>17,.1f} {load[0]:>6.1f}{load[1]:>6.1f}",
                 flush=True,
             )
 
