@@ -11,7 +11,7 @@ from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.cards import RequestCard
 from bot.services.home import HomeView
-from bot.services.ports import Action, MessageRef, QuotaRefusal, Report
+from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal, Report
 from bot.services.text import Notice
 
 
@@ -91,9 +91,9 @@ class FakeCluster:
         self._maybe_fail("events")
         return list(self.refusals)
 
-    def gpu_models(self) -> set[str]:
+    def gpu_nodes(self) -> GpuNodes:
         self._maybe_fail("nodes")
-        return set(self.models)
+        return GpuNodes(self.allocatable_gpus(), frozenset(self.models))
 
     def _next(self) -> str:
         return str(next(self._rv))

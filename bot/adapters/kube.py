@@ -26,7 +26,7 @@ from kubernetes.utils import parse_quantity
 from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
-from bot.services.ports import QuotaRefusal
+from bot.services.ports import GpuNodes, QuotaRefusal
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -132,19 +132,18 @@ class KubernetesCluster:
         return _snapshot(written)
 
     def allocatable_gpus(self) -> int:
-        nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
-        return sum(_gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) for node in nodes.items if node.status)
+        return self.gpu_nodes().allocatable
 
-    def gpu_models(self) -> set[str]:
+    def gpu_nodes(self) -> GpuNodes:
         nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
-        return {
-            (node.metadata.labels or {})[GPU_PRODUCT_LABEL]
-            for node in nodes.items
-            if node.status
-            and node.metadata
-            and _gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) > 0
-            and (node.metadata.labels or {}).get(GPU_PRODUCT_LABEL)
-        }
+        allocatable, models = 0, set()
+        for node in nodes.items:
+            gpus = _gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) if node.status else 0
+            product = ((node.metadata.labels if node.metadata else None) or {}).get(GPU_PRODUCT_LABEL)
+            allocatable += gpus
+            if gpus > 0 and product:
+                models.add(product)
+        return GpuNodes(allocatable, frozenset(models))
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
         quotas = self._call(

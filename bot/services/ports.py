@@ -299,6 +299,12 @@ class QuotaRefusal:
     last_seen: datetime | None
 
 
+@dataclass(frozen=True)
+class GpuNodes:
+    allocatable: int  # ``nvidia.com/gpu`` allocatable over all nodes
+    models: frozenset[str]  # the ``nvidia.com/gpu.product`` labels of the nodes with GPUs (GPU feature discovery)
+
+
 class QuotaCluster(Protocol):
     def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
         """The quota, or None when the namespace has none. Raises NamespaceNotFound."""
@@ -322,8 +328,8 @@ class QuotaCluster(Protocol):
         """FailedCreate events saying ``exceeded quota`` for ``requests.nvidia.com/gpu``, all namespaces, one call."""
         ...
 
-    def gpu_models(self) -> set[str]:
-        """The GPU models of the nodes with GPUs (their ``nvidia.com/gpu.product`` label), one list call."""
+    def gpu_nodes(self) -> GpuNodes:
+        """The allocatable GPUs and the GPU models of the nodes, from one node list."""
         ...
 
 

@@ -84,7 +84,7 @@ class Pricer:
         if self._cluster is None or not self._pricing.models:
             return None
         try:
-            products = self._cluster.gpu_models()
+            products = self._cluster.gpu_nodes().models  # the capacity view: no extra node list per request
         except GpuQuotaError as error:
             log.warning("GPU models of the nodes unknown, pricing without them: %s", error)
             return None

@@ -50,10 +50,14 @@ def test_without_recent_use_the_dearest_model_on_the_nodes_prices_it() -> None:
     assert row.cost_basis == f"for the grant, at 4.00 USD/h, the {H100} price (the most expensive GPU this namespace may get)"
 
 
-def test_unknown_models_or_unreadable_nodes_fall_back_to_the_default_price() -> None:
+def test_unknown_models_fall_back_to_the_default_price() -> None:
     jobs = make_jobs(policy_dict())
     jobs.cluster.models = {"Tesla-T4"}
     assert pricer(jobs).price("ai-frontier-research").basis == Basis.DEFAULT
+
+
+def test_unreadable_nodes_fall_back_to_the_default_price() -> None:
+    jobs = make_jobs(policy_dict())
     jobs.cluster.models = {NODE_H100}
     jobs.cluster.fail("nodes", TemporaryError("list nodes: 503"))
     price = pricer(jobs).price("ai-frontier-research")
