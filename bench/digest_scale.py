@@ -70,20 +70,22 @@ def history(namespaces: int, start: datetime, end: datetime) -> History:
     return History(step=STEP, start=start, end=end, pods=pods)
 
 
-def backfill(server: PrometheusServer, namespaces: int) -> tuple[int, float]:
-    """Write and import the month in 2-day chunks, two at a time (promtool is the slow part); returns
-    (samples, seconds)."""
+def backfill(
+    server: PrometheusServer, namespaces: int, *, first: datetime = MONTH, idle_rule: float | None = None
+) -> tuple[int, float]:
+    """Write and import the month (from ``first``) in 2-day chunks, two at a time (promtool is the slow
+    part), with the idle recording rule's series when ``idle_rule`` is its threshold; returns (samples, seconds)."""
     started = time.perf_counter()
     server.data.mkdir(parents=True, exist_ok=True)
     chunks = []
-    moment = MONTH
+    moment = first
     while moment < MONTH + timedelta(days=DAYS):
         chunks.append((moment, min(moment + CHUNK, MONTH + timedelta(days=DAYS))))
         moment += CHUNK
 
     def import_chunk(index: int) -> int:
         start, end = chunks[index]
-        return server.add_blocks(history(namespaces, start, end), name=f"chunk-{index}")
+        return server.add_blocks(history(namespaces, start, end), name=f"chunk-{index}", idle_rule=idle_rule)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         samples = sum(pool.map(import_chunk, range(len(chunks))))
@@ -160,18 +162,22 @@ def settle(server: PrometheusServer, *, quiet: float = 20.0, limit: float = 1800
 
 
 @contextmanager
-def backfilled_prometheus(size: int, *, prefix: str) -> Iterator[tuple[PrometheusServer, int, float]]:
-    """A started, settled Prometheus holding the month for ``size`` namespaces, with the samples written
-    and the backfill's seconds (0 when ``BENCH_KEEP`` kept it from an earlier run)."""
+def backfilled_prometheus(
+    size: int, *, prefix: str, first: datetime = MONTH, idle_rule: float | None = None
+) -> Iterator[tuple[PrometheusServer, int, float]]:
+    """A started, settled Prometheus holding the month (from ``first``; with the idle recording rule's
+    series when ``idle_rule`` is given) for ``size`` namespaces, with the samples written and the
+    backfill's seconds (0 when ``BENCH_KEEP`` kept it from an earlier run)."""
     keep = os.environ.get("BENCH_KEEP")
-    workdir = Path(keep) / str(size) if keep else Path(tempfile.mkdtemp(prefix=f"{prefix}-{size}-"))
+    name = (str(size) if first == MONTH else f"{size}-from-{first:%d}") + ("-rule" if idle_rule is not None else "")
+    workdir = Path(keep) / name if keep else Path(tempfile.mkdtemp(prefix=f"{prefix}-{name}-"))
     server = PrometheusServer(workdir)
     try:
         done = workdir / "backfilled"
         if done.exists():
             samples, seconds = int(done.read_text()), 0.0
         else:
-            samples, seconds = backfill(server, size)
+            samples, seconds = backfill(server, size, first=first, idle_rule=idle_rule)
             done.write_text(str(samples))
         server.start(timeout=600)
         settle(server)

@@ -34,6 +34,7 @@ from bot.services.ledger import CostLookup, Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster, Workloads
+from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
@@ -76,6 +77,7 @@ def build_services(
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
     announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock, pods=pods)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
+    pricer = Pricer(policy=policy, database=database, cluster=cluster, clock=clock)
     digest = budget = idle = ledger = proposals = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
@@ -96,7 +98,7 @@ def build_services(
             access=access,
             health=health,
             clock=clock,
-            ledger=ledger,
+            pricer=pricer,
         )
     requests = RequestService(
         policy=policy,
@@ -107,6 +109,7 @@ def build_services(
         applier=applier,
         announcer=announcer,
         clock=clock,
+        pricer=pricer,
         over_budget=budget.over_budget if budget is not None else lambda team: False,
     )
     queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock, pods=pods)
@@ -127,7 +130,14 @@ def build_services(
         home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
         inbox=EventInbox(database=database, clock=clock),
         shifts=ShiftService(
-            policy=policy, database=database, cluster=cluster, access=access, sync=sync, announcer=announcer, clock=clock
+            policy=policy,
+            database=database,
+            cluster=cluster,
+            access=access,
+            sync=sync,
+            announcer=announcer,
+            clock=clock,
+            pricer=pricer,
         ),
         digest=digest,
         budget=budget,
@@ -135,6 +145,7 @@ def build_services(
         ledger=ledger,
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
         proposals=proposals,
+        pricer=pricer,
     )
 
 

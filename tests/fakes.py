@@ -11,7 +11,7 @@ from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.cards import RequestCard
 from bot.services.home import HomeView
-from bot.services.ports import Action, MessageRef, QuotaRefusal, Report
+from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal, Report
 from bot.services.text import Notice
 
 
@@ -26,6 +26,7 @@ class FakeCluster:
         self.failures: list[tuple[str, Exception]] = []  # (operation, error) raised once each, in order
         self.before_write: list[callable] = []  # run once before the next real write (to simulate a race)
         self.refusals: list[QuotaRefusal] = []
+        self.models: set[str] = set()  # the nodes' nvidia.com/gpu.product labels
         self._rv = itertools.count(1)
 
     def add(self, namespace: str, hard: int | None, *, used: int = 0, limits: bool = True, name: str = "compute-quota") -> None:
@@ -89,6 +90,10 @@ class FakeCluster:
     def quota_refusals(self) -> list[QuotaRefusal]:
         self._maybe_fail("events")
         return list(self.refusals)
+
+    def gpu_nodes(self) -> GpuNodes:
+        self._maybe_fail("nodes")
+        return GpuNodes(self.allocatable_gpus(), frozenset(self.models))
 
     def _next(self) -> str:
         return str(next(self._rv))

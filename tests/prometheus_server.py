@@ -42,12 +42,13 @@ class PrometheusServer:
         self.samples = self.add_blocks(history)
         return self
 
-    def add_blocks(self, history: History, *, name: str = "history") -> int:
+    def add_blocks(self, history: History, *, name: str = "history", idle_rule: float | None = None) -> int:
         """Write ``history`` as OpenMetrics and turn it into blocks with promtool; returns the samples.
-        Safe to call from several threads with different names (the benchmark imports chunks in parallel)."""
+        Safe to call from several threads with different names (the benchmark imports chunks in parallel).
+        ``idle_rule``: with the recording rule's series for this threshold (``write_openmetrics``)."""
         source = self.workdir / f"{name}.om"
         with source.open("w", encoding="utf-8", buffering=1 << 22) as out:
-            samples = write_openmetrics(history, out)
+            samples = write_openmetrics(history, out, idle_rule=idle_rule)
         self.data.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(self.data)],

@@ -28,11 +28,12 @@ from bot.domain.priority import GpuPod
 from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
-from bot.services.ports import QuotaRefusal, SchedulingFailure
+from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GPU_RESOURCE = "nvidia.com/gpu"
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU feature discovery
 FIELD_MANAGER = "gpu-quota-bot"
 MERGE_PATCH = "application/merge-patch+json"
 # Pods that still hold (or wait for) their GPUs; the API server filters, so finished pods never travel.
@@ -136,8 +137,18 @@ class KubernetesCluster:
         return _snapshot(written)
 
     def allocatable_gpus(self) -> int:
+        return self.gpu_nodes().allocatable
+
+    def gpu_nodes(self) -> GpuNodes:
         nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
-        return sum(_gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) for node in nodes.items if node.status)
+        allocatable, models = 0, set()
+        for node in nodes.items:
+            gpus = _gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) if node.status else 0
+            product = ((node.metadata.labels if node.metadata else None) or {}).get(GPU_PRODUCT_LABEL)
+            allocatable += gpus
+            if gpus > 0 and product:
+                models.add(product)
+        return GpuNodes(allocatable, frozenset(models))
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
         quotas = self._call(

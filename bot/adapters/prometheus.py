@@ -96,15 +96,15 @@ def dcgm_samples_query(seconds: int, step: int, idle_threshold: float, *, with_r
     """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and
     model, in one query (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds).
     ``with_rule``: count the idle samples from the recording rule instead of a subquery; ``idle=False``:
-    leave them out (what prices a day needs no idle count)."""
+    the samples only (what prices a day needs no idle count nor utilisation)."""
     samples = f"count_over_time({DEV}[{seconds}s])"
     per_sample = f"(({PROF} * 1) or ({DEV} / 100))"  # "* 1" drops the name, so "or" keeps one per GPU
     idle_samples = f"count_over_time(({per_sample} < {idle_threshold})[{seconds}s:{step}s])"
     if with_rule:
         idle_samples = f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"
-    measures = [("hours", samples), ("util_hours", utilisation("sum_over_time", seconds))]
-    if idle:
-        measures.insert(1, ("idle_hours", idle_samples))
+    measures = [("hours", samples)]
+    if idle:  # pricing needs only the hours per model; the digest's day needs idle hours and utilisation too
+        measures += [("idle_hours", idle_samples), ("util_hours", utilisation("sum_over_time", seconds))]
     return " or ".join(
         f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
         for name, expression in measures

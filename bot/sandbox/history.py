@@ -164,8 +164,13 @@ class HistoryMetrics:
 # --- OpenMetrics for promtool ------------------------------------------------------------------
 
 
-def write_openmetrics(history: History, out: TextIO) -> int:
-    """Write the history as OpenMetrics text (timestamps in seconds, ``# EOF`` last); returns samples written."""
+RULE = "gpu_quota:gpu_idle:bool"  # deploy/helm/gpu-quota-bot/files/recording-rules.yaml
+
+
+def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None = None) -> int:
+    """Write the history as OpenMetrics text (timestamps in seconds, ``# EOF`` last); returns samples written.
+    ``idle_rule``: also the series the shipped recording rule ``gpu_quota:gpu_idle:bool`` would have
+    recorded with this threshold (at the DCGM spacing), as on a cluster where the chart's rules run."""
     written = 0
     linger = timedelta(minutes=30)  # finished pods stay visible (phase no longer Running) for a while
 
@@ -233,6 +238,21 @@ def write_openmetrics(history: History, out: TextIO) -> int:
                 "pod": "dcgm-exporter-spare",
             }
             series(metric, labels, ((m, 0.0) for m in history.steps(history.start, history.end, history.dcgm_spacing)))
+    if idle_rule is not None:
+        family(RULE)
+        for pod in pods:
+            if not pod.scheduled:
+                continue
+            for gpu in range(pod.gpus):
+                labels = {**_dcgm_labels(pod, gpu), "namespace": pod.namespace, "threshold": f"{idle_rule:g}"}
+                series(
+                    RULE,
+                    labels,
+                    (
+                        (m, 1.0 if stored_utilisation(pod, m, gpu) < idle_rule else 0.0)
+                        for m in history.steps(max(pod.start, history.start), min(pod.end, history.end), history.dcgm_spacing)
+                    ),
+                )
     family("kube_namespace_labels")
     for namespace, namespace_labels in sorted(history.namespace_labels.items()):
         labels = {"namespace": namespace, **{f"label_{k}": v for k, v in namespace_labels.items()}}

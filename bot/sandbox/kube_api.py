@@ -125,12 +125,14 @@ class KubeApiStandIn:
             for key in [key for key in self.pods if key[0] == name]:
                 del self.pods[key]
 
-    def add_node(self, name: str, gpus: int) -> None:
+    def add_node(self, name: str, gpus: int, *, product: str | None = None) -> None:
+        """``product``: the ``nvidia.com/gpu.product`` label GPU feature discovery would set."""
+        labels = {"kubernetes.io/hostname": name, **({"nvidia.com/gpu.product": product} if product else {})}
         with self._lock:
             self.nodes[name] = {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"node-{name}"},
+                "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"node-{name}", "labels": labels},
                 "status": {
                     "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
                     "capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},

@@ -1,4 +1,5 @@
-"""A cached view of cluster capacity: allocatable GPUs and the managed quotas, kept off the request path.
+"""A cached view of cluster capacity: allocatable GPUs (and the nodes' GPU models, for prices) and the
+managed quotas, kept off the request path.
 
 Every submission shows (and auto-approval checks) allocatable GPUs against the sum of all managed
 quotas. Listing every node and every ResourceQuota of the cluster for each request cost most of a
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError
-from bot.services.ports import QuotaCluster, QuotaRefusal
+from bot.services.ports import GpuNodes, QuotaCluster, QuotaRefusal
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 class _Entry:
     read_at: float
     allocatable: int
+    models: frozenset[str]
     totals: dict[str, int]
 
 
@@ -42,7 +44,7 @@ def _in_a_thread(work: Callable[[], None]) -> None:
 
 
 class CapacityCachingCluster:
-    """``QuotaCluster`` with ``allocatable_gpus`` and ``gpu_quota_totals(quota_names)`` served from a view."""
+    """``QuotaCluster`` with ``allocatable_gpus``, ``gpu_nodes`` and ``gpu_quota_totals(quota_names)`` served from a view."""
 
     def __init__(
         self,
@@ -69,6 +71,10 @@ class CapacityCachingCluster:
     def allocatable_gpus(self) -> int:
         return self._view().allocatable
 
+    def gpu_nodes(self) -> GpuNodes:
+        entry = self._view()
+        return GpuNodes(entry.allocatable, entry.models)
+
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
         if dict(quota_names) != self._names:
             return self._cluster.gpu_quota_totals(quota_names)  # not the view's question: ask the cluster
@@ -87,9 +93,9 @@ class CapacityCachingCluster:
 
     def _read(self) -> _Entry:
         """Both lists, now; raises the cluster's errors."""
-        allocatable = self._cluster.allocatable_gpus()
+        nodes = self._cluster.gpu_nodes()
         totals = self._cluster.gpu_quota_totals(self._names)
-        entry = _Entry(read_at=self._monotonic(), allocatable=allocatable, totals=dict(totals))
+        entry = _Entry(read_at=self._monotonic(), allocatable=nodes.allocatable, models=nodes.models, totals=dict(totals))
         with self._lock:
             self._entry = entry
         return entry

@@ -15,6 +15,7 @@ from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.ports import QuotaCluster, Transactions
+from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
@@ -47,3 +48,4 @@ class Services:
     ledger: Ledger | None = None
     costs: CostLookup | None = None
     proposals: ProposalService | None = None
+    pricer: Pricer | None = None

@@ -37,7 +37,7 @@ from bot.services.announce import Announcer
 from bot.services.ledger import day_ranges
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Attachment, Report, ReportSection, Transactions
-from bot.services.spend import Spend, SpendReader
+from bot.services.spend import MonthSummary, SpendReader
 from bot.services.text import money, when
 
 log = logging.getLogger(__name__)
@@ -122,18 +122,18 @@ class DigestService:
             raise UserError(f"Digests are only for finished days: {day:%a %d %b %Y} is not over yet (today is {today}).")
         if self._spend.missing_days([day_window(day, zone)]):
             raise NoMetrics(f"no metrics for {day:%a %d %b %Y}: Prometheus holds no data for that day.")
-        spend = self._spend.month_through(day)
+        spend = self._spend.month_summary(day)
         expiring = self._expiring()
         teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
         managed = set(self._policy.managed_namespaces())
-        month_days = sorted(spend.days)
-        every_namespace = spend.lines(month_days)
+        month_days = spend.days
+        every_namespace = spend.month_lines()
         others: dict[str, float] = {}
         for line in every_namespace:
             if line.namespace not in managed:
                 others[line.team] = others.get(line.team, 0.0) + line.cost
         daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
-        yesterday = sum(line.cost for line in spend.lines([day]))
+        yesterday = sum(line.cost for line in spend.day_lines())
         return OrgDigest(
             day=day,
             teams=teams,
@@ -144,9 +144,9 @@ class DigestService:
             daily=daily,
         )
 
-    def _team_digest(self, team: Team, day: date, spend: Spend, expiring: list[ExpiringGrant]) -> TeamDigest:
+    def _team_digest(self, team: Team, day: date, spend: MonthSummary, expiring: list[ExpiringGrant]) -> TeamDigest:
         zone = self._policy.schedules.zone
-        month = spend.lines(sorted(spend.days), team=team.name)
+        month = spend.month_lines(team.name)
         spent = sum(line.cost for line in month)
         month_start = day_window(day.replace(day=1), zone).start
         elapsed = day_window(day, zone).end - month_start
@@ -163,7 +163,7 @@ class DigestService:
         return TeamDigest(
             team=team,
             day=day,
-            yesterday=spend.lines([day], team=team.name),
+            yesterday=spend.day_lines(team.name),
             month=month,
             daily=daily,
             spent=spent,

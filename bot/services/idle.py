@@ -15,9 +15,9 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
-from bot.services.ledger import Ledger
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, MetricsSource, Repository, Transactions
+from bot.services.pricing import Pricer
 from bot.services.text import Code, Moment, Notice, Strong, gpus, money, say
 
 log = logging.getLogger(__name__)
@@ -35,9 +35,9 @@ class IdleWatch:
         access: Access,
         health: MetricsHealth,
         clock: Clock,
-        ledger: Ledger | None = None,
+        pricer: Pricer,
     ) -> None:
-        """``ledger`` says which GPU models a namespace ran on lately, to price its idle hours."""
+        """``pricer`` prices idle hours at the namespace's GPU models (the same price list as a request's cost)."""
         self._policy = policy
         self._metrics = metrics
         self._db = database
@@ -45,7 +45,7 @@ class IdleWatch:
         self._access = access
         self._health = health
         self._clock = clock
-        self._ledger = ledger
+        self._pricer = pricer
 
     def check(self) -> list[str]:
         """The scheduled job; returns the namespaces nudged. Raises when the metrics fail."""
@@ -90,10 +90,8 @@ class IdleWatch:
             return False
         window = self._policy.metrics.idle_window
         idle_hours = held * window.total_seconds() / 3600
-        recent = self._ledger.recent_price(namespace) if self._ledger is not None else None
-        # The models it ran on lately (the ledger), else the default price: one price list everywhere.
-        rate = recent[0] if recent else self._policy.pricing.default_per_gpu_hour
-        cost = idle_hours * rate
+        price = self._pricer.price(namespace)
+        cost = idle_hours * price.per_gpu_hour
         grant = self._latest_grant(namespace)
         actions = [Action(ActionKind.RELEASE, f"Release grant GQ-{grant}", str(grant), "primary")] if grant else []
         actions.append(Action(ActionKind.SNOOZE, "Snooze 24 h", namespace))
@@ -103,7 +101,7 @@ class IdleWatch:
             Strong(namespace),
             f" holds {gpus(int(held))} whose utilisation stayed under {threshold:g}% for the last "
             f"{window.total_seconds() / 3600:g} h (highest {highest:.0%}): about {idle_hours:,.0f} idle GPU-hours, "
-            f"{money(cost, self._policy.pricing.currency)}. Release what you do not use so others can have it.",
+            f"{money(cost, self._policy.pricing.currency)} ({price.describe()}). Release what you do not use so others can have it.",
         )
         if not self._announce.post(channel, text, actions=actions):
             return False

@@ -16,13 +16,14 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from bot.clock import Clock
 from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
 from bot.domain.policy import Policy, Team
 from bot.errors import UserError
 from bot.services.access import Access
-from bot.services.ports import MetricsSource, Transactions
+from bot.services.ports import MetricsSource, Repository, Transactions
 from bot.services.text import money
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,10 @@ RECORDED, NO_DATA = "recorded", "no_data"
 # How far back the scheduled catch-up looks for days it missed (longer gaps: ``ledger backfill``).
 CATCH_UP_LIMIT = timedelta(days=62)
 UNMANAGED = "(not managed)"
+# A team's daily chart draws its dearest namespaces and stacks the rest as one part (the chart's
+# MAX_PARTS is 10): only those namespaces' days are read one by one.
+CHART_NAMESPACES = 9
+OTHERS = "others"
 
 
 @dataclass(frozen=True)
@@ -150,22 +155,6 @@ class Ledger:
 
     # --- reading -------------------------------------------------------------------------------
 
-    def recent_price(self, namespace: str, *, days: int = 7) -> tuple[float, str] | None:
-        """The price per GPU-hour of what ``namespace`` ran on in the last ``days`` recorded days (weighted
-        by GPU-hours, at today's prices) and the models it names; None when the ledger has nothing."""
-        latest = self._db.run(lambda repo: repo.latest_ledger_day())
-        if latest is None:
-            return None
-        hours: dict[str, float] = {}
-        for entry in self.entries(latest - timedelta(days=days - 1), latest):
-            if entry.namespace == namespace and entry.use.allocated_hours > 0:
-                hours[entry.use.model] = hours.get(entry.use.model, 0.0) + entry.use.allocated_hours
-        total = sum(hours.values())
-        if total <= 0:
-            return None
-        rate = sum(h * self._policy.pricing.price_for(m) for m, h in hours.items()) / total
-        return rate, ", ".join(sorted(hours))
-
     def status(self, days: Iterable[date]) -> dict[date, str]:
         """``recorded`` or ``no_data`` for each of ``days`` in the ledger (days not in it are left out)."""
         wanted = sorted(set(days))
@@ -180,14 +169,65 @@ class Ledger:
         return [Entry(r[0], r[1], r[2], r[3], ModelUse(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])) for r in rows]
 
     def team_day_costs(self, first: date, last: date) -> dict[str, dict[date, float]]:
-        """Per team, the cost of each recorded day: summed in the database (what budgets need, cheaply)."""
-        rows = self._db.run(lambda repo: repo.ledger_costs(first, last))
+        """Per team, the cost of each recorded day, summed in the database by day and team (what budgets
+        need, cheaply). A namespace recorded under another team than the policy's now (it moved) is
+        summed apart and moved over."""
         managed = managed_teams(self._policy)
+
+        def read(repo: Repository) -> tuple[list[tuple[date, str, float]], list[tuple[date, str, str, float | None]]]:
+            moved = sorted(ns for ns, team in repo.ledger_namespace_teams(first, last) if managed.get(ns, team) != team)
+            return repo.ledger_team_costs(first, last), repo.ledger_costs(first, last, namespaces=moved) if moved else []
+
+        totals, moved_rows = self._db.run(read)
         costs: dict[str, dict[date, float]] = {}
-        for day, namespace, recorded, cost in rows:
-            per_day = costs.setdefault(managed.get(namespace) or recorded, {})
-            per_day[day] = per_day.get(day, 0.0) + float(cost or 0.0)
+        for day, team, cost in totals:
+            per_day = costs.setdefault(team, {})
+            per_day[day] = per_day.get(day, 0.0) + cost
+        for day, namespace, recorded, moved_cost in moved_rows:
+            amount = float(moved_cost or 0.0)
+            costs[recorded][day] -= amount
+            per_day = costs.setdefault(managed[namespace], {})
+            per_day[day] = per_day.get(day, 0.0) + amount
         return costs
+
+    def summary(self, first: date, last: date) -> Summary:
+        """[first, last] as the digest needs it, summed in the database: per namespace its line over the days
+        and its line of ``last``; per team each day's cost, by namespace for its ``CHART_NAMESPACES``
+        dearest and as ``OTHERS`` for the rest (what the stacked chart draws); and each namespace's team
+        (the policy's for the namespaces it manages, else the one recorded last)."""
+
+        def read(repo: Repository) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+            return repo.ledger_sums(first, last), repo.ledger_sums(last, last)
+
+        month_rows, day_rows = self._db.run(read)
+        latest: dict[str, tuple[date, str]] = {}
+        for row in month_rows:
+            namespace, team, seen_last = row[0], row[1], row[9]
+            if namespace not in latest or seen_last > latest[namespace][0]:
+                latest[namespace] = (seen_last, team)
+        teams = {**{ns: team for ns, (_, team) in latest.items()}, **managed_teams(self._policy)}
+        month = _lines_of(month_rows, teams)
+        team_days = self.team_day_costs(first, last)
+        charted: dict[str, list[str]] = {}
+        for line in sorted(month.values(), key=lambda line: line.cost, reverse=True):
+            if len(charted.setdefault(line.team, [])) < CHART_NAMESPACES:
+                charted[line.team].append(line.namespace)
+        names = sorted(ns for per_team in charted.values() for ns in per_team)
+        rows = self._db.run(lambda repo: repo.ledger_costs(first, last, namespaces=names)) if names else []
+        team_daily: dict[str, dict[date, dict[str, float]]] = {
+            team: {day: {OTHERS: cost} for day, cost in per_day.items()} for team, per_day in team_days.items()
+        }
+        for day, namespace, _, cost in rows:
+            amount = float(cost or 0.0)
+            parts = team_daily.setdefault(teams[namespace], {}).setdefault(day, {OTHERS: 0.0})
+            parts[namespace] = parts.get(namespace, 0.0) + amount
+            parts[OTHERS] -= amount
+        for per_day in team_daily.values():
+            for parts in per_day.values():
+                if abs(parts.get(OTHERS, 0.0)) < 1e-6:  # no namespace left out that day
+                    parts.pop(OTHERS, None)
+        days = sorted({day for per_day in team_days.values() for day in per_day})
+        return Summary(month=month, last_day=_lines_of(day_rows, teams), days=days, team_daily=team_daily, teams=teams)
 
     def lines(self, first: date, last: date) -> tuple[dict[date, dict[str, CostLine]], dict[str, str]]:
         """Per day per namespace, the recorded lines; and each namespace's team (the policy's for the
@@ -203,6 +243,23 @@ class Ledger:
             teams[namespace] = team
             days.setdefault(day, {})[namespace] = line_of(namespace, team, [e.use for e in entries])
         return days, teams
+
+
+@dataclass(frozen=True)
+class Summary:
+    month: dict[str, CostLine]  # per namespace, over the days asked for
+    last_day: dict[str, CostLine]  # per namespace, the last of them
+    days: list[date]  # the days with costs
+    team_daily: dict[str, dict[date, dict[str, float]]]  # team -> day -> namespace or OTHERS -> cost
+    teams: dict[str, str]
+
+
+def _lines_of(rows: list[tuple[Any, ...]], teams: dict[str, str]) -> dict[str, CostLine]:
+    """Rows of ``ledger_sums`` as one line per namespace (the sums carry no single price: 0)."""
+    uses: dict[str, list[ModelUse]] = {}
+    for namespace, _, model, allocated, idle, observed, util, cost, idle_cost, _ in rows:
+        uses.setdefault(namespace, []).append(ModelUse(model, allocated, idle, observed, util, 0.0, cost, idle_cost))
+    return {ns: line_of(ns, teams[ns], ns_uses) for ns, ns_uses in uses.items()}
 
 
 def day_ranges(days: Iterable[date]) -> str:
@@ -229,7 +286,7 @@ def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str,
     """The month's ledger for finance: one row per day x namespace x GPU model, in day order."""
     first = month.replace(day=1)
     last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
-    _, teams = ledger.lines(first, last)
+    teams = ledger.summary(first, last).teams
     return [
         {
             "day": entry.day.isoformat(),
@@ -279,13 +336,13 @@ class CostLookup:
             raise UserError(f"{first:%B %Y} has not begun.")
         last = min((first + timedelta(days=32)).replace(day=1) - timedelta(days=1), today - timedelta(days=1))
         scopes = self._scopes(user, target)
-        days, _ = self._ledger.lines(first, last) if last >= first else ({}, {})
+        by_namespace = self._ledger.summary(first, last).month if last >= first else {}
         status = self._ledger.status(first + timedelta(days=i) for i in range((last - first).days + 1))
         missing = sorted(d for d, s in status.items() if s == NO_DATA)
         recorded = max((d for d, s in status.items() if s == RECORDED), default=None)
         answers = []
         for scope, namespaces, budget in scopes:
-            lines = [line for per_ns in days.values() for ns, line in per_ns.items() if ns in namespaces]
+            lines = [line for ns, line in by_namespace.items() if ns in namespaces]
             combined = add_lines(lines) if lines else None
             answers.append(CostAnswer(scope, first, recorded, combined, budget, missing))
         return answers

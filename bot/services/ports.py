@@ -207,8 +207,27 @@ class Repository(Protocol):
         observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
         ...
 
-    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
-        """(day, namespace, recorded team, summed cost) of the entries in [first, last]."""
+    def ledger_costs(
+        self, first: date, last: date, *, namespaces: Iterable[str] | None = None
+    ) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost) of the entries in [first, last] (of ``namespaces`` when given)."""
+        ...
+
+    def ledger_team_costs(self, first: date, last: date) -> list[tuple[date, str, float]]:
+        """(day, recorded team, summed cost) of [first, last], grouped in the database."""
+        ...
+
+    def ledger_namespace_teams(self, first: date, last: date) -> list[tuple[str, str]]:
+        """The distinct (namespace, recorded team) pairs of [first, last]."""
+        ...
+
+    def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """(namespace, team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost,
+        last day) summed over [first, last] per namespace, recorded team and model, in the database."""
+        ...
+
+    def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
+        """GPU-hours of ``namespace`` per GPU model over [first, last]."""
         ...
 
     def open_metrics_outage(self) -> MetricsOutage | None:
@@ -344,6 +363,12 @@ class Workloads(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class GpuNodes:
+    allocatable: int  # ``nvidia.com/gpu`` allocatable over all nodes
+    models: frozenset[str]  # the ``nvidia.com/gpu.product`` labels of the nodes with GPUs (GPU feature discovery)
+
+
 class QuotaCluster(Protocol):
     def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
         """The quota, or None when the namespace has none. Raises NamespaceNotFound."""
@@ -367,13 +392,17 @@ class QuotaCluster(Protocol):
         """FailedCreate events saying ``exceeded quota`` for ``requests.nvidia.com/gpu``, all namespaces, one call."""
         ...
 
+    def gpu_nodes(self) -> GpuNodes:
+        """The allocatable GPUs and the GPU models of the nodes, from one node list."""
+        ...
+
 
 class MetricsSource(Protocol):
     """GPU usage, aggregated by namespace in a fixed number of queries whatever the cluster's size."""
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
         """Usage per window (keyed by the window's day) per namespace; ``idle=False`` may leave the idle
-        hours out (the costliest measure, which pricing does not need)."""
+        hours and the utilisation out (what pricing does not need: the cheap read of today for budgets)."""
         ...
 
     def days_with_data(self, windows: Sequence[Window]) -> set[date]:

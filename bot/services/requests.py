@@ -34,6 +34,7 @@ from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
 from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.pricing import Pricer
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
@@ -72,6 +73,7 @@ class Confirmation:
     after: int
     monthly_cost: float  # the change's GPUs for a whole month
     grant_cost: float | None  # a temporary change: its cost for the grant
+    price_basis: str  # "at 4.80 USD/h, the ... price this namespace ran on" (bot.services.pricing)
     currency: str
     approvals: int
     approvals_required: int
@@ -115,9 +117,12 @@ class RequestService:
         applier: ChangeApplier,
         announcer: Announcer,
         clock: Clock,
+        pricer: Pricer,
         over_budget: Callable[[str], bool] = lambda team: False,
     ) -> None:
+        """``pricer`` prices a request's GPUs (the namespace's GPU models), for its card and the confirmation form."""
         self._policy = policy
+        self._pricer = pricer
         self._db = database
         self._cluster = cluster
         self._access = access
@@ -205,9 +210,8 @@ class RequestService:
 
     def _create(self, requester: str, new: _NewRequest) -> Submitted:
         capacity = self._capacity(new.namespace, 0 if new.kind == RequestKind.EXTENSION else new.delta)
-        cost, basis = change_cost(
-            gpus=new.delta, duration=new.duration, price_per_gpu_hour=self._policy.pricing.default_per_gpu_hour
-        )
+        price = self._pricer.price(new.namespace)
+        cost, basis = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
         permanent = new.duration is None
         over_budget = self._over_budget(new.team.name)
         required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
@@ -241,7 +245,7 @@ class RequestService:
                 allocatable=capacity.allocatable if capacity else None,
                 committed_after=capacity.committed_after if capacity else None,
                 cost=round(cost, 2),
-                cost_basis=basis,
+                cost_basis=f"{basis}, {price.describe()}",
                 channel_id=new.team.channel,
                 extends_request_id=new.extends_request_id,
                 created_at=now,
@@ -379,7 +383,7 @@ class RequestService:
             ) from error
         current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace)
         delta = delta_now(request, current)
-        price = self._policy.pricing.default_per_gpu_hour
+        price = self._pricer.price(request.namespace)
         duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
         large = team.approvals.large_change
         return Confirmation(
@@ -391,8 +395,9 @@ class RequestService:
             duration=duration,
             before=current,
             after=current + delta,
-            monthly_cost=change_cost(gpus=delta, duration=None, price_per_gpu_hour=price)[0],
-            grant_cost=change_cost(gpus=delta, duration=duration, price_per_gpu_hour=price)[0] if duration else None,
+            monthly_cost=change_cost(gpus=delta, duration=None, price_per_gpu_hour=price.per_gpu_hour)[0],
+            grant_cost=change_cost(gpus=delta, duration=duration, price_per_gpu_hour=price.per_gpu_hour)[0] if duration else None,
+            price_basis=price.describe(),
             currency=self._policy.pricing.currency,
             approvals=len(request.approvals),
             approvals_required=request.approvals_required,

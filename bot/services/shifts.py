@@ -21,6 +21,7 @@ from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaSync
 from bot.services.requests import Submitted, check_reason_length
 from bot.services.text import gpus
@@ -46,8 +47,11 @@ class ShiftService:
         sync: QuotaSync,
         announcer: Announcer,
         clock: Clock,
+        pricer: Pricer,
     ) -> None:
+        """``pricer`` prices the GPUs moved at the target's GPU models (where they will run)."""
         self._policy = policy
+        self._pricer = pricer
         self._db = database
         self._cluster = cluster
         self._access = access
@@ -68,7 +72,8 @@ class ShiftService:
         problems = limit_problems(self._policy, draft.target, current=target.hard, delta=draft.gpus, duration=draft.duration)
         if problems:
             raise UserError("Not submitted: " + "; ".join(problems) + ".")
-        monthly, basis = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=self._policy.pricing.default_per_gpu_hour)
+        price = self._pricer.price(draft.target)
+        monthly, basis = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
         same_team = source.team.name == target.team.name
         required = 1 if self._policy.shifts.approval == ShiftApproval.ADMIN or same_team else 2
         channel = self._channel(target.team)
@@ -93,7 +98,7 @@ class ShiftService:
                 hard_before=target.hard,
                 used_before=target.snapshot.used if target.snapshot else None,
                 cost=round(monthly, 2),
-                cost_basis=basis,
+                cost_basis=f"{basis}, {price.describe(draft.target)}",
                 channel_id=channel,
                 source_namespace=draft.source,
                 source_team=source.team.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import cached_property
 
 from bot.domain.costs import CostLine, Window, add_lines, month_windows, price, today_so_far
 from bot.domain.policy import Policy
@@ -45,6 +46,55 @@ class Spend:
         }
 
 
+@dataclass(frozen=True)
+class MonthSummary:
+    """A month up to ``day`` as the digest reads it: per namespace the month's line and the day's, and
+    per team each day's cost by namespace (its ``CHART_NAMESPACES`` dearest, the rest as "others").
+    From the ledger it is summed in the database (``Ledger.summary``)."""
+
+    day: date
+    month: dict[str, CostLine]
+    last_day: dict[str, CostLine]
+    days: list[date]  # the days with costs
+    team_daily: dict[str, dict[date, dict[str, float]]]  # team -> day -> namespace (or "others") -> cost
+    teams: dict[str, str]
+    missing: list[date] = field(default_factory=list)
+
+    @cached_property
+    def _by_team(self) -> dict[str, list[str]]:
+        grouped: dict[str, list[str]] = {}
+        for namespace, team in sorted(self.teams.items()):
+            grouped.setdefault(team, []).append(namespace)
+        return grouped
+
+    def month_lines(self, team: str | None = None) -> list[CostLine]:
+        """One line per namespace (of ``team``, or all) over the month, most expensive first."""
+        return _by_cost(self.month, self._by_team.get(team, []) if team is not None else None)
+
+    def day_lines(self, team: str | None = None) -> list[CostLine]:
+        """The same for ``day`` alone."""
+        return _by_cost(self.last_day, self._by_team.get(team, []) if team is not None else None)
+
+    def daily_team_costs(self, team: str) -> dict[date, dict[str, float]]:
+        """Per day, the cost of the team's namespaces (for the stacked chart; they sum to the team's day)."""
+        mine = self.team_daily.get(team, {})
+        return {day: dict(mine.get(day, {})) for day in self.days}
+
+
+def team_daily_of(daily: dict[date, dict[str, float]], teams: dict[str, str]) -> dict[str, dict[date, dict[str, float]]]:
+    """Per day per namespace costs split by team (the whole month read from Prometheus: no ledger)."""
+    split: dict[str, dict[date, dict[str, float]]] = {}
+    for day, per_ns in daily.items():
+        for namespace, cost in per_ns.items():
+            split.setdefault(teams[namespace], {}).setdefault(day, {})[namespace] = cost
+    return split
+
+
+def _by_cost(lines: dict[str, CostLine], namespaces: list[str] | None) -> list[CostLine]:
+    found = list(lines.values()) if namespaces is None else [lines[ns] for ns in namespaces if ns in lines]
+    return sorted(found, key=lambda line: line.cost, reverse=True)
+
+
 class SpendReader:
     """Month-to-date spend. With a ledger, finished days come from it (caught up first) and only today
     is read from the metrics; without one (``digest --print`` on the sandbox), everything is read."""
@@ -60,6 +110,27 @@ class SpendReader:
         if self._ledger is not None:
             return self._from_ledger(day.replace(day=1), day)
         return self.read(windows, at=windows[-1].end)
+
+    def month_summary(self, day: date) -> MonthSummary:
+        """The month through ``day`` as the digest needs it: with a ledger, summed in the database."""
+        if self._ledger is None:
+            spend = self.month_through(day)
+            daily = {d: {ns: line.cost for ns, line in per_ns.items()} for d, per_ns in spend.days.items()}
+            return MonthSummary(
+                day=day,
+                month={line.namespace: line for line in spend.lines(sorted(spend.days))},
+                last_day={line.namespace: line for line in spend.lines([day])},
+                days=sorted(spend.days),
+                team_daily=team_daily_of(daily, spend.teams),
+                teams=spend.teams,
+                missing=spend.missing,
+            )
+        first = day.replace(day=1)
+        self._ledger.catch_up(day)
+        summary = self._ledger.summary(first, day)
+        status = self._ledger.status(first + timedelta(days=i) for i in range((day - first).days + 1))
+        missing = sorted(d for d, state in status.items() if state == NO_DATA)
+        return MonthSummary(day, summary.month, summary.last_day, summary.days, summary.team_daily, summary.teams, missing)
 
     def month_so_far(self, now: datetime) -> Spend:
         """This month's full days and today up to ``now``."""

@@ -155,3 +155,17 @@ def test_status_refused_on_read_is_a_clear_message(sandbox: Sandbox, status: int
     kube(sandbox).fail("GET", QUOTA_PATH, status)
     with pytest.raises(UserError, match=f"HTTP {status}"):
         submit(sandbox, "request ai-frontier-research +4 for 3d train")
+
+
+def test_a_requests_cost_is_priced_by_the_dearest_gpu_model_on_the_nodes(sandbox: Sandbox) -> None:
+    """Read through the real client from the nodes' ``nvidia.com/gpu.product`` label (GPU feature discovery)."""
+    kube(sandbox).add_node("gpu-node-h100", 8, product="NVIDIA-H100-80GB-HBM3")
+    kube(sandbox).add_node("gpu-node-t4", 4, product="Tesla-T4")  # not in the price list: ignored
+    assert sandbox.database is not None
+    request_id = submit(sandbox, "request ai-frontier-research +2 for 5h eval")
+    row = sandbox.database.run(lambda repo: repo.request(request_id))
+    assert row.cost == 48.0  # 2 x 5 h x 4.80 (the sandbox's H100 price), not 25.00 at its default 2.50
+    assert (
+        row.cost_basis
+        == "for the grant, at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price (the most expensive GPU this namespace may get)"
+    )

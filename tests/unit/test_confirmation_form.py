@@ -22,6 +22,7 @@ def confirmation(**changes: object) -> Confirmation:
         "after": 1,
         "monthly_cost": 5475.0,
         "grant_cost": None,
+        "price_basis": "at 2.50 USD/h, the <b>A100</b> price this namespace ran on",
         "currency": "USD",
         "approvals": 1,
         "approvals_required": 2,
@@ -38,6 +39,7 @@ def test_the_form_shows_the_change_its_cost_and_carries_the_request() -> None:
     assert json.loads(view["private_metadata"]) == {"request_id": 123456}
     assert "4 → *1* (-3)" in text and "saves 5,475.00 USD per month" in text
     assert "a permanent change" in text and "1 of 2 approvals so far" in text
+    assert "at 2.50 USD/h, the &lt;b&gt;A100&lt;/b&gt; price this namespace ran on" in text  # the basis, escaped
 
 
 def test_a_large_temporary_change_shows_both_costs() -> None:

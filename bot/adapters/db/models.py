@@ -87,7 +87,7 @@ class RequestRow(Base):
     allocatable: Mapped[int | None] = mapped_column(Integer)
     committed_after: Mapped[int | None] = mapped_column(Integer)
     cost: Mapped[float | None] = mapped_column(Float)
-    cost_basis: Mapped[str | None] = mapped_column(String(32))
+    cost_basis: Mapped[str | None] = mapped_column(String(400))  # "per month, at 4.80 USD/h, the ... price"
     # Where it lives in Slack:
     channel_id: Mapped[str] = mapped_column(String(32))
     message_ts: Mapped[str | None] = mapped_column(String(32))
@@ -330,7 +330,10 @@ class LedgerEntry(Base):
     """What one namespace used of one GPU model on one day, priced at that day's price."""
 
     __tablename__ = "ledger_entries"
-    __table_args__ = (UniqueConstraint("day", "namespace", "model", name="uq_ledger_day_namespace_model"),)
+    __table_args__ = (
+        UniqueConstraint("day", "namespace", "model", name="uq_ledger_day_namespace_model"),
+        Index("ix_ledger_entries_namespace_day", "namespace", "day"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     day: Mapped[date] = mapped_column(Date, index=True)

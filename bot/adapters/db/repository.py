@@ -489,9 +489,47 @@ class Repository:
         )
         return [tuple(row) for row in self.session.execute(query)]
 
-    def ledger_costs(self, first: date, last: date) -> list[tuple[date, str, str, float | None]]:
-        """(day, namespace, recorded team, summed cost), summed in the database."""
+    def ledger_costs(
+        self, first: date, last: date, *, namespaces: Iterable[str] | None = None
+    ) -> list[tuple[date, str, str, float | None]]:
+        """(day, namespace, recorded team, summed cost), summed in the database; of ``namespaces`` only when given."""
         e = LedgerEntry
         query = select(e.day, e.namespace, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last)
+        if namespaces is not None:
+            query = query.where(e.namespace.in_(list(namespaces)))
         rows = self.session.execute(query.group_by(e.day, e.namespace, e.team))
         return [(day, namespace, team, cost) for day, namespace, team, cost in rows]
+
+    def ledger_team_costs(self, first: date, last: date) -> list[tuple[date, str, float]]:
+        """(day, recorded team, summed cost): one row per team and day, summed in the database."""
+        e = LedgerEntry
+        query = select(e.day, e.team, func.sum(e.cost)).where(e.day >= first, e.day <= last).group_by(e.day, e.team)
+        return [(day, team, float(cost or 0.0)) for day, team, cost in self.session.execute(query)]
+
+    def ledger_namespace_teams(self, first: date, last: date) -> list[tuple[str, str]]:
+        """The distinct (namespace, recorded team) pairs of [first, last]."""
+        e = LedgerEntry
+        query = select(e.namespace, e.team).where(e.day >= first, e.day <= last).distinct()
+        return [(namespace, team) for namespace, team in self.session.execute(query)]
+
+    def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
+        """Per namespace, recorded team and model over [first, last], summed in the database: (namespace, team,
+        model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost, last day of the team)."""
+        e = LedgerEntry
+        sums = [func.sum(c) for c in (e.allocated_hours, e.idle_hours, e.observed_hours, e.util_hours, e.cost, e.idle_cost)]
+        query = (
+            select(e.namespace, e.team, e.model, *sums, func.max(e.day))
+            .where(e.day >= first, e.day <= last)
+            .group_by(e.namespace, e.team, e.model)
+        )
+        return [tuple(row) for row in self.session.execute(query)]
+
+    def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
+        """The GPU-hours ``namespace`` had of each model over [first, last]."""
+        e = LedgerEntry
+        query = (
+            select(e.model, func.sum(e.allocated_hours))
+            .where(e.namespace == namespace, e.day >= first, e.day <= last)
+            .group_by(e.model)
+        )
+        return {model: float(hours or 0.0) for model, hours in self.session.execute(query)}

@@ -514,6 +514,7 @@ def confirm_approval_form(confirmation: Confirmation) -> View:
     cost = f"{'saves ' if c.delta < 0 else ''}{money(c.monthly_cost, c.currency)} per month"
     if c.grant_cost is not None:
         cost += f"\n{money(c.grant_cost, c.currency)} for the grant"
+    cost += f"\n{escape(c.price_basis)}"
     why = "a permanent change" if c.permanent else f"a large change (more than {gpus(c.large_above or 0)})"
     decided = f"{c.approvals} of {c.approvals_required} approvals so far"
     return View(

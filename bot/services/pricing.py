@@ -1,0 +1,98 @@
+"""The price per GPU-hour of a namespace's GPUs: the one place that decides it for a request's cost (card,
+confirmation form) and the idle nudge, so every figure the bot shows uses the same price list.
+
+In order: the GPU models the namespace ran on over the last ``RECENT_DAYS`` days (the cost ledger,
+weighted by GPU-hours, at today's prices); else the most expensive priced model on the cluster's GPU
+nodes (the ``nvidia.com/gpu.product`` label GPU feature discovery sets: what it may get); else the
+policy's default price. The answer says which, so people can see why a figure is what it is.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import Enum
+
+from bot.clock import Clock
+from bot.domain.policy import Policy
+from bot.errors import GpuQuotaError
+from bot.services.ports import QuotaCluster, Transactions
+from bot.services.text import money
+
+log = logging.getLogger(__name__)
+RECENT_DAYS = 7
+NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
+MODEL_NAME_LIMIT = 60  # characters of a model's name in the basis (requests.cost_basis holds 400)
+
+
+class Basis(Enum):
+    RAN_ON = "ran_on"  # the models the namespace ran on lately
+    MAY_GET = "may_get"  # the most expensive model on the cluster's GPU nodes
+    DEFAULT = "default"  # the policy's default price
+
+
+@dataclass(frozen=True)
+class Price:
+    per_gpu_hour: float
+    basis: Basis
+    models: tuple[str, ...]
+    currency: str
+
+    def describe(self, subject: str = "this namespace") -> str:
+        """``at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price this namespace ran on`` (``subject``: who ran on it)."""
+        rate = f"at {money(self.per_gpu_hour, self.currency)}/h"
+        names = ", ".join(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
+        if len(self.models) > NAMED_MODELS:
+            names += f" and {len(self.models) - NAMED_MODELS} more"
+        if self.basis == Basis.RAN_ON and len(self.models) == 1:
+            return f"{rate}, the {names} price {subject} ran on"
+        if self.basis == Basis.RAN_ON:
+            return f"{rate}, the average price of the {names} {subject} ran on (last {RECENT_DAYS} days)"
+        if self.basis == Basis.MAY_GET:
+            return f"{rate}, the {names} price (the most expensive GPU {subject} may get)"
+        return f"{rate}, the default price"
+
+
+class Pricer:
+    def __init__(self, *, policy: Policy, database: Transactions, cluster: QuotaCluster | None, clock: Clock) -> None:
+        """``cluster`` says which GPU models the nodes have; without one, that step is skipped."""
+        self._pricing = policy.pricing
+        self._zone = policy.schedules.zone
+        self._db = database
+        self._cluster = cluster
+        self._clock = clock
+
+    def price(self, namespace: str) -> Price:
+        """The price per GPU-hour of ``namespace``'s GPUs and its basis."""
+        today = self._clock.now().astimezone(self._zone).date()  # ledger days are in this zone
+        first, last = today - timedelta(days=RECENT_DAYS), today - timedelta(days=1)
+        hours = {
+            model: h for model, h in self._db.run(lambda repo: repo.ledger_model_hours(namespace, first, last)).items() if h > 0
+        }
+        if hours:
+            rate = sum(h * self._pricing.price_for(model) for model, h in hours.items()) / sum(hours.values())
+            ordered = tuple(sorted(hours, key=lambda model: (-hours[model], model)))
+            return Price(rate, Basis.RAN_ON, ordered, self._pricing.currency)
+        dearest = self._dearest_on_nodes()
+        if dearest is not None:
+            return Price(self._pricing.price_for(dearest), Basis.MAY_GET, (dearest,), self._pricing.currency)
+        return Price(self._pricing.default_per_gpu_hour, Basis.DEFAULT, (), self._pricing.currency)
+
+    def _dearest_on_nodes(self) -> str | None:
+        """The most expensive model of the price list found on the GPU nodes (None: none priced, or unknown)."""
+        if self._cluster is None or not self._pricing.models:
+            return None
+        try:
+            products = self._cluster.gpu_nodes().models  # the capacity view: no extra node list per request
+        except GpuQuotaError as error:
+            log.warning("GPU models of the nodes unknown, pricing without them: %s", error)
+            return None
+        priced = {_label_form(model): model for model in self._pricing.models}
+        found = [priced[_label_form(product)] for product in products if _label_form(product) in priced]
+        return max(found, key=self._pricing.price_for, default=None)
+
+
+def _label_form(model: str) -> str:
+    """GPU feature discovery writes DCGM's ``NVIDIA H100 80GB HBM3`` as ``NVIDIA-H100-80GB-HBM3``: compare both alike."""
+    return model.strip().replace(" ", "-").lower()
