@@ -38,6 +38,8 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         ("reclaims", IntervalTrigger(seconds=reconcile_seconds), services.reclaims.check, reconcile_seconds),
         ("blocked_workloads", CronTrigger.from_crontab(schedules.blocked_workloads, timezone=zone), services.blocked.check, 300),
     ]
+    if services.ledger is not None:  # built with a metrics source only
+        jobs.append(("ledger", CronTrigger.from_crontab(schedules.ledger, timezone=zone), services.ledger.run, 6 * 3600))
     if services.digest is not None:
         jobs.append(("digest", CronTrigger.from_crontab(schedules.digest, timezone=zone), services.digest.run, 6 * 3600))
     if services.budget is not None:

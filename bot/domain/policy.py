@@ -193,6 +193,9 @@ class Schedules(_Frozen):
     """When the scheduled jobs run: cron expressions in ``timezone`` (an IANA name)."""
 
     timezone: str = "UTC"
+    # The cost ledger records each finished day soon after it ends (the Prometheus work of the day),
+    # so the digest, budgets and exports read the database only.
+    ledger: Cron = "20 0 * * *"
     digest: Cron = "0 9 * * *"
     budget_warnings: Cron = "5 * * * *"
     idle_nudges: Cron = "*/30 * * * *"

@@ -81,6 +81,15 @@ class Ledger:
 
     # --- writing -------------------------------------------------------------------------------
 
+    def run(self) -> Recorded:
+        """The scheduled job: record yesterday (and any finished day missed before it), once it is over.
+        A Prometheus failure raises: the run counts as failed and the next run (or the digest) catches up."""
+        yesterday = (self._clock.now().astimezone(self._policy.schedules.zone) - timedelta(days=1)).date()
+        done = self.catch_up(yesterday)
+        if done.recorded:
+            log.info("ledger: recorded %s", day_ranges(done.recorded))
+        return done
+
     def catch_up(self, through: date) -> Recorded:
         """Record every finished day up to ``through`` not in the ledger yet: from the first of its month,
         or from the day after the last one recorded when that is earlier (within ``CATCH_UP_LIMIT``)."""

@@ -299,3 +299,16 @@ def test_a_proposals_schedule_needs_an_admin_channel() -> None:
     del raw["admin_channel"]
     with pytest.raises(PolicyError, match="set admin_channel"):
         parse_policy(raw)
+
+
+def test_the_ledger_job_records_the_finished_days_so_the_digest_needs_no_prometheus(jobs: Jobs) -> None:
+    assert "ledger" in registered(policy_dict())
+    assert jobs.services.ledger is not None and jobs.services.digest is not None
+    done = jobs.services.ledger.run()  # 10 Nov, 09:00: 1-9 Nov are over
+    assert done.recorded == [date(2026, 11, 1) + timedelta(days=i) for i in range(9)] and done.no_data == []
+    assert jobs.services.ledger.run().recorded == []  # written once
+    jobs.metrics.up = False  # Prometheus goes away after the ledger job
+    digest = jobs.services.digest.build(date(2026, 11, 9))
+    frontier = next(team for team in digest.teams if team.team.name == "frontier")
+    assert round(frontier.spent, 2) == 9 * 96.0  # 2 A100s x 24 h x 2.00, every day of the month so far
+    assert frontier.missing == []
