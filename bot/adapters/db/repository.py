@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, text
+from sqlalchemy import delete, func, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.elements import ColumnElement
@@ -49,8 +49,9 @@ class Repository:
     # --- requests ----------------------------------------------------------------------------
 
     def add_request(self, **fields: Any) -> RequestRow:
-        """A new request with these column values; flushed, so it has its id."""
-        request = RequestRow(**fields)
+        """A new request with these column values; flushed, so it has its id. It has no decisions and no
+        grant yet: said so, so reading them later in the transaction asks the database nothing."""
+        request = RequestRow(decisions=[], grant=None, **fields)
         self.session.add(request)
         self.session.flush()
         return request
@@ -64,6 +65,14 @@ class Repository:
 
     def request(self, request_id: int) -> RequestRow | None:
         return self.session.get(RequestRow, request_id, options=[selectinload(RequestRow.decisions)])
+
+    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> None:
+        self.session.execute(
+            update(RequestRow)
+            .where(RequestRow.id == request_id)
+            .values(message_ts=ts, channel_id=channel_id, version=RequestRow.version + 1)
+            .execution_options(synchronize_session=False)
+        )
 
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
         query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
