@@ -80,9 +80,12 @@ class Announcer:
         except GpuQuotaError as error:
             log.error("could not post %s in %s: %s", card.display_id, card.channel_id, error)
             return str(error)
-        self._db.run(lambda repo: repo.set_message_ref(request_id, channel_id=ref.channel_id, ts=ref.ts))
-        # Usually nothing waits for a new message: one read says so, instead of a claim per stream.
-        for stream in self._outbox.pending_among([_card_stream(request_id), _thread_stream(request_id)]):
+        def remember(repo: Repository) -> list[str]:
+            repo.set_message_ref(request_id, channel_id=ref.channel_id, ts=ref.ts)
+            # Usually nothing waits for a new message: one read says so, instead of a claim per stream.
+            return repo.outbox_streams_pending([_card_stream(request_id), _thread_stream(request_id)])
+
+        for stream in self._db.run(remember):
             self._drain(stream)
         return None
 

@@ -299,7 +299,7 @@ class RequestService:
         day_start = datetime.combine(today, time(), tzinfo=zone)
         day_end = datetime.combine(today + timedelta(days=1), time(), tzinfo=zone)
         used_today = sum(
-            gpu_hours(r.delta, r.duration_seconds) for r in repo.auto_approved_since(new.team.name, day_start, day_end)
+            gpu_hours(delta, seconds) for delta, seconds in repo.auto_approved_sizes_since(new.team.name, day_start, day_end)
         )
         seconds = int(new.duration.total_seconds()) if new.duration else None
         check = AutoApprovalCheck(

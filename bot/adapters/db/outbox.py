@@ -10,7 +10,6 @@ so delivery is at least once in that case only (Slack has no idempotency key for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -88,14 +87,6 @@ class OutboxStore:
             return list(repo.session.scalars(query))
 
         return self._db.run(due)
-
-    def pending_among(self, streams: Sequence[str]) -> list[str]:
-        def pending(repo: Repository) -> set[str]:
-            query = select(OutboxEntry.stream).where(OutboxEntry.stream.in_(list(streams)), OutboxEntry.state == PENDING)
-            return set(repo.session.scalars(query.distinct()))
-
-        found = self._db.run(pending)
-        return [stream for stream in streams if stream in found]
 
     def claim_head(self, stream: str, *, now: datetime, lease: timedelta) -> Claimed | None:
         """Lease the stream's head if it is due and nobody holds it; None otherwise."""

@@ -24,6 +24,7 @@ from bot.adapters.db.models import (
     LedgerDay,
     LedgerEntry,
     MetricsOutage,
+    OutboxEntry,
     NamespaceRow,
     RequestRow,
     SlackEventRow,
@@ -74,6 +75,11 @@ class Repository:
             .execution_options(synchronize_session=False)
         )
 
+    def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
+        query = select(OutboxEntry.stream).where(OutboxEntry.stream.in_(list(streams)), OutboxEntry.state == "pending")
+        found = set(self.session.scalars(query.distinct()))
+        return [stream for stream in streams if stream in found]
+
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
         query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
         if namespaces is not None:
@@ -98,16 +104,15 @@ class Repository:
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
-    def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]:
-        """The team's auto-approved requests created in [start, end) that took effect or are taking it."""
-        query = select(RequestRow).where(
+    def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
+        query = select(RequestRow.delta, RequestRow.duration_seconds).where(
             RequestRow.team == team,
             RequestRow.auto_approved.is_(True),
             RequestRow.state.in_([RequestState.APPROVED, RequestState.APPLIED]),
             RequestRow.created_at >= start,
             RequestRow.created_at < end,
         )
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+        return [(delta, seconds) for delta, seconds in self.session.execute(query)]
 
     def lock_auto_approval(self, team: str) -> None:
         """Serialise auto-approval decisions of one team until this transaction ends; call it before reading.
