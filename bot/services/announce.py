@@ -80,6 +80,7 @@ class Announcer:
         except GpuQuotaError as error:
             log.error("could not post %s in %s: %s", card.display_id, card.channel_id, error)
             return str(error)
+
         def remember(repo: Repository) -> list[str]:
             repo.set_message_ref(request_id, channel_id=ref.channel_id, ts=ref.ts)
             # Usually nothing waits for a new message: one read says so, instead of a claim per stream.

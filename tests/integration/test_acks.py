@@ -187,7 +187,9 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
         buttons = [e for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
         for button in [e for e in buttons if e.get("action_id") == ids.ACTION_IDS[ActionKind.APPROVE]][:1]:
             bot.box.send(
-                bot.side.block_action(user_id=LEE, action_id=button["action_id"], value=button["value"], channel_id=channel, message_ts=ts)
+                bot.side.block_action(
+                    user_id=LEE, action_id=button["action_id"], value=button["value"], channel_id=channel, message_ts=ts
+                )
             )
     assert sum("approved" in r and "applied" in r for r in bot.responses()) == 3  # three active grants
 
