@@ -335,6 +335,7 @@ def main() -> int:
 
     slack.stop()
     kube.stop()
+    load = os.getloadavg()[0]
     report(
         results,
         cpu,
@@ -342,6 +343,10 @@ def main() -> int:
         rss=(rss_idle, rss_half, rss_full),
         bare_rss=(bare_rss_idle, bare_rss),
         total=2 * (half // 16) * 16,
+    )
+    print(
+        f"\n{os.cpu_count()} cores, load average {load:.1f} at the end: with other work on the machine, compare the "
+        "bot with the bare app measured beside it (the ratios), not the absolute times across runs."
     )
     return 0
 

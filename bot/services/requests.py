@@ -280,7 +280,7 @@ class RequestService:
             post_error = self._announce.post_card(request.id, card=card)
             state = RequestState(request.state)
             if request.auto_approved:
-                state = self._applier.apply(request.id)
+                state = self._applier.apply(request.id)  # claimed again: the card was posted since
         return Submitted(request.id, request.channel_id, state, required, post_error)
 
     def _auto_approval(
@@ -457,7 +457,7 @@ class RequestService:
             return f"You denied {display}."
         if row.state == RequestState.APPROVED:
             # The quota first; "Approved by", the card and the DMs follow it.
-            state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user))
+            state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user), leased=row)
             return f"You approved {display}; it is {state}."
         self._report_approval(row, user)
         if row.state == RequestState.FAILED:
