@@ -15,7 +15,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade
+from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
 from bot.adapters.slack.blocks import report_blocks, to_dicts
 from bot.adapters.slack.notifier import SlackNotifier, make_web_client
@@ -124,7 +124,7 @@ def _database(settings: Settings, *, sandbox: bool) -> Database:
         database = Database.from_url("sqlite://")
         Base.metadata.create_all(database.engine)
         return database
-    upgrade(settings.database_url)
+    upgrade_if_behind(settings.database_url)
     return Database.from_url(settings.database_url)
 
 

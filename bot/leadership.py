@@ -18,12 +18,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import psycopg
 from sqlalchemy.engine import make_url
 
 from bot.observability import LEADER
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 LOCK_KEY = 0x67707162  # "gpqb"
@@ -56,6 +58,9 @@ class SoleReplica:
 
 class PostgresAdvisoryLock:
     def __init__(self, database_url: str, *, key: int = LOCK_KEY, timeout: float = 5.0) -> None:
+        import psycopg  # PostgreSQL only: a SQLite bot never loads the driver (about 9 MiB)
+
+        self._pg = psycopg
         self._conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._key = key
         self._timeout = timeout
@@ -65,7 +70,7 @@ class PostgresAdvisoryLock:
         try:
             connection = self._connect()
             return bool(connection.execute("SELECT pg_try_advisory_lock(%s)", (self._key,)).fetchone()[0])  # type: ignore[index]
-        except psycopg.Error as error:
+        except self._pg.Error as error:
             log.warning("cannot try for leadership: %s", type(error).__name__)
             self._drop()
             return False
@@ -80,7 +85,7 @@ class PostgresAdvisoryLock:
                 (self._key,),
             ).fetchone()
             return bool(row and row[0])
-        except psycopg.Error as error:
+        except self._pg.Error as error:
             log.warning("lost the database connection that holds the leadership: %s", type(error).__name__)
             self._drop()
             return False
@@ -89,13 +94,13 @@ class PostgresAdvisoryLock:
         if self._connection is not None:
             try:
                 self._connection.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
-            except psycopg.Error:
+            except self._pg.Error:
                 pass
             self._drop()
 
     def _connect(self) -> psycopg.Connection:
         if self._connection is None or self._connection.closed:
-            self._connection = psycopg.connect(
+            self._connection = self._pg.connect(
                 self._conninfo,
                 autocommit=True,
                 connect_timeout=int(self._timeout),
@@ -113,7 +118,7 @@ class PostgresAdvisoryLock:
         if self._connection is not None:
             try:
                 self._connection.close()
-            except psycopg.Error:
+            except self._pg.Error:
                 pass
         self._connection = None
 

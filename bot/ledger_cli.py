@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade
+from bot.adapters.db.migrate import upgrade_if_behind
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
@@ -121,7 +121,7 @@ def _setup() -> tuple[Settings, Policy]:
 
 
 def _database(settings: Settings) -> Database:
-    upgrade(settings.database_url)
+    upgrade_if_behind(settings.database_url)
     return Database.from_url(settings.database_url)
 
 

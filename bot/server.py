@@ -24,7 +24,7 @@ from sqlalchemy import text
 
 import jobs
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade
+from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
@@ -63,7 +63,7 @@ def serve() -> int:
     configure_logging(level=settings.log_level, fmt=settings.log_format)
     assert settings.gpu_quota_config is not None and settings.slack_bot_token is not None
     policy = load_policy(settings.gpu_quota_config)
-    upgrade(settings.database_url)
+    upgrade_if_behind(settings.database_url)
     database = Database.from_url(settings.database_url)
     try:
         cluster = KubernetesCluster.from_environment(settings.kubeconfig)

@@ -44,8 +44,7 @@ class KubernetesCluster:
     """Implements ``QuotaCluster`` over the Kubernetes API."""
 
     def __init__(self, api_client: client.ApiClient, *, timeout: tuple[float, float] = (5.0, 20.0)) -> None:
-        self._core = client.CoreV1Api(api_client)
-        self._scheduling = client.SchedulingV1Api(api_client)
+        self._core = KubeCalls(api_client)
         self._timeout = timeout
 
     @classmethod
@@ -204,7 +203,7 @@ class KubernetesCluster:
         return [pod for item in items if (pod := gpu_pod(item)) is not None]
 
     def priority_classes(self) -> dict[str, int]:
-        classes = self._call("list PriorityClasses", lambda: self._scheduling.list_priority_class(_request_timeout=self._timeout))
+        classes = self._call("list PriorityClasses", lambda: self._core.list_priority_class(_request_timeout=self._timeout))
         return {str(item.metadata.name): int(item.value) for item in classes.items if item.metadata and item.value is not None}
 
     def scheduling_failures(self) -> list[SchedulingFailure]:
@@ -262,6 +261,122 @@ class KubernetesCluster:
             log.warning("Kubernetes API unreachable while trying to %s: %s", action, type(error).__name__)
             count_error("kubernetes", "temporary")
             raise TemporaryError(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
+
+
+class KubeCalls:
+    """The Kubernetes calls the bot makes (CoreV1, and the PriorityClass list of scheduling.k8s.io/v1),
+    named as ``kubernetes.client.CoreV1Api`` / ``SchedulingV1Api`` name them and made through the same
+    ``ApiClient`` (configuration, auth, TLS, REST layer, ``ApiException``s, models).
+
+    The generated ``CoreV1Api`` module alone is about 20 MiB of a running process (every one of its
+    hundreds of methods wrapped by pydantic, some 250 model modules imported with it): the bot's whole
+    Kubernetes use is the paths below, and only the models of their answers are loaded.
+    """
+
+    def __init__(self, api_client: client.ApiClient) -> None:
+        self._api = api_client
+
+    def read_namespaced_resource_quota(self, name: str, namespace: str, *, _request_timeout: Any) -> Any:
+        path = "/api/v1/namespaces/{namespace}/resourcequotas/{name}"
+        return self._call("GET", path, "V1ResourceQuota", {"namespace": namespace, "name": name}, timeout=_request_timeout)
+
+    def create_namespaced_resource_quota(
+        self, namespace: str, body: Any, *, dry_run: str | None, field_manager: str, _request_timeout: Any
+    ) -> Any:
+        return self._call(
+            "POST",
+            "/api/v1/namespaces/{namespace}/resourcequotas",
+            "V1ResourceQuota",
+            {"namespace": namespace},
+            query=_write_query(dry_run, field_manager),
+            body=body,
+            content_type="application/json",
+            timeout=_request_timeout,
+        )
+
+    def patch_namespaced_resource_quota(
+        self,
+        name: str,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: str | None,
+        field_manager: str,
+        _content_type: str,
+        _request_timeout: Any,
+    ) -> Any:
+        return self._call(
+            "PATCH",
+            "/api/v1/namespaces/{namespace}/resourcequotas/{name}",
+            "V1ResourceQuota",
+            {"namespace": namespace, "name": name},
+            query=_write_query(dry_run, field_manager),
+            body=body,
+            content_type=_content_type,
+            timeout=_request_timeout,
+        )
+
+    def list_node(self, *, _request_timeout: Any) -> Any:
+        return self._call("GET", "/api/v1/nodes", "V1NodeList", {}, timeout=_request_timeout)
+
+    def list_resource_quota_for_all_namespaces(self, *, _request_timeout: Any) -> Any:
+        return self._call("GET", "/api/v1/resourcequotas", "V1ResourceQuotaList", {}, timeout=_request_timeout)
+
+    def list_event_for_all_namespaces(self, *, field_selector: str, _request_timeout: Any) -> Any:
+        query = [("fieldSelector", field_selector)]
+        return self._call("GET", "/api/v1/events", "CoreV1EventList", {}, query=query, timeout=_request_timeout)
+
+    def read_namespace(self, name: str, *, _request_timeout: Any) -> Any:
+        return self._call("GET", "/api/v1/namespaces/{name}", "V1Namespace", {"name": name}, timeout=_request_timeout)
+
+    def list_namespaced_pod(self, namespace: str, *, field_selector: str, _preload_content: bool, _request_timeout: Any) -> Any:
+        """With ``_preload_content=False`` the response itself (``.data`` holds the JSON), as the generated method gives."""
+        query = [("fieldSelector", field_selector)]
+        path, answer = "/api/v1/namespaces/{namespace}/pods", "V1PodList"
+        if _preload_content:
+            return self._call("GET", path, answer, {"namespace": namespace}, query=query, timeout=_request_timeout)
+        return self._call("GET", path, None, {"namespace": namespace}, query=query, timeout=_request_timeout)
+
+    def list_priority_class(self, *, _request_timeout: Any) -> Any:
+        path = "/apis/scheduling.k8s.io/v1/priorityclasses"
+        return self._call("GET", path, "V1PriorityClassList", {}, timeout=_request_timeout)
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        answer: str | None,
+        path_params: dict[str, str],
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: Any,
+    ) -> Any:
+        headers = {"Accept": "application/json"} | ({"Content-Type": content_type} if content_type else {})
+        request = self._api.param_serialize(
+            method=method,
+            resource_path=path,
+            path_params=path_params,
+            query_params=query or [],
+            header_params=headers,
+            body=body,
+            post_params=[],
+            files={},
+            auth_settings=["BearerToken"],
+            collection_formats={},
+        )
+        response = self._api.call_api(*request, _request_timeout=timeout)
+        response.read()
+        if answer is None:  # the raw answer, unparsed; a status other than 2xx still raises
+            self._api.response_deserialize(response_data=response, response_types_map={"2XX": "bytearray"})
+            return response
+        # A status other than 2xx raises ApiException here, as the generated methods do.
+        return self._api.response_deserialize(response_data=response, response_types_map={"2XX": answer}).data
+
+
+def _write_query(dry_run: str | None, field_manager: str) -> list[tuple[str, str]]:
+    return ([("dryRun", dry_run)] if dry_run else []) + [("fieldManager", field_manager)]
 
 
 def _kind(error: Exception) -> str:

@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.clock import Clock, SystemClock
 from bot.domain.lifecycle import RequestState
@@ -29,8 +29,11 @@ from bot.errors import GpuQuotaError, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import RequestCard, card_for, source_copy
 from bot.services.pods import PodView
-from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Transactions
+from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
 from bot.services.text import Notice
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import RequestRow
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +67,10 @@ class Announcer:
         self._clock = clock or SystemClock()
 
     def card(self, request_id: int) -> RequestCard:
-        def load(repo):  # type: ignore[no-untyped-def]
+        def load(repo: Repository) -> RequestCard:
             request = repo.request(request_id)
             assert request is not None, f"request {request_id} vanished"
-            extended_end = None
-            if request.extends_request_id is not None:
-                grant = repo.grant_of(request.extends_request_id)
-                extended_end = grant.ends_at if grant else None
-            return card_for(request, self._policy, extended_grant_ends_at=extended_end)
+            return self.card_of(repo, request)
 
         return self._with_pods(self._db.run(load))
 
@@ -88,11 +87,20 @@ class Announcer:
             view = replace(view, warnings=())
         return replace(card, pods=view)
 
-    def post_card(self, request_id: int) -> str | None:
+    def card_of(self, repo: Repository, request: RequestRow) -> RequestCard:
+        """The card of a request row read in ``repo``'s transaction (no second read of the row)."""
+        extended_end = None
+        if request.extends_request_id is not None:
+            grant = repo.grant_of(request.extends_request_id)
+            extended_end = grant.ends_at if grant else None
+        return card_for(request, self._policy, extended_grant_ends_at=extended_end)
+
+    def post_card(self, request_id: int, *, card: RequestCard | None = None) -> str | None:
         """Post the request message once and remember where; returns the Slack error on failure.
 
+        ``card``: the card as the caller's transaction just rendered it (saves reading the row again).
         Replies and updates recorded before the ``ts`` was known are delivered right after."""
-        card = self.card(request_id)
+        card = self._with_pods(card) if card is not None else self.card(request_id)
         if card.message_ts is not None:
             return None
         try:
@@ -101,15 +109,15 @@ class Announcer:
             log.error("could not post %s in %s: %s", card.display_id, card.channel_id, error)
             return str(error)
 
-        def remember(repo):  # type: ignore[no-untyped-def]
-            request = repo.request(request_id)
-            request.message_ts = ref.ts
-            request.channel_id = ref.channel_id
+        def remember(repo: Repository) -> list[str]:
+            repo.set_message_ref(request_id, channel_id=ref.channel_id, ts=ref.ts)
+            # Usually nothing waits for a new message: one read says so, instead of a claim per stream.
+            return repo.outbox_streams_pending([_card_stream(request_id), _thread_stream(request_id)])
 
-        self._db.run(remember)
+        pending = self._db.run(remember)
         self._post_copy(card)
-        self._drain(_card_stream(request_id))
-        self._drain(_thread_stream(request_id))
+        for stream in pending:
+            self._drain(stream)
         return None
 
     def _post_copy(self, card: RequestCard) -> None:

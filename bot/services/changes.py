@@ -185,23 +185,32 @@ class ChangeApplier:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def apply(self, request_id: int, *, before_report: Callable[[], None] | None = None, resume: bool = False) -> RequestState:
+    def apply(
+        self,
+        request_id: int,
+        *,
+        before_report: Callable[[], None] | None = None,
+        resume: bool = False,
+        leased: RequestRow | None = None,
+    ) -> RequestState:
         """Apply an approved request; returns its state (applied, failed, or still approved while the
         cluster is unreachable).
 
         The quota is written first; ``before_report`` (the approver's "Approved by") runs right after,
         and only then the outcome is told. ``resume``: the reconcile takes over only a lapsed lease.
+        ``leased``: the row as the transaction that approved it left it (``record_effect`` took the
+        lease there), so the apply goes straight to the namespace's critical section.
         """
         with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
-            result = self._apply(request_id, resume=resume)
+            result = self._apply(request_id, resume=resume, leased=leased)
             if before_report is not None:
                 before_report()
             state = self._report(request_id, result)
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
-    def _apply(self, request_id: int, *, resume: bool) -> _Result:
-        request = self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
+    def _apply(self, request_id: int, *, resume: bool, leased: RequestRow | None = None) -> _Result:
+        request = leased if leased is not None else self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
         if request is None:
             return _Settled(RequestState.APPROVED)
         if request.state != RequestState.APPROVED:

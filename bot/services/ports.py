@@ -50,6 +50,14 @@ class Repository(Protocol):
 
     def request(self, request_id: int) -> RequestRow | None: ...
 
+    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> None:
+        """Where the request's message is in Slack, written without reading the row (its version bumped)."""
+        ...
+
+    def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
+        """Those of ``streams`` with an undelivered outbox entry, in the order given."""
+        ...
+
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]: ...
 
     def count_requests_by_state(self) -> dict[str, int]: ...
@@ -64,7 +72,10 @@ class Repository(Protocol):
         """Temporary shifts whose target side failed while their source stays lowered."""
         ...
 
-    def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]: ...
+    def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
+        """(delta, duration_seconds) of the team's auto-approved requests created in [start, end) that
+        took effect or are taking it."""
+        ...
 
     def lock_auto_approval(self, team: str) -> None:
         """Serialise the team's auto-approval decisions until the transaction ends; call it before reading."""

@@ -32,6 +32,7 @@ from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer
+from bot.services.cards import RequestCard
 from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
@@ -217,7 +218,7 @@ class RequestService:
         required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
         within_capacity = capacity is not None and not capacity.oversubscribed
 
-        def create(repo: Repository) -> RequestRow:
+        def create(repo: Repository) -> tuple[RequestRow, RequestCard]:
             now = self._clock.now()
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
             verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
@@ -274,17 +275,17 @@ class RequestService:
                 repo.record(
                     at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id, detail=verdict.reason
                 )
-            return request
+            return request, self._announce.card_of(repo, request)  # rendered from this row: no second read
 
-        request = self._db.run(create)
+        request, card = self._db.run(create)
         with request_context(format_request_id(request.id)):
             log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
             if request.auto_note:
                 log.info("%s", request.auto_note)
-            post_error = self._announce.post_card(request.id)
+            post_error = self._announce.post_card(request.id, card=card)
             state = RequestState(request.state)
             if request.auto_approved:
-                state = self._applier.apply(request.id)
+                state = self._applier.apply(request.id)  # claimed again: the card was posted since
         return Submitted(request.id, request.channel_id, state, required, post_error)
 
     def _auto_approval(
@@ -303,7 +304,7 @@ class RequestService:
         day_start = datetime.combine(today, time(), tzinfo=zone)
         day_end = datetime.combine(today + timedelta(days=1), time(), tzinfo=zone)
         used_today = sum(
-            gpu_hours(r.delta, r.duration_seconds) for r in repo.auto_approved_since(new.team.name, day_start, day_end)
+            gpu_hours(delta, seconds) for delta, seconds in repo.auto_approved_sizes_since(new.team.name, day_start, day_end)
         )
         seconds = int(new.duration.total_seconds()) if new.duration else None
         check = AutoApprovalCheck(
@@ -469,7 +470,7 @@ class RequestService:
             return f"You denied {display}."
         if row.state == RequestState.APPROVED:
             # The quota first; "Approved by", the card and the DMs follow it.
-            state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user))
+            state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user), leased=row)
             return f"You approved {display}; it is {state}."
         self._report_approval(row, user)
         if row.state == RequestState.FAILED:

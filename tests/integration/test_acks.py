@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import requests
+from sqlalchemy import event
 
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.http import WebApp
@@ -175,3 +176,36 @@ def test_requests_do_not_list_the_whole_cluster_each(bot: Bot) -> None:
     assert bot.kube.seen.count("GET /api/v1/resourcequotas") == 1
     cards = [r.text for r in bot.box.slack.records if r.kind == "message" and r.channel == "C0FRONTIER"]
     assert len(cards) == 3
+
+
+def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(bot: Bot) -> None:
+    """The card is rendered from the row the submission created, its ts written without reading it back,
+    and the namespace's active grants are counted in one query (not one more read per grant)."""
+    for n in range(3):
+        bot.box.send(bot.side.slash_command(user_id=ALICE, text=f"request ai-frontier-research +1 for 1d job {n}"))
+    for (channel, ts), message in list(bot.box.slack.messages.items()):
+        buttons = [e for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
+        for button in [e for e in buttons if e.get("action_id") == ids.ACTION_IDS[ActionKind.APPROVE]][:1]:
+            bot.box.send(
+                bot.side.block_action(
+                    user_id=LEE, action_id=button["action_id"], value=button["value"], channel_id=channel, message_ts=ts
+                )
+            )
+    assert sum("approved" in r and "applied" in r for r in bot.responses()) == 3  # three active grants
+
+    statements: list[str] = []
+
+    def seen(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    assert bot.box.database is not None
+    event.listen(bot.box.database.engine, "before_cursor_execute", seen)
+    try:
+        bot.box.send(bot.side.slash_command(user_id=ALICE, text="request ai-frontier-research +1 for 1d one more"))
+    finally:
+        event.remove(bot.box.database.engine, "before_cursor_execute", seen)
+    assert "submitted" in bot.responses()[-1]
+    assert any(s.startswith("INSERT INTO requests") for s in statements)
+    assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in statements)
+    assert not [s for s in statements if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]
+    assert len([s for s in statements if "FROM grants" in s]) == 1

@@ -166,7 +166,8 @@ def test_refused_write_converges_the_namespace(tmp_path: Path, stand_ins: tuple,
 
         assert ledger.states() == {1: "applied", 2: "failed", 3: "applied"}
         assert kube.hard(NAMESPACE, QUOTA) == str(ledger.desired()) == "6"
-        assert any("cannot patch" in t for t in driver.thread(2))
+        # The failure is recorded first, then told: the reply follows the state by a moment.
+        wait_for(lambda: any("cannot patch" in t for t in driver.thread(2)), what="the refusal in GQ-2's thread")
     finally:
         ledger.close()
 

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
 
+from bot.adapters.kube import KubernetesCluster
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import RequestState, Verdict
-from bot.errors import UserError
+from bot.errors import NamespaceNotFound, UserError
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
+from bot.sandbox.world import seed_cluster
 
 QUOTA_PATH = r"/namespaces/ai-frontier-research/resourcequotas/compute-quota$"
 
@@ -169,3 +172,45 @@ def test_a_requests_cost_is_priced_by_the_dearest_gpu_model_on_the_nodes(sandbox
         row.cost_basis
         == "for the grant, at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price (the most expensive GPU this namespace may get)"
     )
+
+
+def test_the_cluster_wide_reads_through_the_real_client(tmp_path: Path) -> None:
+    """Nodes, all quotas, FailedCreate events and namespaces, read by ``KubernetesCluster`` over HTTP."""
+    stand_in = KubeApiStandIn().start()
+    try:
+        seed_cluster(stand_in)
+        stand_in.add_event(
+            {
+                "metadata": {"name": "train.1", "namespace": "ai-frontier-research"},
+                "involvedObject": {"kind": "Job", "name": "train", "namespace": "ai-frontier-research", "uid": "u-1"},
+                "reason": "FailedCreate",
+                "message": 'pods "train-x" is forbidden: exceeded quota: compute-quota, requested: requests.nvidia.com/gpu=2',
+                "count": 3,
+            }
+        )
+        stand_in.add_event(
+            {
+                "metadata": {"name": "other.1", "namespace": "biz-model-serving"},
+                "involvedObject": {"kind": "Job", "name": "web", "namespace": "biz-model-serving"},
+                "reason": "FailedCreate",
+                "message": "exceeded quota: compute-quota, requested: pods=1",
+            }
+        )
+        cluster = KubernetesCluster.from_environment(stand_in.write_kubeconfig(tmp_path / "kubeconfig"))
+        assert cluster.allocatable_gpus() == 24
+        names = {"ai-frontier-research": "compute-quota", "biz-model-serving": "compute-quota"}
+        assert cluster.gpu_quota_totals(names) == {"ai-frontier-research": 4, "biz-model-serving": 16}
+        [refusal] = cluster.quota_refusals()
+        assert (refusal.namespace, refusal.kind, refusal.name, refusal.uid, refusal.count) == (
+            "ai-frontier-research",
+            "Job",
+            "train",
+            "u-1",
+            3,
+        )
+        assert cluster.namespace_exists("biz-model-serving") and not cluster.namespace_exists("no-such-namespace")
+        assert cluster.read_quota("ai-frontier-research", "missing-quota") is None
+        with pytest.raises(NamespaceNotFound):
+            cluster.read_quota("no-such-namespace", "compute-quota")
+    finally:
+        stand_in.stop()

@@ -1,4 +1,6 @@
-"""``gpu-quota-bot run`` in a real process stays lean: charting is imported only when a chart is drawn."""
+"""``gpu-quota-bot run`` in a real process stays lean: charting is imported only when a chart is drawn,
+Alembic only when the schema is behind, the PostgreSQL driver only for PostgreSQL, and not the
+kubernetes client's generated CoreV1Api."""
 
 from __future__ import annotations
 
@@ -9,15 +11,17 @@ from pathlib import Path
 
 import requests
 
+from bot.adapters.db.migrate import upgrade
 from bot.sandbox.session import SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
 from tests.integration.processes import ROOT, ok, run_env, wait_for
 
 
-def test_run_does_not_import_matplotlib_or_numpy(tmp_path: Path, stand_ins: tuple) -> None:
+def test_run_on_sqlite_at_head_imports_no_charting_alembic_or_psycopg(tmp_path: Path, stand_ins: tuple) -> None:
     slack, kube = stand_ins
     env = run_env(tmp_path, slack, kube)
     base = f"http://127.0.0.1:{env['PORT']}"
+    upgrade(env["DATABASE_URL"])  # as `gpu-quota-bot db upgrade` (or an earlier start) left it
     # -X importtime writes one stderr line per module the process imports, whenever it imports it.
     command = [sys.executable, "-X", "importtime", "-m", "bot.cli", "run"]
     log = tmp_path / "stderr.txt"  # a file, not a pipe: the import lines would fill a pipe nobody reads yet
@@ -36,4 +40,6 @@ def test_run_does_not_import_matplotlib_or_numpy(tmp_path: Path, stand_ins: tupl
     assert process.returncode == 0, err[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in err.splitlines() if line.startswith("import time:")}
     assert "bot.server" in imported and "bot.adapters.chart" in imported  # the check sees the process's imports
-    assert not {name for name in imported if name.split(".")[0] in ("matplotlib", "numpy")}
+    assert not {name for name in imported if name.split(".")[0] in ("matplotlib", "numpy", "alembic", "psycopg")}
+    # The generated CoreV1Api (about 20 MiB with its models) is not needed for the bot's few calls.
+    assert "kubernetes.client.api.core_v1_api" not in imported

@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import text
 
 from bot.adapters.db.database import create_db_engine
-from bot.adapters.db.migrate import current_revision, head_revision, upgrade
+from bot.adapters.db.migrate import current_revision, file_head, head_revision, upgrade, upgrade_if_behind
 from bot.adapters.db.models import Base
 
 
@@ -38,6 +38,19 @@ def test_postgres_upgrade_matches_the_models(postgres_url: str) -> None:
     upgrade(postgres_url)
     assert current_revision(postgres_url) == head_revision()
     assert schema_differences(postgres_url) == []
+
+
+def test_the_start_up_check_reads_the_head_alembic_reads(tmp_path: Path) -> None:
+    """``upgrade_if_behind`` skips Alembic when the files' head is stored: both must name the same head."""
+    assert file_head() == head_revision()
+    url = f"sqlite:///{tmp_path}/bot.db"
+    assert upgrade_if_behind(url) is True  # empty
+    assert upgrade_if_behind(url) is False  # at head: nothing to do
+    behind = f"sqlite:///{tmp_path}/behind.db"
+    upgrade(behind, "0003")
+    assert upgrade_if_behind(behind) is True  # behind: migrated
+    assert current_revision(behind) == head_revision()
+    assert schema_differences(behind) == []
 
 
 def upgrade_keeps_the_first_schemas_data(url: str) -> None:

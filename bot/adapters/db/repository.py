@@ -25,6 +25,7 @@ from bot.adapters.db.models import (
     LedgerEntry,
     MetricsOutage,
     NamespaceRow,
+    OutboxEntry,
     QuotaBlockDay,
     Reclaim,
     RequestRow,
@@ -51,8 +52,9 @@ class Repository:
     # --- requests ----------------------------------------------------------------------------
 
     def add_request(self, **fields: Any) -> RequestRow:
-        """A new request with these column values; flushed, so it has its id."""
-        request = RequestRow(**fields)
+        """A new request with these column values; flushed, so it has its id. It has no decisions and no
+        grant yet: said so, so reading them later in the transaction asks the database nothing."""
+        request = RequestRow(decisions=[], grant=None, **fields)
         self.session.add(request)
         self.session.flush()
         return request
@@ -66,6 +68,19 @@ class Repository:
 
     def request(self, request_id: int) -> RequestRow | None:
         return self.session.get(RequestRow, request_id, options=[selectinload(RequestRow.decisions)])
+
+    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> None:
+        self.session.execute(
+            update(RequestRow)
+            .where(RequestRow.id == request_id)
+            .values(message_ts=ts, channel_id=channel_id, version=RequestRow.version + 1)
+            .execution_options(synchronize_session=False)
+        )
+
+    def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
+        query = select(OutboxEntry.stream).where(OutboxEntry.stream.in_(list(streams)), OutboxEntry.state == "pending")
+        found = set(self.session.scalars(query.distinct()))
+        return [stream for stream in streams if stream in found]
 
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
         query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
@@ -102,16 +117,15 @@ class Repository:
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
-    def auto_approved_since(self, team: str, start: datetime, end: datetime) -> Sequence[RequestRow]:
-        """The team's auto-approved requests created in [start, end) that took effect or are taking it."""
-        query = select(RequestRow).where(
+    def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
+        query = select(RequestRow.delta, RequestRow.duration_seconds).where(
             RequestRow.team == team,
             RequestRow.auto_approved.is_(True),
             RequestRow.state.in_([RequestState.APPROVED, RequestState.APPLIED]),
             RequestRow.created_at >= start,
             RequestRow.created_at < end,
         )
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+        return [(delta, seconds) for delta, seconds in self.session.execute(query)]
 
     def lock_auto_approval(self, team: str) -> None:
         """Serialise auto-approval decisions of one team until this transaction ends; call it before reading.
@@ -196,8 +210,11 @@ class Repository:
         A grant counts from approval (it is created then, before the apply), so approved requests
         whose apply has not finished are included.
         """
-        grants = self.session.scalars(
-            select(GrantRow).where(GrantRow.namespace == namespace, GrantRow.state == GrantState.ACTIVE)
+        # One query for the grants with their requests' flag (not one more per grant for grant.request).
+        grants = self.session.execute(
+            select(GrantRow.request_id, GrantRow.gpus, RequestRow.auto_approved)
+            .join(RequestRow, RequestRow.id == GrantRow.request_id)
+            .where(GrantRow.namespace == namespace, GrantRow.state == GrantState.ACTIVE)
         ).all()
         extended_by_bot = set(
             self.session.scalars(
@@ -210,9 +227,9 @@ class Repository:
             ).all()
         )
         return sum(
-            grant.gpus
-            for grant in grants
-            if grant.request_id != excluding_request and (grant.request.auto_approved or grant.request_id in extended_by_bot)
+            gpus
+            for request_id, gpus, auto_approved in grants
+            if request_id != excluding_request and (auto_approved or request_id in extended_by_bot)
         )
 
     def grant_of(self, request_id: int) -> GrantRow | None:
