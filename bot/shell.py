@@ -77,6 +77,10 @@ DEMO = [
     "click 7",
     "# Frontier was lowered first, then business raised by what frontier gave up; running frontier pods keep running.",
     "quota",
+    "/gpu-quota status ai-frontier-research",
+    "# Two days later frontier's sweep has finished; one notebook keeps its GPU. The bot says so in the shift's thread.",
+    "finish ai-frontier-research 1",
+    "time +2d",
     "/gpu-quota audit GQ-2",
 ]
 
@@ -386,8 +390,11 @@ class Shell:
         if kube is None or len(args) != 2 or (args[0], QUOTA) not in kube.quotas or not args[1].isdigit():
             self._say("Usage (sandbox only): finish <namespace> <gpus still in use>, e.g. finish ai-frontier-research 1")
             return
-        kube.finish_pods(args[0], int(args[1]))
-        self._say(f"Jobs finished in {args[0]}: {args[1]} GPU(s) in use now. Type `tick` to run the scheduled jobs.")
+        finished = kube.finish_pods(args[0], int(args[1]))
+        ended = f"{', '.join(finished)} finished; " if finished else ""
+        self._say(
+            f"Jobs finished in {args[0]}: {ended}{kube.used[args[0]]} GPU(s) in use now. Type `tick` to run the scheduled jobs."
+        )
 
     def _users(self) -> None:
         for person in PEOPLE:

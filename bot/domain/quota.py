@@ -125,7 +125,7 @@ def below_usage_note(*, new_hard: int, used: int) -> str | None:
         return None
     return (
         f"{used} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
-        " new pods asking for GPUs are refused with `exceeded quota` until usage falls below"
+        " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
         f" {new_hard}: a gradual reclaim as jobs finish, not a hard cut."
     )
 

@@ -247,25 +247,27 @@ class KubeApiStandIn:
             pod["status"]["phase"] = phase
             pod["metadata"]["resourceVersion"] = self._next_rv()
 
-    def finish_pods(self, namespace: str, keep_gpus: int) -> None:
-        """Running GPU pods of the namespace finish (phase ``Succeeded``), oldest first, until at most
+    def finish_pods(self, namespace: str, keep_gpus: int) -> list[str]:
+        """Running GPU pods of the namespace finish (phase ``Succeeded``), largest first, until at most
         ``keep_gpus`` GPUs are held by the ones still running; ``status.used`` is then what the quota
-        controller would recompute (``set_used``)."""
+        controller would recompute: what the running pods hold (``keep_gpus`` when the namespace has no
+        pods here). Returns the names of the pods that finished."""
         with self._lock:
             running = sorted(
-                (pod for (ns, _), pod in self.pods.items() if ns == namespace and pod["status"]["phase"] == "Running"),
-                key=lambda pod: pod["metadata"]["creationTimestamp"],
+                ((name, pod) for (ns, name), pod in self.pods.items() if ns == namespace and pod["status"]["phase"] == "Running"),
+                key=lambda item: (-_pod_gpus(item[1]), item[0]),
             )
-            held = sum(
-                int(pod["spec"]["containers"][0]["resources"].get("requests", {}).get("nvidia.com/gpu", 0)) for pod in running
-            )
-            for pod in running:
+            held = sum(_pod_gpus(pod) for _, pod in running)
+            finished = []
+            for name, pod in running:
                 if held <= keep_gpus:
                     break
-                held -= int(pod["spec"]["containers"][0]["resources"].get("requests", {}).get("nvidia.com/gpu", 0))
+                held -= _pod_gpus(pod)
                 pod["status"]["phase"] = "Succeeded"
                 pod["metadata"]["resourceVersion"] = self._next_rv()
-        self.set_used(namespace, keep_gpus)
+                finished.append(name)
+            self.set_used(namespace, held if running else keep_gpus)
+        return finished
 
     def add_event(self, event: dict[str, Any]) -> None:
         with self._lock:
@@ -720,3 +722,8 @@ def _list(kind: str, items: list[dict[str, Any]], rv: str) -> Outgoing:
 
 def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pod_gpus(pod: dict[str, Any]) -> int:
+    """The ``nvidia.com/gpu`` a stand-in pod requests (its one container, as ``add_pod`` makes it)."""
+    return int(pod["spec"]["containers"][0]["resources"].get("requests", {}).get("nvidia.com/gpu", 0))

@@ -27,7 +27,9 @@ def test_shell_demo_tells_the_whole_story() -> None:
     assert "Approved by @lee — 2 of 2." in out and "Running pods keep running" in out
     assert "Shift applied, source first: *ai-frontier-research* 4 GPUs → *1 GPU* (gave up 3 GPUs)" in out
     assert "*biz-model-serving* 16 GPUs → *19 GPUs*" in out and "shift_source_applied" in out
-    assert "quota_patched" in out  # the audit trail
+    assert "over quota by 2, reclaiming since" in out  # frontier's jobs still hold 3 GPUs
+    assert "*2 GPUs freed over 2 days as jobs finished* in *ai-frontier-research*" in out  # then the reclaim ends
+    assert "quota_patched" in out and "reclaim_ended" in out  # the audit trail
     assert "Traceback" not in out + result.stderr
 
 
