@@ -439,6 +439,9 @@ class RequestService:
             earlier = next((d for d in row.decisions if d.user_id == user), None)
             if earlier is not None:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+            if row.kind == RequestKind.SHIFT:
+                # Again on the approvals as they are now: another approval may have landed since the check above.
+                self._check_shift_decider(user, row, verdict, fresh=False)
             repo.add_decision(row, user_id=user, verdict=verdict, decided_at=now)
             row.touch(now=now)  # a concurrent decision on this request must now re-read
             repo.record(
@@ -479,12 +482,12 @@ class RequestService:
             return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
 
-    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict) -> None:
+    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict, *, fresh: bool = True) -> None:
         source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
         if source is None or target is None:
             raise UserError(f"{format_request_id(request.id)} names a team the policy no longer has; an admin can cancel it.")
         earlier = [d.user_id for d in request.approvals] if verdict == Verdict.APPROVE else []
-        problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier)
+        problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier, fresh=fresh)
         if problem:
             raise UserError(problem)
 

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
+from bot.domain.lifecycle import Verdict
 from bot.domain.policy import ShiftApproval, Shifts
 from bot.sandbox.session import Sandbox
 from bot.sandbox.slack_api import Recorded
 from bot.sandbox.world import sandbox_policy
 from tests.integration.conftest import SlackOverHttp, serve
 
-BOB, LEE, MAYA, PAT = "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
+ALICE, BOB, LEE, MAYA, PAT = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
 FRONTIER, BUSINESS, QUOTA = "ai-frontier-research", "biz-model-serving", "compute-quota"
 SHIFT = f"shift 3 from {FRONTIER} to {BUSINESS}"
 
@@ -313,3 +315,45 @@ def test_the_shift_card_shows_what_keeps_running_in_the_source(slack: SlackOverH
     slack.click(LEE, approve, card)
     slack.click(MAYA, approve, card)
     assert "Running in" not in slack.current_text(card)  # decided: the card no longer reads the cluster
+
+
+@pytest.fixture
+def two_frontier_approvers(clock: ManualClock) -> Iterator[SlackOverHttp]:
+    """The sandbox with Alice as a second approver of frontier (the source team)."""
+    policy = sandbox_policy()
+    frontier = policy.teams["frontier"]
+    approvers = frontier.approvers.model_copy(update={"users": frozenset({LEE, ALICE})})
+    teams = {**policy.teams, "frontier": frontier.model_copy(update={"approvers": approvers})}
+    box = Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def test_two_source_approvers_deciding_at_once_do_not_approve_a_shift_without_the_target_team(
+    two_frontier_approvers: SlackOverHttp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slack = two_frontier_approvers
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    copy = slack.request_message("C0FRONTIER")
+    services = slack.sandbox.services
+    checked, alices = services.access.shift_decision_problem, []
+
+    def lee_lands_meanwhile(user: str, *args: Any, **kwargs: Any) -> str | None:
+        """Alice's click passes both checks (the button's, then the decision's) while Lee's has not landed;
+        Lee's lands just after, before Alice's approval is recorded."""
+        problem = checked(user, *args, **kwargs)
+        alices.extend([user] if user == ALICE else [])
+        if len(alices) == 2 and user == ALICE:
+            services.requests.decide(user=LEE, request_id=1, verdict=Verdict.APPROVE)
+        return problem
+
+    monkeypatch.setattr(services.access, "shift_decision_problem", lee_lands_meanwhile)
+    slack.click(ALICE, slack.buttons(copy)["Approve"], copy)
+
+    assert "needs one from an approver of Model serving" in slack.responses()[-1]
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
+    assert slack.sandbox.database is not None
+    assert slack.sandbox.database.run(lambda repo: len(repo.request(1).approvals)) == 1  # type: ignore[union-attr]
