@@ -170,7 +170,7 @@ class RequestService:
         """Ask for more time on an active grant: a new request that needs approval like any other."""
         check_reason_length(reason)
         original = self._load(request_id)
-        grant = self._active_grant(request_id)
+        grant = self._active_grant(original)
         team = self._team_for_request(requester, original.namespace)
         # The whole grant counts, not the time left: otherwise repeated extensions make any grant endless.
         whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
@@ -199,11 +199,17 @@ class RequestService:
 
     def check_extendable(self, request_id: int) -> None:
         """Raise UserError unless the request has a grant to extend (asked before the extend form opens)."""
-        self._load(request_id)
-        self._active_grant(request_id)
+        self._active_grant(self._load(request_id))
 
-    def _active_grant(self, request_id: int) -> GrantRow:
+    def _active_grant(self, request: RequestRow) -> GrantRow:
         """The request's grant if it is active now; after downtime one may be past its end before the reconcile ends it."""
+        request_id = request.id
+        if request.kind == RequestKind.SHIFT:
+            # An extension is decided by the target team alone; the source's GPUs need the source team's approval too.
+            raise UserError(
+                f"{format_request_id(request_id)} is a shift: its GPUs come from {request.source_namespace}, so to keep them"
+                " longer, request a new shift when this one ends (both teams approve it)."
+            )
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE or grant.ends_at <= self._clock.now():
             raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")

@@ -357,3 +357,18 @@ def test_two_source_approvers_deciding_at_once_do_not_approve_a_shift_without_th
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
     assert slack.sandbox.database is not None
     assert slack.sandbox.database.run(lambda repo: len(repo.request(1).approvals)) == 1  # type: ignore[union-attr]
+
+
+def test_a_temporary_shift_is_not_extended_by_the_target_team_alone(slack: SlackOverHttp, clock: ManualClock) -> None:
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    cards = len(slack.channel_messages("C0BIZ"))
+
+    response = slack.command(BOB, "extend GQ-1 7d the peak lasts longer")
+
+    answers = [response.text, *slack.responses()]
+    assert any("request a new shift" in answer for answer in answers), answers
+    assert len(slack.channel_messages("C0BIZ")) == cards  # no extension card that only the target team decides
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert "GPUs back to the source" in slack.thread(card)[-1]
