@@ -372,3 +372,20 @@ def test_a_temporary_shift_is_not_extended_by_the_target_team_alone(slack: Slack
     slack.sandbox.services.reconciler.tick()
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
     assert "GPUs back to the source" in slack.thread(card)[-1]
+
+
+def test_a_typed_approve_in_the_source_copys_thread_counts_like_its_button(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card, copy = slack.request_message("C0BIZ"), slack.request_message("C0FRONTIER")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+
+    def typed(user: str, text: str) -> None:
+        event = slack.side.thread_reply(user_id=user, channel_id=copy.channel or "", thread_ts=copy.ts or "", text=text)
+        assert slack.post(slack.side.event(event)).status_code == 200
+
+    typed(BOB, "approve")  # the requester, under the copy
+    assert "You cannot approve your own request GQ-1" in slack.thread(copy)[-1]
+    typed(LEE, "approve")
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert "Shift applied" in slack.thread(card)[-1]
