@@ -577,6 +577,11 @@ class RequestService:
             raise UserError(f"The grant of {format_request_id(request_id)} has already ended.")
         if ended == GrantState.ENDING:
             return f"Released {format_request_id(request_id)}; the quota could not be put back yet and the bot keeps retrying."
+        if request.kind == RequestKind.SHIFT:  # the target gives them back; the source gets them
+            return (
+                f"Released {format_request_id(request_id)}: {request.namespace} gives the {gpus(grant.gpus)} it was shifted"
+                f" back to {request.source_namespace}."
+            )
         return f"Released {format_request_id(request_id)}: {gpus(abs(grant.gpus))} given back to {request.namespace}."
 
     def retry(self, *, user: str, request_id: int) -> str:

@@ -389,3 +389,15 @@ def test_a_typed_approve_in_the_source_copys_thread_counts_like_its_button(slack
 
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
     assert "Shift applied" in slack.thread(card)[-1]
+
+
+def test_a_temporary_shift_released_early_lowers_the_target_then_gives_the_source_back(slack: SlackOverHttp) -> None:
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+
+    slack.command(BOB, "release GQ-1")
+
+    assert slack.responses()[-1] == f"Released GQ-1: {BUSINESS} gives the 3 GPUs it was shifted back to {FRONTIER}."
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    assert audit(slack, 1).count(("shift_source_returned", FRONTIER)) == 1
