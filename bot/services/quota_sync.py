@@ -125,7 +125,8 @@ class QuotaSync:
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
 
-        ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused). Raises
+        ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused); its base is
+        below zero when a hand edit took more than the base had. Raises
         TemporaryError for faults that may pass (and after too many 409s in a row), PermanentError or
         NamespaceNotFound for what will not.
         """
@@ -156,7 +157,8 @@ class QuotaSync:
         snapshot = self._cluster.read_quota(namespace, quota_name)
         plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
         if check is not None:
-            problem = check(plan.seen.base, plan.grants)
+            # The base as the edit left it, below zero when the edit took more than a recorded decrease left.
+            problem = check(plan.seen.base - plan.seen.short, plan.grants)
             if problem:
                 raise ChangeRefused(problem)
         written: QuotaSnapshot | None = None

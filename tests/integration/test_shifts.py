@@ -401,3 +401,18 @@ def test_a_temporary_shift_released_early_lowers_the_target_then_gives_the_sourc
     assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]
     assert "GPUs back to the source" in slack.thread(card)[-1]
     assert audit(slack, 1).count(("shift_source_returned", FRONTIER)) == 1
+
+
+def test_a_hand_edit_while_the_source_leg_waits_makes_up_no_gpus(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 503, times=1)
+    card = submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    assert "waiting for the cluster" in slack.thread(card)[-1] and hard(slack, FRONTIER) == "4"
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person takes 2 GPUs away by hand
+
+    clock.advance(timedelta(seconds=10))
+    slack.sandbox.services.reconciler.tick()  # the shift resumes and meets the edit
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")  # refused: no GPU made up for the target
+    assert f"`{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.thread(card)[-1]
