@@ -416,3 +416,19 @@ def test_a_hand_edit_while_the_source_leg_waits_makes_up_no_gpus(slack: SlackOve
 
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")  # refused: no GPU made up for the target
     assert f"`{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.thread(card)[-1]
+
+
+def test_a_hand_edit_the_sweep_sees_while_the_source_leg_waits_makes_up_no_gpus(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 503, times=1)
+    card = submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person takes 2 GPUs away by hand
+    slack.sandbox.services.reconciler.sweep()  # the sweep runs before the shift resumes
+
+    clock.advance(timedelta(seconds=10))
+    slack.sandbox.services.reconciler.tick()
+    slack.sandbox.services.reconciler.sweep()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")  # refused: no GPU made up for the target
+    assert f"`{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.thread(card)[-1]
