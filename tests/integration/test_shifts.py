@@ -432,3 +432,20 @@ def test_a_hand_edit_the_sweep_sees_while_the_source_leg_waits_makes_up_no_gpus(
 
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")  # refused: no GPU made up for the target
     assert f"`{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.thread(card)[-1]
+
+
+def test_the_sources_own_grant_ending_during_a_temporary_shift_moves_only_its_own_gpus(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    slack.command(ALICE, f"request {FRONTIER} +1 for 4h one more eval")  # auto-approved: frontier 5
+    assert hard(slack, FRONTIER) == "5"
+    submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "19")
+
+    clock.advance(timedelta(hours=4, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+
+    clock.advance(timedelta(days=7))
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
