@@ -65,6 +65,7 @@ class _Plan:
     seen: Observation
     grants: int
     desired: int
+    shifting: int | None = None  # the approved shift whose decrease of this namespace is recorded, not yet applied
 
 
 class QuotaSync:
@@ -156,6 +157,11 @@ class QuotaSync:
     ) -> SyncOutcome:
         snapshot = self._cluster.read_quota(namespace, quota_name)
         plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
+            # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
+            raise TemporaryError(
+                f"{format_request_id(plan.shifting)} is lowering {namespace}, whose quota was cut by hand meanwhile; the shift goes first"
+            )
         if check is not None:
             # The base as the edit left it, below zero when the edit took more than a recorded decrease left.
             problem = check(plan.seen.base - plan.seen.short, plan.grants)
@@ -197,7 +203,8 @@ class QuotaSync:
             active_grants=grants,
             default_quota=self._policy.default_quota(namespace),
         )
-        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants))
+        shifting = repo.shift_sources_in_flight().get(namespace) if seen.short else None
+        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants), shifting=shifting)
 
     def _record(
         self,

@@ -449,3 +449,21 @@ def test_the_sources_own_grant_ending_during_a_temporary_shift_moves_only_its_ow
     clock.advance(timedelta(days=7))
     slack.sandbox.services.reconciler.tick()
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+
+
+def test_a_hand_edit_met_by_the_sources_grant_ending_while_the_source_leg_waits_makes_up_no_gpus(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    slack.command(ALICE, f"request {FRONTIER} +1 for 4h one more eval")  # auto-approved: frontier 5
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 503, times=1)
+    submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person takes 3 GPUs away by hand
+
+    clock.advance(timedelta(hours=4, minutes=1))
+    slack.sandbox.services.reconciler.tick()  # the grant's end converges frontier before the shift resumes
+    clock.advance(timedelta(minutes=1))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")  # 4 - 3 by hand; the shift refused

@@ -117,14 +117,14 @@ class Repository:
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
-    def shift_sources_in_flight(self) -> set[str]:
-        """Source namespaces of approved shifts whose decrease is recorded but not yet applied."""
-        query = select(RequestRow.source_namespace).where(
+    def shift_sources_in_flight(self) -> dict[str, int]:
+        """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
+        query = select(RequestRow.source_namespace, RequestRow.id).where(
             RequestRow.kind == RequestKind.SHIFT,
             RequestRow.state == RequestState.APPROVED,
             RequestRow.source_state == SourceLeg.RECORDED,
         )
-        return {name for name in self.session.scalars(query) if name is not None}
+        return {name: request_id for name, request_id in self.session.execute(query) if name is not None}
 
     def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
         query = select(RequestRow.delta, RequestRow.duration_seconds).where(
