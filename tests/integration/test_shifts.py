@@ -467,3 +467,26 @@ def test_a_hand_edit_met_by_the_sources_grant_ending_while_the_source_leg_waits_
     slack.sandbox.services.reconciler.tick()
 
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")  # 4 - 3 by hand; the shift refused
+
+
+@pytest.fixture
+def gone_source_channel(clock: ManualClock) -> Iterator[SlackOverHttp]:
+    """The sandbox with frontier's approvals channel gone from Slack (archived, or the bot removed)."""
+    policy = sandbox_policy()
+    teams = {**policy.teams, "frontier": policy.teams["frontier"].model_copy(update={"channel": "C0GONE"})}
+    box = Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def test_a_copy_slack_refuses_is_said_in_the_thread(gone_source_channel: SlackOverHttp) -> None:
+    slack = gone_source_channel
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0BIZ")
+
+    told = slack.thread(card)[-1]
+    assert "could not be posted in <#C0GONE>" in told and "channel_not_found" in told, told
+    assert "approvers of Frontier research do not see it there" in told
