@@ -39,6 +39,7 @@ class Observation:
     base: int
     last_seen: int | None
     drift: int  # GPUs someone else added (+) or removed (-) since the bot's last write, as adopted
+    short: int = 0  # GPUs the edit took beyond the base (which stops at zero): what a decrease in the base cannot give
 
 
 def observe(
@@ -70,8 +71,9 @@ def observe(
     expected = snapshot.bot_applied if snapshot.bot_applied is not None else last_seen
     if expected is None:
         expected = desired_gpus(base, active_grants)
-    adopted = max(0, base + snapshot.hard - expected)
-    return Observation(base=adopted, last_seen=snapshot.hard, drift=adopted - base)
+    edited = base + snapshot.hard - expected
+    adopted = max(0, edited)
+    return Observation(base=adopted, last_seen=snapshot.hard, drift=adopted - base, short=adopted - edited)
 
 
 def desired_gpus(base: int, active_grants: int) -> int:

@@ -30,7 +30,7 @@ from bot.observability import count_error
 from bot.services.cards import RequestCard, card_for, source_copy
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
-from bot.services.text import Notice
+from bot.services.text import Channel, Notice, say
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
@@ -131,6 +131,16 @@ class Announcer:
             ref = self._notifier.post_request(copy)
         except GpuQuotaError as error:
             log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
+            team = card.shift.team_label if card.shift else "the source team"
+            self.thread(
+                card.request_id,
+                say(
+                    ":warning: The copy of this card could not be posted in ",
+                    Channel(copy.channel_id),
+                    f" ({error}); ",
+                    f"approvers of {team} do not see it there: send them this thread.",
+                ),
+            )
             return
 
         def remember(repo):  # type: ignore[no-untyped-def]

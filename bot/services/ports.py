@@ -72,6 +72,10 @@ class Repository(Protocol):
         """Temporary shifts whose target side failed while their source stays lowered."""
         ...
 
+    def shift_sources_in_flight(self) -> dict[str, int]:
+        """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
+        ...
+
     def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
         """(delta, duration_seconds) of the team's auto-approved requests created in [start, end) that
         took effect or are taking it."""

@@ -66,7 +66,9 @@ class ProposalService:
         if not self._db.run(lambda repo: repo.claim_digest(CLAIM_SCOPE, today, at=self._clock.now())):
             return ProposalRun(today, skipped="already posted today")
         try:
-            proposals = propose(self.measure(today))
+            uses, measured = self.measure(today)
+            # A day the metrics did not see would read as GPUs nobody used: no proposal from a partial fortnight.
+            proposals = propose(uses) if measured == WINDOW_DAYS else []
             for index, proposal in enumerate(proposals, start=1):
                 self._announce.post(channel, proposal_notice(proposal, index, len(proposals)), actions=[propose_button(proposal)])
         except Exception:
@@ -74,10 +76,14 @@ class ProposalService:
             raise
         self._db.run(lambda repo: repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now()))
         log.info("proposals: %d shift(s) proposed from %d days of use", len(proposals), WINDOW_DAYS)
+        if measured < WINDOW_DAYS:
+            log.warning("proposals: only %d of the last %d days were measured; nothing proposed", measured, WINDOW_DAYS)
+            return ProposalRun(today, skipped=f"only {measured} of the last {WINDOW_DAYS} days were measured")
         return ProposalRun(today, proposals, skipped=None if proposals else "no namespace both short and with spare GPUs")
 
-    def measure(self, today: date) -> list[NamespaceUse]:
-        """Each managed namespace with a GPU quota, over the ``WINDOW_DAYS`` finished days before ``today``."""
+    def measure(self, today: date) -> tuple[list[NamespaceUse], int]:
+        """Each managed namespace with a GPU quota, over the ``WINDOW_DAYS`` finished days before ``today``,
+        and how many of those days the metrics saw."""
         zone = self._policy.schedules.zone
         days = [today - timedelta(days=n) for n in range(WINDOW_DAYS, 0, -1)]
         known = self._ledger.status(days)
@@ -97,7 +103,7 @@ class ProposalService:
         blocked = self._db.run(lambda repo: repo.quota_blocks(days[0], days[-1]))
         managed = self._policy.managed_namespaces()
         quotas = self._cluster.gpu_quota_totals({ns: self._policy.quota_name(ns) for ns in managed})
-        return [
+        uses = [
             NamespaceUse(
                 namespace=ns,
                 quota=quotas[ns],
@@ -109,6 +115,7 @@ class ProposalService:
             for ns in sorted(managed)
             if ns in quotas  # no quota: unlimited, nothing to give
         ]
+        return uses, len(recorded)
 
 
 def proposal_notice(proposal: Proposal, index: int, count: int) -> Notice:

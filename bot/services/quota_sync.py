@@ -65,6 +65,7 @@ class _Plan:
     seen: Observation
     grants: int
     desired: int
+    shifting: int | None = None  # the approved shift whose decrease of this namespace is recorded, not yet applied
 
 
 class QuotaSync:
@@ -125,7 +126,8 @@ class QuotaSync:
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
 
-        ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused). Raises
+        ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused); its base is
+        below zero when a hand edit took more than the base had. Raises
         TemporaryError for faults that may pass (and after too many 409s in a row), PermanentError or
         NamespaceNotFound for what will not.
         """
@@ -155,8 +157,14 @@ class QuotaSync:
     ) -> SyncOutcome:
         snapshot = self._cluster.read_quota(namespace, quota_name)
         plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
+            # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
+            raise TemporaryError(
+                f"{format_request_id(plan.shifting)} is lowering {namespace}, whose quota was cut by hand meanwhile; the shift goes first"
+            )
         if check is not None:
-            problem = check(plan.seen.base, plan.grants)
+            # The base as the edit left it, below zero when the edit took more than a recorded decrease left.
+            problem = check(plan.seen.base - plan.seen.short, plan.grants)
             if problem:
                 raise ChangeRefused(problem)
         written: QuotaSnapshot | None = None
@@ -195,7 +203,8 @@ class QuotaSync:
             active_grants=grants,
             default_quota=self._policy.default_quota(namespace),
         )
-        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants))
+        shifting = repo.shift_sources_in_flight().get(namespace) if seen.short else None
+        return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants), shifting=shifting)
 
     def _record(
         self,

@@ -65,7 +65,13 @@ class Reconciler:
     def sweep(self) -> TickReport:
         """Converge every managed namespace: adopts hand edits promptly and repairs lost writes."""
         report = TickReport()
+        in_flight = self._db.run(lambda repo: repo.shift_sources_in_flight())
         for namespace in self._policy.managed_namespaces():
+            if namespace in in_flight:
+                # Its shift lowers it (and meets any hand edit with the shift's own check): adopting an edit here
+                # first would stop the base at zero and hide GPUs the source no longer has.
+                log.info("sweep leaves %s to the shift that is lowering it", namespace)
+                continue
             try:
                 outcome = self._sync.converge(namespace)
             except GpuQuotaError as error:

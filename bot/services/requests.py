@@ -170,7 +170,7 @@ class RequestService:
         """Ask for more time on an active grant: a new request that needs approval like any other."""
         check_reason_length(reason)
         original = self._load(request_id)
-        grant = self._active_grant(request_id)
+        grant = self._active_grant(original)
         team = self._team_for_request(requester, original.namespace)
         # The whole grant counts, not the time left: otherwise repeated extensions make any grant endless.
         whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
@@ -199,11 +199,17 @@ class RequestService:
 
     def check_extendable(self, request_id: int) -> None:
         """Raise UserError unless the request has a grant to extend (asked before the extend form opens)."""
-        self._load(request_id)
-        self._active_grant(request_id)
+        self._active_grant(self._load(request_id))
 
-    def _active_grant(self, request_id: int) -> GrantRow:
+    def _active_grant(self, request: RequestRow) -> GrantRow:
         """The request's grant if it is active now; after downtime one may be past its end before the reconcile ends it."""
+        request_id = request.id
+        if request.kind == RequestKind.SHIFT:
+            # An extension is decided by the target team alone; the source's GPUs need the source team's approval too.
+            raise UserError(
+                f"{format_request_id(request_id)} is a shift: its GPUs come from {request.source_namespace}, so to keep them"
+                " longer, request a new shift when this one ends (both teams approve it)."
+            )
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE or grant.ends_at <= self._clock.now():
             raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
@@ -439,6 +445,9 @@ class RequestService:
             earlier = next((d for d in row.decisions if d.user_id == user), None)
             if earlier is not None:
                 raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+            if row.kind == RequestKind.SHIFT:
+                # Again on the approvals as they are now: another approval may have landed since the check above.
+                self._check_shift_decider(user, row, verdict, fresh=False)
             repo.add_decision(row, user_id=user, verdict=verdict, decided_at=now)
             row.touch(now=now)  # a concurrent decision on this request must now re-read
             repo.record(
@@ -479,12 +488,12 @@ class RequestService:
             return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
 
-    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict) -> None:
+    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict, *, fresh: bool = True) -> None:
         source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
         if source is None or target is None:
             raise UserError(f"{format_request_id(request.id)} names a team the policy no longer has; an admin can cancel it.")
         earlier = [d.user_id for d in request.approvals] if verdict == Verdict.APPROVE else []
-        problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier)
+        problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier, fresh=fresh)
         if problem:
             raise UserError(problem)
 
@@ -568,6 +577,11 @@ class RequestService:
             raise UserError(f"The grant of {format_request_id(request_id)} has already ended.")
         if ended == GrantState.ENDING:
             return f"Released {format_request_id(request_id)}; the quota could not be put back yet and the bot keeps retrying."
+        if request.kind == RequestKind.SHIFT:  # the target gives them back; the source gets them
+            return (
+                f"Released {format_request_id(request_id)}: {request.namespace} gives the {gpus(grant.gpus)} it was shifted"
+                f" back to {request.source_namespace}."
+            )
         return f"Released {format_request_id(request_id)}: {gpus(abs(grant.gpus))} given back to {request.namespace}."
 
     def retry(self, *, user: str, request_id: int) -> str:

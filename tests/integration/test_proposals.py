@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -116,3 +117,29 @@ def test_no_proposal_when_no_team_was_blocked(slack: SlackOverHttp) -> None:
     run = slack.sandbox.services.proposals.run()
     assert run.proposals == [] and run.skipped
     assert slack.channel_messages("C0PLATFORM") == []
+
+
+def test_no_proposal_from_days_the_metrics_did_not_see(tmp_path: Path) -> None:
+    """Prometheus has nothing for the fortnight (scrapes lost): "used at most 0 of 4 GPUs" would be a guess."""
+    if not binaries_available():
+        pytest.fail("the prometheus and promtool binaries are missing: ./scripts/test installs Debian's prometheus package")
+    empty = PrometheusServer(tmp_path).start()
+    policy = sandbox_policy().model_copy(
+        update={"schedules": sandbox_policy().schedules.model_copy(update={"proposals": "0 8 * * 1"})}
+    )
+    metrics = PrometheusMetrics.connect(empty.url, interval=STEP, idle_threshold=0.05)
+    box = Sandbox(policy=policy, clock=ManualClock(FIRST + timedelta(hours=9)), metrics=metrics, kube_timeout=(2.0, 2.0)).start()
+    url, server = serve(WebApp(box.app))
+    try:
+        slack = SlackOverHttp(box, url)
+        block_business_17_times(slack)
+        assert box.services is not None and box.services.proposals is not None
+
+        run = box.services.proposals.run()
+
+        assert run.proposals == [] and run.skipped == "only 0 of the last 14 days were measured"
+        assert slack.channel_messages("C0PLATFORM") == []
+    finally:
+        server.close()
+        box.stop()
+        empty.stop()

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
 from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
+from bot.domain.lifecycle import Verdict
 from bot.domain.policy import ShiftApproval, Shifts
 from bot.sandbox.session import Sandbox
 from bot.sandbox.slack_api import Recorded
 from bot.sandbox.world import sandbox_policy
 from tests.integration.conftest import SlackOverHttp, serve
 
-BOB, LEE, MAYA, PAT = "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
+ALICE, BOB, LEE, MAYA, PAT = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
 FRONTIER, BUSINESS, QUOTA = "ai-frontier-research", "biz-model-serving", "compute-quota"
 SHIFT = f"shift 3 from {FRONTIER} to {BUSINESS}"
 
@@ -313,3 +315,178 @@ def test_the_shift_card_shows_what_keeps_running_in_the_source(slack: SlackOverH
     slack.click(LEE, approve, card)
     slack.click(MAYA, approve, card)
     assert "Running in" not in slack.current_text(card)  # decided: the card no longer reads the cluster
+
+
+@pytest.fixture
+def two_frontier_approvers(clock: ManualClock) -> Iterator[SlackOverHttp]:
+    """The sandbox with Alice as a second approver of frontier (the source team)."""
+    policy = sandbox_policy()
+    frontier = policy.teams["frontier"]
+    approvers = frontier.approvers.model_copy(update={"users": frozenset({LEE, ALICE})})
+    teams = {**policy.teams, "frontier": frontier.model_copy(update={"approvers": approvers})}
+    box = Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def test_two_source_approvers_deciding_at_once_do_not_approve_a_shift_without_the_target_team(
+    two_frontier_approvers: SlackOverHttp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slack = two_frontier_approvers
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    copy = slack.request_message("C0FRONTIER")
+    services = slack.sandbox.services
+    checked, alices = services.access.shift_decision_problem, []
+
+    def lee_lands_meanwhile(user: str, *args: Any, **kwargs: Any) -> str | None:
+        """Alice's click passes both checks (the button's, then the decision's) while Lee's has not landed;
+        Lee's lands just after, before Alice's approval is recorded."""
+        problem = checked(user, *args, **kwargs)
+        alices.extend([user] if user == ALICE else [])
+        if len(alices) == 2 and user == ALICE:
+            services.requests.decide(user=LEE, request_id=1, verdict=Verdict.APPROVE)
+        return problem
+
+    monkeypatch.setattr(services.access, "shift_decision_problem", lee_lands_meanwhile)
+    slack.click(ALICE, slack.buttons(copy)["Approve"], copy)
+
+    assert "needs one from an approver of Model serving" in slack.responses()[-1]
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
+    assert slack.sandbox.database is not None
+    assert slack.sandbox.database.run(lambda repo: len(repo.request(1).approvals)) == 1  # type: ignore[union-attr]
+
+
+def test_a_temporary_shift_is_not_extended_by_the_target_team_alone(slack: SlackOverHttp, clock: ManualClock) -> None:
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    cards = len(slack.channel_messages("C0BIZ"))
+
+    response = slack.command(BOB, "extend GQ-1 7d the peak lasts longer")
+
+    answers = [response.text, *slack.responses()]
+    assert any("request a new shift" in answer for answer in answers), answers
+    assert len(slack.channel_messages("C0BIZ")) == cards  # no extension card that only the target team decides
+    clock.advance(timedelta(days=7, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+
+
+def test_a_typed_approve_in_the_source_copys_thread_counts_like_its_button(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card, copy = slack.request_message("C0BIZ"), slack.request_message("C0FRONTIER")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+
+    def typed(user: str, text: str) -> None:
+        event = slack.side.thread_reply(user_id=user, channel_id=copy.channel or "", thread_ts=copy.ts or "", text=text)
+        assert slack.post(slack.side.event(event)).status_code == 200
+
+    typed(BOB, "approve")  # the requester, under the copy
+    assert "You cannot approve your own request GQ-1" in slack.thread(copy)[-1]
+    typed(LEE, "approve")
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+    assert "Shift applied" in slack.thread(card)[-1]
+
+
+def test_a_temporary_shift_released_early_lowers_the_target_then_gives_the_source_back(slack: SlackOverHttp) -> None:
+    card = submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+
+    slack.command(BOB, "release GQ-1")
+
+    assert slack.responses()[-1] == f"Released GQ-1: {BUSINESS} gives the 3 GPUs it was shifted back to {FRONTIER}."
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+    assert quota_writes_in_order(slack) == [FRONTIER, BUSINESS, BUSINESS, FRONTIER]
+    assert "GPUs back to the source" in slack.thread(card)[-1]
+    assert audit(slack, 1).count(("shift_source_returned", FRONTIER)) == 1
+
+
+def test_a_hand_edit_while_the_source_leg_waits_makes_up_no_gpus(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 503, times=1)
+    card = submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    assert "waiting for the cluster" in slack.thread(card)[-1] and hard(slack, FRONTIER) == "4"
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person takes 2 GPUs away by hand
+
+    clock.advance(timedelta(seconds=10))
+    slack.sandbox.services.reconciler.tick()  # the shift resumes and meets the edit
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")  # refused: no GPU made up for the target
+    assert f"`{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.thread(card)[-1]
+
+
+def test_a_hand_edit_the_sweep_sees_while_the_source_leg_waits_makes_up_no_gpus(slack: SlackOverHttp, clock: ManualClock) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 503, times=1)
+    card = submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person takes 2 GPUs away by hand
+    slack.sandbox.services.reconciler.sweep()  # the sweep runs before the shift resumes
+
+    clock.advance(timedelta(seconds=10))
+    slack.sandbox.services.reconciler.tick()
+    slack.sandbox.services.reconciler.sweep()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "16")  # refused: no GPU made up for the target
+    assert f"`{FRONTIER}` has 2 GPUs of its own quota now, so it cannot give 3" in slack.thread(card)[-1]
+
+
+def test_the_sources_own_grant_ending_during_a_temporary_shift_moves_only_its_own_gpus(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    slack.command(ALICE, f"request {FRONTIER} +1 for 4h one more eval")  # auto-approved: frontier 5
+    assert hard(slack, FRONTIER) == "5"
+    submit_and_approve(slack, f"{SHIFT} for 7d quarter-end peak")
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("2", "19")
+
+    clock.advance(timedelta(hours=4, minutes=1))
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "19")
+
+    clock.advance(timedelta(days=7))
+    slack.sandbox.services.reconciler.tick()
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16")
+
+
+def test_a_hand_edit_met_by_the_sources_grant_ending_while_the_source_leg_waits_makes_up_no_gpus(
+    slack: SlackOverHttp, clock: ManualClock
+) -> None:
+    kube = slack.sandbox.kube
+    assert kube is not None
+    slack.command(ALICE, f"request {FRONTIER} +1 for 4h one more eval")  # auto-approved: frontier 5
+    kube.fail("PATCH", f"/namespaces/{FRONTIER}/resourcequotas/", 503, times=1)
+    submit_and_approve(slack, f"{SHIFT} permanent strategy")
+    kube.edit_quota(FRONTIER, QUOTA, "requests.nvidia.com/gpu", "2")  # a person takes 3 GPUs away by hand
+
+    clock.advance(timedelta(hours=4, minutes=1))
+    slack.sandbox.services.reconciler.tick()  # the grant's end converges frontier before the shift resumes
+    clock.advance(timedelta(minutes=1))
+    slack.sandbox.services.reconciler.tick()
+
+    assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("1", "16")  # 4 - 3 by hand; the shift refused
+
+
+@pytest.fixture
+def gone_source_channel(clock: ManualClock) -> Iterator[SlackOverHttp]:
+    """The sandbox with frontier's approvals channel gone from Slack (archived, or the bot removed)."""
+    policy = sandbox_policy()
+    teams = {**policy.teams, "frontier": policy.teams["frontier"].model_copy(update={"channel": "C0GONE"})}
+    box = Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    yield SlackOverHttp(box, base)
+    server.close()
+    box.stop()
+
+
+def test_a_copy_slack_refuses_is_said_in_the_thread(gone_source_channel: SlackOverHttp) -> None:
+    slack = gone_source_channel
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0BIZ")
+
+    told = slack.thread(card)[-1]
+    assert "could not be posted in <#C0GONE>" in told and "channel_not_found" in told, told
+    assert "approvers of Frontier research do not see it there" in told

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy import and_, delete, func, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.elements import ColumnElement
@@ -116,6 +116,15 @@ class Repository:
             RequestRow.duration_seconds.is_not(None),
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
+
+    def shift_sources_in_flight(self) -> dict[str, int]:
+        """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
+        query = select(RequestRow.source_namespace, RequestRow.id).where(
+            RequestRow.kind == RequestKind.SHIFT,
+            RequestRow.state == RequestState.APPROVED,
+            RequestRow.source_state == SourceLeg.RECORDED,
+        )
+        return {name: request_id for name, request_id in self.session.execute(query) if name is not None}
 
     def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
         query = select(RequestRow.delta, RequestRow.duration_seconds).where(
@@ -293,8 +302,13 @@ class Repository:
     # --- Slack ---------------------------------------------------------------------------------
 
     def request_at(self, channel_id: str, message_ts: str) -> RequestRow | None:
-        """The request whose message is at ``message_ts`` in ``channel_id`` (its thread's parent)."""
-        query = select(RequestRow).where(RequestRow.channel_id == channel_id, RequestRow.message_ts == message_ts)
+        """The request whose message (or a shift's copy for the source team) is at ``message_ts`` in ``channel_id``."""
+        query = select(RequestRow).where(
+            or_(
+                and_(RequestRow.channel_id == channel_id, RequestRow.message_ts == message_ts),
+                and_(RequestRow.source_channel_id == channel_id, RequestRow.source_message_ts == message_ts),
+            )
+        )
         return self.session.scalar(query)
 
     def claim_event(self, event_id: str, *, at: datetime) -> bool:
