@@ -171,7 +171,7 @@ def source_pods_text(source: str, pods: PodsInView) -> str:
     for pod in ordered[:SOURCE_PODS_LISTED]:
         since = f", since {when(pod.started_at)}" if pod.started_at is not None else ""
         what = escape(pod.priority_class or NO_CLASS_LABEL)
-        lines.append(f"• `{escape(pod.name)}`: {gpus(pod.gpus)}, {what}, {pod.phase.lower()}{since}")
+        lines.append(f"• `{escape(pod.name)}`: {gpus(pod.gpus)}, {what}, {escape(pod.phase.lower())}{since}")
     if len(ordered) > SOURCE_PODS_LISTED:
         lines.append(f"• and {len(ordered) - SOURCE_PODS_LISTED} more")
     return "\n".join(lines)
