@@ -103,10 +103,12 @@ class ProposalService:
         blocked = self._db.run(lambda repo: repo.quota_blocks(days[0], days[-1]))
         managed = self._policy.managed_namespaces()
         quotas = self._cluster.gpu_quota_totals({ns: self._policy.quota_name(ns) for ns in managed})
+        # A namespace can give only what it holds for good: GPUs of active temporary grants are borrowed.
+        borrowed = self._db.run(lambda repo: {ns: repo.active_grant_total(ns) for ns in quotas})
         uses = [
             NamespaceUse(
                 namespace=ns,
-                quota=quotas[ns],
+                quota=max(0, quotas[ns] - borrowed[ns]),
                 peak=peaks.get(ns, 0.0),
                 mean=allocated.get(ns, 0.0) / hours_in_window if hours_in_window else 0.0,
                 busy=util[ns] / observed[ns] if observed.get(ns) else None,

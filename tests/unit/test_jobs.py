@@ -312,3 +312,25 @@ def test_the_ledger_job_records_the_finished_days_so_the_digest_needs_no_prometh
     frontier = next(team for team in digest.teams if team.team.name == "frontier")
     assert round(frontier.spent, 2) == 9 * 96.0  # 2 A100s x 24 h x 2.00, every day of the month so far
     assert frontier.missing == []
+
+
+def test_a_proposal_never_gives_away_borrowed_gpus() -> None:
+    """Frontier holds 4 GPUs for good and borrows 2 more for 3 days; it used at most 2: it can give 2, not 4."""
+    raw = {**policy_dict(), "schedules": {"proposals": "0 8 * * 1"}}
+    jobs = make_jobs(raw, clock=ManualClock(datetime(2026, 11, 20, 9, 0, tzinfo=UTC)))  # 6-19 Nov measured
+    assert jobs.services.proposals is not None
+    requests = jobs.services.requests
+    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 3d eval").draft)  # type: ignore[union-attr]
+    requests.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
+    assert jobs.cluster.quotas[("ai-frontier-research", "compute-quota")].hard == 6
+    for day in range(3):  # business was blocked by its quota 3 times
+        jobs.database.run(
+            lambda repo, d=day: repo.remember_blocked_alert(
+                f"b{d}", namespace="biz-model-serving", at=NOW, quota_day=date(2026, 11, 10 + d)
+            )
+        )
+    run = jobs.services.proposals.run()
+    assert [(p.source.namespace, p.target.namespace, p.gpus) for p in run.proposals] == [
+        ("ai-frontier-research", "biz-model-serving", 2)
+    ]
+    assert run.proposals[0].source.quota == 4
