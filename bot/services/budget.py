@@ -112,7 +112,7 @@ class BudgetWatch:
     def over_budget_in(self, repo: Repository, team: str) -> bool:
         """``over_budget`` as ``repo``'s transaction reads it."""
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
-        return any(row.month == month and row.spent >= row.budget for row in repo.team_spend([team]))
+        return repo.team_over_budget(team, month)
 
     def _remember(self, repo: Repository, *, state: BudgetState) -> None:
         repo.record_team_spend(

@@ -226,7 +226,7 @@ class RequestService:
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
             verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
             auto = verdict is not None and verdict.approved
-            if repo.namespace(new.namespace) is None:
+            if not repo.namespace_known(new.namespace):
                 # Only a namespace the bot has never seen takes its base from this read. Later, the read
                 # may predate an apply that finished meanwhile: folding it in would take that apply for a
                 # hand edit and undo it. Hand edits are adopted by converge, which reads just before.

@@ -132,6 +132,9 @@ class Repository:
     def namespace(self, name: str) -> NamespaceRow | None:
         return self.session.get(NamespaceRow, name)
 
+    def namespace_known(self, name: str) -> bool:
+        return self.session.execute(statements.NAMESPACE_KNOWN, {"name": name}).first() is not None
+
     def add_namespace(
         self,
         *,
@@ -338,6 +341,9 @@ class Repository:
             self.session.add(HomeTabRow(user_id=user_id, published_at=at, last_audit_id=last_audit_id))
         else:
             row.published_at, row.last_audit_id = at, last_audit_id
+
+    def team_over_budget(self, team: str, month: str) -> bool:
+        return self.session.execute(statements.TEAM_OVER_BUDGET, {"team": team, "month": month}).first() is not None
 
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]:
         """The month-to-date spend the budget job last measured, for these teams."""

@@ -8,15 +8,19 @@ Rows read here are plain tuples: nothing the session would track.
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, func, select, update
+from typing import cast
 
-from bot.adapters.db.models import GrantRow, LedgerEntry, OutboxEntry, RequestRow
+from sqlalchemy import Table, bindparam, func, select, update
+
+from bot.adapters.db.models import GrantRow, LedgerEntry, NamespaceRow, OutboxEntry, RequestRow, TeamSpend
 from bot.domain.lifecycle import GrantState, RequestState
 
 _requests = RequestRow.__table__.c
 _grants = GrantRow.__table__.c
 _ledger = LedgerEntry.__table__.c
 _outbox = OutboxEntry.__table__.c
+_spend = TeamSpend.__table__.c
+_namespaces = NamespaceRow.__table__.c
 _GRANTED = [RequestState.APPROVED, RequestState.APPLIED]
 
 # A team's auto-approved requests created in [start, end): their GPUs and seconds.
@@ -52,7 +56,7 @@ LEDGER_MODEL_HOURS = (
 
 # Where a request's message is; the version moves as the ORM's version counter would.
 SET_MESSAGE_REF = (
-    update(RequestRow.__table__)
+    update(cast(Table, RequestRow.__table__))
     .where(_requests.id == bindparam("request_id"))
     .values(message_ts=bindparam("new_ts"), channel_id=bindparam("new_channel"), version=_requests.version + 1)
 )
@@ -61,3 +65,11 @@ SET_MESSAGE_REF = (
 PENDING_STREAMS = (
     select(_outbox.stream).where(_outbox.stream.in_(bindparam("streams", expanding=True)), _outbox.state == "pending").distinct()
 )
+
+# Whether the budget job's last measurement of ``month`` found the team at or over its budget.
+TEAM_OVER_BUDGET = select(_spend.team).where(
+    _spend.team == bindparam("team"), _spend.month == bindparam("month"), _spend.spent >= _spend.budget
+)
+
+# Whether the bot has a row for this namespace.
+NAMESPACE_KNOWN = select(_namespaces.name).where(_namespaces.name == bindparam("name"))
