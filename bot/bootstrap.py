@@ -110,7 +110,7 @@ def build_services(
         announcer=announcer,
         clock=clock,
         pricer=pricer,
-        over_budget=budget.over_budget if budget is not None else lambda team: False,
+        over_budget=budget.over_budget_in if budget is not None else lambda repo, team: False,
     )
     queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock, pods=pods)
     return Services(

@@ -69,6 +69,10 @@ class KubernetesCluster:
             raise PermanentError(
                 f"cannot load the Kubernetes configuration: {path or default} is not a valid kubeconfig ({type(error).__name__})"
             ) from error
+        # The loaders' token-refresh hook assigns the same host before every call, and while the proxy comes
+        # from the environment each assignment resolves it again from the whole environment (urllib's
+        # getproxies: a scan of every variable, many in a pod). Resolved once now, it is kept as it is.
+        configuration.proxy = configuration.proxy
         return cls(client.ApiClient(configuration), timeout=timeout)
 
     # --- QuotaCluster ------------------------------------------------------------------------

@@ -107,9 +107,12 @@ class BudgetWatch:
 
     def over_budget(self, team: str) -> bool:
         """True when the last measurement of this month found the team at or over its budget."""
+        return self._db.run(lambda repo: self.over_budget_in(repo, team))
+
+    def over_budget_in(self, repo: Repository, team: str) -> bool:
+        """``over_budget`` as ``repo``'s transaction reads it."""
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
-        rows = self._db.run(lambda repo: repo.team_spend([team]))
-        return any(row.month == month and row.spent >= row.budget for row in rows)
+        return repo.team_over_budget(team, month)
 
     def _remember(self, repo: Repository, *, state: BudgetState) -> None:
         repo.record_team_spend(

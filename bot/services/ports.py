@@ -87,6 +87,10 @@ class Repository(Protocol):
 
     def namespace(self, name: str) -> NamespaceRow | None: ...
 
+    def namespace_known(self, name: str) -> bool:
+        """Whether the bot has a row for ``name`` (``namespace(name) is not None``, without loading it)."""
+        ...
+
     def add_namespace(
         self,
         *,
@@ -177,6 +181,10 @@ class Repository(Protocol):
     def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None: ...
 
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]: ...
+
+    def team_over_budget(self, team: str, month: str) -> bool:
+        """Whether the last measurement of ``month`` (``YYYY-MM``) found ``team`` at or over its budget."""
+        ...
 
     def record_team_spend(self, team: str, *, month: str, spent: float, budget: float, forecast: float, at: datetime) -> None:
         """Keep the team's latest month-to-date measurement."""

@@ -10,6 +10,7 @@ policy's default price. The answer says which, so people can see why a figure is
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
@@ -17,7 +18,7 @@ from enum import Enum
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
-from bot.services.ports import QuotaCluster, Transactions
+from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.text import money
 
 log = logging.getLogger(__name__)
@@ -65,21 +66,27 @@ class Pricer:
 
     def price(self, namespace: str) -> Price:
         """The price per GPU-hour of ``namespace``'s GPUs and its basis."""
+        hours = self._db.run(lambda repo: self.recent_hours(repo, namespace))
+        return self.price_from(hours, self.dearest_on_nodes if not hours else None)
+
+    def recent_hours(self, repo: Repository, namespace: str) -> dict[str, float]:
+        """The GPU-hours of each model ``namespace`` ran on lately, read in ``repo``'s transaction (for ``price_from``)."""
         today = self._clock.now().astimezone(self._zone).date()  # ledger days are in this zone
         first, last = today - timedelta(days=RECENT_DAYS), today - timedelta(days=1)
-        hours = {
-            model: h for model, h in self._db.run(lambda repo: repo.ledger_model_hours(namespace, first, last)).items() if h > 0
-        }
+        return {model: h for model, h in repo.ledger_model_hours(namespace, first, last).items() if h > 0}
+
+    def price_from(self, hours: Mapping[str, float], dearest: Callable[[], str | None] | str | None) -> Price:
+        """The price from ``recent_hours``; else from ``dearest`` (``dearest_on_nodes`` or its answer); else the default."""
         if hours:
             rate = sum(h * self._pricing.price_for(model) for model, h in hours.items()) / sum(hours.values())
             ordered = tuple(sorted(hours, key=lambda model: (-hours[model], model)))
             return Price(rate, Basis.RAN_ON, ordered, self._pricing.currency)
-        dearest = self._dearest_on_nodes()
-        if dearest is not None:
-            return Price(self._pricing.price_for(dearest), Basis.MAY_GET, (dearest,), self._pricing.currency)
+        model = dearest() if callable(dearest) else dearest
+        if model is not None:
+            return Price(self._pricing.price_for(model), Basis.MAY_GET, (model,), self._pricing.currency)
         return Price(self._pricing.default_per_gpu_hour, Basis.DEFAULT, (), self._pricing.currency)
 
-    def _dearest_on_nodes(self) -> str | None:
+    def dearest_on_nodes(self) -> str | None:
         """The most expensive model of the price list found on the GPU nodes (None: none priced, or unknown)."""
         if self._cluster is None or not self._pricing.models:
             return None

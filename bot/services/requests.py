@@ -119,7 +119,7 @@ class RequestService:
         announcer: Announcer,
         clock: Clock,
         pricer: Pricer,
-        over_budget: Callable[[str], bool] = lambda team: False,
+        over_budget: Callable[[Repository, str], bool] = lambda repo, team: False,
     ) -> None:
         """``pricer`` prices a request's GPUs (the namespace's GPU models), for its card and the confirmation form."""
         self._policy = policy
@@ -217,19 +217,22 @@ class RequestService:
 
     def _create(self, requester: str, new: _NewRequest) -> Submitted:
         capacity = self._capacity(new.namespace, 0 if new.kind == RequestKind.EXTENSION else new.delta)
-        price = self._pricer.price(new.namespace)
-        cost, basis = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
+        # The cluster's part of the price is read here, from the capacity view: never on the network inside the transaction.
+        dearest = self._pricer.dearest_on_nodes()
         permanent = new.duration is None
-        over_budget = self._over_budget(new.team.name)
-        required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
         within_capacity = capacity is not None and not capacity.oversubscribed
 
         def create(repo: Repository) -> tuple[RequestRow, RequestCard]:
             now = self._clock.now()
+            # Price and budget are read in this transaction too: one transaction for the whole submission.
+            price = self._pricer.price_from(self._pricer.recent_hours(repo, new.namespace), dearest)
+            cost, basis = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
+            over_budget = self._over_budget(repo, new.team.name)
+            required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
             verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
             auto = verdict is not None and verdict.approved
-            if repo.namespace(new.namespace) is None:
+            if not repo.namespace_known(new.namespace):
                 # Only a namespace the bot has never seen takes its base from this read. Later, the read
                 # may predate an apply that finished meanwhile: folding it in would take that apply for a
                 # hand edit and undo it. Hand edits are adopted by converge, which reads just before.
@@ -292,7 +295,7 @@ class RequestService:
             state = RequestState(request.state)
             if request.auto_approved:
                 state = self._applier.apply(request.id)  # claimed again: the card was posted since
-        return Submitted(request.id, request.channel_id, state, required, post_error)
+        return Submitted(request.id, request.channel_id, state, request.approvals_required, post_error)
 
     def _auto_approval(
         self, repo: Repository, new: _NewRequest, *, now: datetime, over_budget: bool, within_capacity: bool

@@ -209,3 +209,27 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
     assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in statements)
     assert not [s for s in statements if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]
     assert len([s for s in statements if "FROM grants" in s]) == 1
+
+
+def test_a_submission_takes_two_transactions_its_price_and_budget_read_with_the_insert(bot: Bot) -> None:
+    """One transaction decides and records the request (price, budget, auto-approval figures, the insert),
+    one more stores where Slack put its message: no separate transaction per figure."""
+    statements: list[str] = []
+
+    def seen(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(" ".join(statement.split()))
+
+    assert bot.box.database is not None
+    event.listen(bot.box.database.engine, "before_cursor_execute", seen)
+    try:
+        bot.box.send(bot.side.slash_command(user_id=ALICE, text="request ai-frontier-research +1 for 1d a job"))
+    finally:
+        event.remove(bot.box.database.engine, "before_cursor_execute", seen)
+    assert "submitted" in bot.responses()[-1]
+    begins = [i for i, s in enumerate(statements) if s == "BEGIN IMMEDIATE"]
+    assert len(begins) == 2, statements
+    first = statements[begins[0] : begins[1]]
+    insert = next(i for i, s in enumerate(first) if s.startswith("INSERT INTO requests"))
+    assert any("FROM ledger_entries" in s for s in first[:insert])  # the price
+    assert any("FROM team_spend" in s for s in first[:insert])  # the budget
+    assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in statements[begins[1] :])

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, selectinload
 from sqlalchemy.sql.elements import ColumnElement
 
+from bot.adapters.db import statements
 from bot.adapters.db.models import (
     AuditRow,
     BlockedAlert,
@@ -25,7 +26,6 @@ from bot.adapters.db.models import (
     LedgerEntry,
     MetricsOutage,
     NamespaceRow,
-    OutboxEntry,
     QuotaBlockDay,
     Reclaim,
     RequestRow,
@@ -70,16 +70,10 @@ class Repository:
         return self.session.get(RequestRow, request_id, options=[selectinload(RequestRow.decisions)])
 
     def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> None:
-        self.session.execute(
-            update(RequestRow)
-            .where(RequestRow.id == request_id)
-            .values(message_ts=ts, channel_id=channel_id, version=RequestRow.version + 1)
-            .execution_options(synchronize_session=False)
-        )
+        self.session.execute(statements.SET_MESSAGE_REF, {"request_id": request_id, "new_ts": ts, "new_channel": channel_id})
 
     def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
-        query = select(OutboxEntry.stream).where(OutboxEntry.stream.in_(list(streams)), OutboxEntry.state == "pending")
-        found = set(self.session.scalars(query.distinct()))
+        found = set(self.session.scalars(statements.PENDING_STREAMS, {"streams": list(streams)}))
         return [stream for stream in streams if stream in found]
 
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
@@ -127,34 +121,28 @@ class Repository:
         return {name: request_id for name, request_id in self.session.execute(query) if name is not None}
 
     def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
-        query = select(RequestRow.delta, RequestRow.duration_seconds).where(
-            RequestRow.team == team,
-            RequestRow.auto_approved.is_(True),
-            RequestRow.state.in_([RequestState.APPROVED, RequestState.APPLIED]),
-            RequestRow.created_at >= start,
-            RequestRow.created_at < end,
-        )
-        return [(delta, seconds) for delta, seconds in self.session.execute(query)]
+        rows = self.session.execute(statements.AUTO_APPROVED_SIZES, {"team": team, "start": start, "end": end})
+        return [(delta, seconds) for delta, seconds in rows]
 
     def lock_auto_approval(self, team: str) -> None:
         """Serialise auto-approval decisions of one team until this transaction ends; call it before reading.
 
         Counting the active auto-approved GPUs and then recording a new one is a read-then-write:
         without the lock, two requests submitted at the same moment both see room for one more.
-        PostgreSQL: a transaction-level advisory lock per team. SQLite: a write statement that
-        changes nothing takes the database's single write lock now (pysqlite starts the transaction
-        only at the first write), so the reads that follow are serialised with other writers.
+        PostgreSQL: a transaction-level advisory lock per team. SQLite: nothing to do, every
+        transaction already holds the database's single write lock from its ``BEGIN IMMEDIATE``
+        (``bot.adapters.db.database``), so the reads that follow are serialised with other writers.
         """
-        dialect = self.session.get_bind().dialect.name
-        if dialect == "postgresql":
+        if self.session.get_bind().dialect.name == "postgresql":
             self.session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": advisory_key(f"auto-approval:{team}")})
-        elif dialect == "sqlite":
-            self.session.execute(text("UPDATE requests SET id = id WHERE 0"))
 
     # --- namespaces --------------------------------------------------------------------------
 
     def namespace(self, name: str) -> NamespaceRow | None:
         return self.session.get(NamespaceRow, name)
+
+    def namespace_known(self, name: str) -> bool:
+        return self.session.execute(statements.NAMESPACE_KNOWN, {"name": name}).first() is not None
 
     def add_namespace(
         self,
@@ -220,21 +208,8 @@ class Repository:
         whose apply has not finished are included.
         """
         # One query for the grants with their requests' flag (not one more per grant for grant.request).
-        grants = self.session.execute(
-            select(GrantRow.request_id, GrantRow.gpus, RequestRow.auto_approved)
-            .join(RequestRow, RequestRow.id == GrantRow.request_id)
-            .where(GrantRow.namespace == namespace, GrantRow.state == GrantState.ACTIVE)
-        ).all()
-        extended_by_bot = set(
-            self.session.scalars(
-                select(RequestRow.extends_request_id).where(
-                    RequestRow.namespace == namespace,
-                    RequestRow.auto_approved.is_(True),
-                    RequestRow.extends_request_id.is_not(None),
-                    RequestRow.state.in_([RequestState.APPROVED, RequestState.APPLIED]),
-                )
-            ).all()
-        )
+        grants = self.session.execute(statements.ACTIVE_GRANTS_WITH_FLAG, {"namespace": namespace}).all()
+        extended_by_bot = set(self.session.scalars(statements.EXTENDED_BY_BOT, {"namespace": namespace}).all())
         return sum(
             gpus
             for request_id, gpus, auto_approved in grants
@@ -380,6 +355,9 @@ class Repository:
             self.session.add(HomeTabRow(user_id=user_id, published_at=at, last_audit_id=last_audit_id))
         else:
             row.published_at, row.last_audit_id = at, last_audit_id
+
+    def team_over_budget(self, team: str, month: str) -> bool:
+        return self.session.execute(statements.TEAM_OVER_BUDGET, {"team": team, "month": month}).first() is not None
 
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]:
         """The month-to-date spend the budget job last measured, for these teams."""
@@ -557,10 +535,5 @@ class Repository:
 
     def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
         """The GPU-hours ``namespace`` had of each model over [first, last]."""
-        e = LedgerEntry
-        query = (
-            select(e.model, func.sum(e.allocated_hours))
-            .where(e.namespace == namespace, e.day >= first, e.day <= last)
-            .group_by(e.model)
-        )
-        return {model: float(hours or 0.0) for model, hours in self.session.execute(query)}
+        rows = self.session.execute(statements.LEDGER_MODEL_HOURS, {"namespace": namespace, "first": first, "last": last})
+        return {model: float(hours or 0.0) for model, hours in rows}
