@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition, check_request_transition
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem
 from bot.errors import GpuQuotaError, TemporaryError
@@ -42,6 +42,7 @@ from bot.services.ports import Action, ActionKind, Repository, Transactions
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaSync, SyncOutcome
+from bot.services.request_rows import mark_applied, move_request
 from bot.services.shift_apply import ShiftApplier, ShiftResult, record_shift_effect, return_source_in, take_back_shift_effect
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
@@ -52,12 +53,6 @@ APPLY_LEASE = timedelta(seconds=10)
 # the API server is back the apply lands on the next tick.
 RETRY_FIRST = timedelta(seconds=1)
 RETRY_CAP = timedelta(seconds=5)
-
-
-def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
-    check_request_transition(RequestState(request.state), target)
-    request.state = target
-    request.touch(now=now)
 
 
 def move_grant(grant: GrantRow, target: GrantState) -> None:
@@ -265,7 +260,7 @@ class ChangeApplier:
             self._db.run(lambda repo: self._fail_in(repo, request_id, reason))
             self._converge_after_failure(namespace, request_id)
             return _Failed(reason)
-        self._db.run(lambda repo: self._mark_applied(repo, request_id, outcome, effect))
+        self._db.run(lambda repo: mark_applied(repo, request_id, quota_after=outcome.after, effect=effect, now=self._clock.now()))
         return _Applied(outcome)
 
     def _wait(self, request_id: int, reason: str) -> _Waiting:
@@ -296,27 +291,6 @@ class ChangeApplier:
             self._sync.converge_locked(namespace, request_id=request_id)
         except GpuQuotaError as error:  # the sweep and the next apply converge it later
             log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
-
-    def _mark_applied(self, repo: Repository, request_id: int, outcome: SyncOutcome, effect: int) -> None:
-        now = self._clock.now()
-        request = repo.request(request_id)
-        assert request is not None
-        move_request(request, RequestState.APPLIED, now=now)
-        request.applied_at, request.apply_lease_until = now, None
-        request.applied_from, request.applied_to = outcome.after - effect, outcome.after
-        grant = repo.grant_of(request_id)
-        if grant is not None:
-            # The grant runs for its full duration from the moment the GPUs became available.
-            grant.starts_at, grant.ends_at = now, now + (grant.ends_at - grant.starts_at)
-        repo.record(
-            at=now,
-            action="request_applied",
-            namespace=request.namespace,
-            request_id=request_id,
-            before={"quota_gpus": request.applied_from},
-            after={"quota_gpus": request.applied_to},
-            detail="permanent" if request.permanent or grant is None else f"until {grant.ends_at:%Y-%m-%d %H:%M} UTC",
-        )
 
     def _report(self, request_id: int, result: _Result) -> RequestState:
         if isinstance(result, _Shifted):

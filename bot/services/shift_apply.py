@@ -31,13 +31,14 @@ from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestState, SourceLeg, check_request_transition
+from bot.domain.lifecycle import GrantState, RequestState, SourceLeg
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem, desired_gpus
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.services.announce import Announcer
 from bot.services.ports import Action, ActionKind, Repository, Transactions
 from bot.services.quota_sync import QuotaSync, SyncOutcome
+from bot.services.request_rows import mark_applied, move_request
 from bot.services.text import Moment, Part, Strong, gpus, say
 
 if TYPE_CHECKING:
@@ -146,12 +147,6 @@ def _take_back_target(repo: Repository, request: RequestRow, *, now: datetime) -
     grant = repo.grant_of(request.id)
     if grant is not None:
         repo.remove_grant(grant)
-
-
-def _move(request: RequestRow, target: RequestState, *, now: datetime) -> None:
-    check_request_transition(RequestState(request.state), target)
-    request.state = target
-    request.touch(now=now)
 
 
 # --- outcomes ------------------------------------------------------------------------------------
@@ -284,35 +279,22 @@ class ShiftApplier:
             self._db.run(lambda repo: self._fail(repo, request_id, reason))
             self._converge_after_failure(target, request_id)
             return ShiftFailed(reason, source_applied=True)
-        self._db.run(lambda repo: self._target_applied(repo, request_id, outcome, given))
-        return ShiftApplied(source, outcome)
-
-    def _target_applied(self, repo: Repository, request_id: int, outcome: SyncOutcome, given: int) -> None:
-        now = self._clock.now()
-        request = repo.request(request_id)
-        assert request is not None
-        _move(request, RequestState.APPLIED, now=now)
-        request.applied_at, request.apply_lease_until = now, None
-        request.applied_from, request.applied_to = outcome.after - given, outcome.after
-        grant = repo.grant_of(request_id)
-        if grant is not None:
-            grant.starts_at, grant.ends_at = now, now + (grant.ends_at - grant.starts_at)
-        repo.record(
-            at=now,
-            action="request_applied",
-            namespace=request.namespace,
-            request_id=request_id,
-            before={"quota_gpus": request.applied_from},
-            after={"quota_gpus": request.applied_to},
-            detail=f"shift from {request.source_namespace}: "
-            + ("permanent" if grant is None else f"until {grant.ends_at:%Y-%m-%d %H:%M} UTC"),
+        self._db.run(
+            lambda repo: mark_applied(
+                repo,
+                request_id,
+                quota_after=outcome.after,
+                effect=given,
+                now=self._clock.now(),
+            )
         )
+        return ShiftApplied(source, outcome)
 
     def _fail(self, repo: Repository, request_id: int, reason: str) -> None:
         now = self._clock.now()
         request = repo.request(request_id)
         assert request is not None
-        _move(request, RequestState.FAILED, now=now)
+        move_request(request, RequestState.FAILED, now=now)
         request.failure_reason, request.apply_lease_until = reason, None
         kept = request.source_state == SourceLeg.APPLIED
         take_back_shift_effect(repo, request, now=now)

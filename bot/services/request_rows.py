@@ -1,0 +1,44 @@
+"""Moving a request row between states and recording that it was applied: shared by the appliers of
+plain changes (``changes``) and of shifts (``shift_apply``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from bot.domain.lifecycle import RequestState, check_request_transition
+from bot.services.ports import Repository
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import RequestRow
+
+
+def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
+    check_request_transition(RequestState(request.state), target)
+    request.state = target
+    request.touch(now=now)
+
+
+def mark_applied(
+    repo: Repository, request_id: int, *, quota_after: int, effect: int, now: datetime, detail_prefix: str = ""
+) -> None:
+    """The request's change is in the cluster: applied, ``quota_after - effect -> quota_after``, and its
+    grant (if any) runs its full duration from now, when the GPUs became available."""
+    request = repo.request(request_id)
+    assert request is not None
+    move_request(request, RequestState.APPLIED, now=now)
+    request.applied_at, request.apply_lease_until = now, None
+    request.applied_from, request.applied_to = quota_after - effect, quota_after
+    grant = repo.grant_of(request_id)
+    if grant is not None:
+        grant.starts_at, grant.ends_at = now, now + (grant.ends_at - grant.starts_at)
+    repo.record(
+        at=now,
+        action="request_applied",
+        namespace=request.namespace,
+        request_id=request_id,
+        before={"quota_gpus": request.applied_from},
+        after={"quota_gpus": request.applied_to},
+        detail=(f"shift from {request.source_namespace}: " if request.source_namespace else "")
+        + ("permanent" if request.permanent or grant is None else f"until {grant.ends_at:%Y-%m-%d %H:%M} UTC"),
+    )
