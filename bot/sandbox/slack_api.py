@@ -46,6 +46,7 @@ class _Failure:
     status: int
     times: int
     retry_after: int | None
+    channel: str | None = None  # only calls about this channel fail
 
 
 @dataclass
@@ -102,10 +103,20 @@ class SlackApiStandIn:
     def response_url(self, key: str) -> str:
         return f"{self._server.url}/respond/{key}"
 
-    def fail(self, method: str, error: str, *, status: int = 200, times: int = 1, retry_after: int | None = None) -> None:
-        """Make the next ``times`` calls of ``method`` fail like Slack would (after failures already set)."""
+    def fail(
+        self,
+        method: str,
+        error: str,
+        *,
+        status: int = 200,
+        times: int = 1,
+        retry_after: int | None = None,
+        channel: str | None = None,
+    ) -> None:
+        """Make the next ``times`` calls of ``method`` (about ``channel`` only, when given) fail like Slack
+        would, after failures already set."""
         with self._lock:
-            self._failures.setdefault(method, deque()).append(_Failure(error, status, times, retry_after))
+            self._failures.setdefault(method, deque()).append(_Failure(error, status, times, retry_after, channel))
 
     def hold(self, method: str) -> Hold:
         """The next call of ``method`` takes effect at once but is answered only on ``release()``."""
@@ -149,12 +160,12 @@ class SlackApiStandIn:
         params = _params(incoming)
         with self._lock:
             self.calls.append((method, params))
-            failures = self._failures.get(method)
-            if failures:
-                failure = failures[0]
+            failures = self._failures.get(method) or deque()
+            failure = next((f for f in failures if f.channel in (None, params.get("channel"))), None)
+            if failure is not None:
                 failure.times -= 1
                 if failure.times <= 0:
-                    failures.popleft()
+                    failures.remove(failure)
                 headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after is not None else {}
                 return Outgoing.json(failure.status, {"ok": False, "error": failure.error}, headers)
         if method == "apps.connections.open":

@@ -115,22 +115,28 @@ class Announcer:
             return repo.outbox_streams_pending([_card_stream(request_id), _thread_stream(request_id)])
 
         pending = self._db.run(remember)
-        self._post_copy(card)
+        self.post_copy(request_id, card=card)
         for stream in pending:
             self._drain(stream)
         return None
 
-    def _post_copy(self, card: RequestCard) -> None:
+    def post_copy(self, request_id: int, *, card: RequestCard | None = None) -> None:
         """A shift's card also goes to the source team's channel (its thread stays with the first card).
 
-        A copy Slack refuses is logged, not retried: the first card, its thread and the DMs carry the shift."""
+        Slack down (5xx, 429, timeout): left for the reconcile job to post later. A refusal (channel not
+        found, bot not in it): said once in the thread, and the copy is given up (``source_message_ts`` "")."""
+        card = card or self.card(request_id)
         copy = source_copy(card)
         if copy is None or copy.message_ts is not None:
             return
         try:
             ref = self._notifier.post_request(copy)
+        except TemporaryError as error:
+            log.warning("could not post the copy of %s in %s yet: %s", card.display_id, copy.channel_id, error)
+            return
         except GpuQuotaError as error:
             log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
+            self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=""))
             team = card.shift.team_label if card.shift else "the source team"
             self.thread(
                 card.request_id,
@@ -142,11 +148,7 @@ class Announcer:
                 ),
             )
             return
-
-        def remember(repo):  # type: ignore[no-untyped-def]
-            repo.request(card.request_id).source_message_ts = ref.ts
-
-        self._db.run(remember)
+        self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=ref.ts))
 
     def refresh(self, request_id: int) -> None:
         """Re-render the request message (recorded; only the latest state is delivered)."""
@@ -255,7 +257,7 @@ class Announcer:
             if entry.kind == "card":
                 self._notifier.update_request(card)
                 copy = source_copy(card)
-                if copy is not None and copy.message_ts is not None:
+                if copy is not None and copy.message_ts:  # "": the copy was refused and given up
                     self._notifier.update_request(copy)
             else:
                 self._notifier.reply(MessageRef(card.channel_id, card.message_ts), _notice(entry), actions=actions)

@@ -66,6 +66,15 @@ class Repository(Protocol):
 
     def unposted_requests(self) -> Sequence[RequestRow]: ...
 
+    def unposted_copies(self, created_before: datetime) -> Sequence[int]:
+        """Pending shifts created before ``created_before`` whose card is posted but whose copy for the
+        source team is not (nor given up)."""
+        ...
+
+    def set_copy_ref(self, request_id: int, *, ts: str) -> None:
+        """Where the copy of a shift's card is (``""``: refused by Slack, given up)."""
+        ...
+
     def approved_unleased(self, now: datetime) -> Sequence[RequestRow]: ...
 
     def failed_shifts_holding_source(self) -> Sequence[RequestRow]:

@@ -3,7 +3,7 @@
 One tick expires undecided requests, reminds requesters before a grant ends, ends grants that are
 due, retries quota reverts that failed, resumes approved requests whose apply lease lapsed (a crash
 interrupted the apply, or the wait after a temporary fault is over), and re-posts request messages
-Slack refused. Each step stands alone: one failing never stops the others.
+Slack refused (and copies of shift cards for the source team Slack was down for). Each step stands alone: one failing never stops the others.
 """
 
 from __future__ import annotations
@@ -187,6 +187,11 @@ class Reconciler:
         for request_id in self._db.run(lambda repo: [r.id for r in repo.unposted_requests()]):
             if self._announce.post_card(request_id) is None:
                 report.reposted.append(request_id)
+        # The copy of a shift's card that Slack was down for, or a crash came before; not one whose first
+        # post is still in flight (a minute is far longer than one Slack call with its retries).
+        settled = self._clock.now() - timedelta(minutes=1)
+        for request_id in self._db.run(lambda repo: list(repo.unposted_copies(settled))):
+            self._announce.post_copy(request_id)
 
     def _deliver(self, report: TickReport) -> None:
         self._announce.deliver_pending()

@@ -490,3 +490,23 @@ def test_a_copy_slack_refuses_is_said_in_the_thread(gone_source_channel: SlackOv
     told = slack.thread(card)[-1]
     assert "could not be posted in <#C0GONE>" in told and "channel_not_found" in told, told
     assert "approvers of Frontier research do not see it there" in told
+    for _ in range(3):  # a refusal is given up: not tried again, not said again
+        slack.sandbox.clock.advance(timedelta(minutes=2))  # type: ignore[attr-defined]
+        slack.sandbox.services.reconciler.tick()
+    assert sum("could not be posted" in reply for reply in slack.thread(card)) == 1
+    assert len([c for c in slack.sandbox.slack.calls_of("chat.postMessage") if c.get("channel") == "C0GONE"]) == 1
+
+
+def test_a_copy_slack_was_down_for_is_posted_by_the_reconcile(slack: SlackOverHttp) -> None:
+    slack.sandbox.slack.fail("chat.postMessage", "internal_error", status=500, channel="C0FRONTIER")
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    card = slack.request_message("C0BIZ")
+    assert slack.channel_messages("C0FRONTIER") == [] and slack.thread(card) == []  # not refused: nothing to say
+    slack.sandbox.services.reconciler.tick()
+    assert slack.channel_messages("C0FRONTIER") == []  # not while its first post may still be in flight
+    slack.sandbox.clock.advance(timedelta(minutes=2))  # type: ignore[attr-defined]
+    slack.sandbox.services.reconciler.tick()
+    [copy] = slack.channel_messages("C0FRONTIER")
+    assert "Approve" in slack.buttons(copy) and "GPU shift GQ-1" in slack.current_text(copy)
+    slack.sandbox.services.reconciler.tick()
+    assert len(slack.channel_messages("C0FRONTIER")) == 1  # posted once

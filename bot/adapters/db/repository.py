@@ -92,6 +92,24 @@ class Repository:
         query = select(RequestRow).where(RequestRow.message_ts.is_(None)).order_by(RequestRow.id)
         return self.session.scalars(query).all()
 
+    def unposted_copies(self, created_before: datetime) -> Sequence[int]:
+        query = select(RequestRow.id).where(
+            RequestRow.created_at < created_before,
+            RequestRow.state == RequestState.PENDING,
+            RequestRow.message_ts.is_not(None),
+            RequestRow.source_channel_id.is_not(None),
+            RequestRow.source_message_ts.is_(None),
+        )
+        return self.session.scalars(query.order_by(RequestRow.id)).all()
+
+    def set_copy_ref(self, request_id: int, *, ts: str) -> None:
+        self.session.execute(
+            update(RequestRow)
+            .where(RequestRow.id == request_id)
+            .values(source_message_ts=ts)
+            .execution_options(synchronize_session=False)
+        )
+
     def approved_unleased(self, now: datetime) -> Sequence[RequestRow]:
         """Approved requests no live worker is applying: its lease lapsed (a crash, a lost replica, or
         the wait after a temporary failure is over)."""
