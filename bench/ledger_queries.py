@@ -42,8 +42,8 @@ def queries() -> list[tuple[str, str, int, datetime]]:
         ("record: days_with_data", f"count(count_over_time({p.RUNNING}[{DAY}s]))", DAY, END_OF_DAY),
         ("record: spacing", p.spacing_query(DAY, THRESHOLD), DAY, END_OF_DAY),
         ("record: allocated", p.allocated_samples_query(DAY), DAY, END_OF_DAY),
-        ("record: dcgm (3 measures)", p.dcgm_samples_query(DAY, STEP, THRESHOLD), DAY, END_OF_DAY),
-        ("record: dcgm (3, idle by rule)", p.dcgm_samples_query(DAY, STEP, THRESHOLD, with_rule=True), DAY, END_OF_DAY),
+        ("record: dcgm (3 measures)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD)), DAY, END_OF_DAY),
+        ("record: dcgm (3, idle by rule)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD, with_rule=True)), DAY, END_OF_DAY),
         (
             "record: namespace_labels",
             'max by (namespace, label_team) (last_over_time(kube_namespace_labels{label_team!=""}[1d]))',
@@ -52,7 +52,7 @@ def queries() -> list[tuple[str, str, int, datetime]]:
         ),
         ("budget: spacing", p.spacing_query(half, THRESHOLD), half, NOON),
         ("budget: allocated", p.allocated_samples_query(half), half, NOON),
-        ("budget: dcgm samples", p.dcgm_samples_query(half, STEP, THRESHOLD, idle=False), half, NOON),
+        ("budget: dcgm samples", " or ".join(p.dcgm_queries(half, STEP, THRESHOLD, idle=False)), half, NOON),
     ] + [(f"part: {name}", query, DAY, END_OF_DAY) for name, query in parts()]
 
 
@@ -64,6 +64,10 @@ def parts() -> list[tuple[str, str]]:
         (
             "idle subquery",
             f"sum by (namespace, modelName) ({p.pod_namespace(f'count_over_time(({per_sample} < {THRESHOLD})[{DAY}s:{STEP}s])')})",
+        ),
+        (
+            "idle per GPU metric (now)",
+            f"sum by (namespace, modelName) ({p.pod_namespace(p.idle_samples_query(DAY, STEP, THRESHOLD))})",
         ),
         ("util sum", f"sum by (namespace, modelName) ({p.pod_namespace(p.utilisation('sum_over_time', DAY))})"),
         (
