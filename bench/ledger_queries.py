@@ -44,12 +44,6 @@ def queries() -> list[tuple[str, str, int, datetime]]:
         ("record: allocated", p.allocated_samples_query(DAY), DAY, END_OF_DAY),
         ("record: dcgm (3 measures)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD)), DAY, END_OF_DAY),
         ("record: dcgm (3, idle by rule)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD, with_rule=True)), DAY, END_OF_DAY),
-        (
-            "record: namespace_labels",
-            'max by (namespace, label_team) (last_over_time(kube_namespace_labels{label_team!=""}[1d]))',
-            DAY,
-            END_OF_DAY,
-        ),
         ("budget: spacing", p.spacing_query(half, THRESHOLD), half, NOON),
         ("budget: allocated", p.allocated_samples_query(half), half, NOON),
         ("budget: dcgm samples", " or ".join(p.dcgm_queries(half, STEP, THRESHOLD, idle=False)), half, NOON),
@@ -57,16 +51,17 @@ def queries() -> list[tuple[str, str, int, datetime]]:
 
 
 def parts() -> list[tuple[str, str]]:
-    """The dcgm query's measures alone, to find the slow one."""
+    """The DCGM queries' measures alone, to find the slow one; "idle subquery (before)" is the idle count as it
+    was (the metric chosen per GPU at every step of the subquery), "idle per GPU metric" as it is."""
     per_sample = f"(({p.PROF} * 1) or ({p.DEV} / 100))"
     return [
         ("dcgm samples", f"sum by (namespace, modelName) ({p.pod_namespace(f'count_over_time({p.DEV}[{DAY}s])')})"),
         (
-            "idle subquery",
+            "idle subquery (before)",
             f"sum by (namespace, modelName) ({p.pod_namespace(f'count_over_time(({per_sample} < {THRESHOLD})[{DAY}s:{STEP}s])')})",
         ),
         (
-            "idle per GPU metric (now)",
+            "idle per GPU metric",
             f"sum by (namespace, modelName) ({p.pod_namespace(p.idle_samples_query(DAY, STEP, THRESHOLD))})",
         ),
         ("util sum", f"sum by (namespace, modelName) ({p.pod_namespace(p.utilisation('sum_over_time', DAY))})"),
@@ -74,9 +69,6 @@ def parts() -> list[tuple[str, str]]:
             "idle by rule",
             f"sum by (namespace, modelName) ({p.pod_namespace(f'sum_over_time({p.idle_rule(THRESHOLD)}[{DAY}s])')})",
         ),
-    ] + [
-        (name, query)
-        for name, query in os.environ.get("EXTRA", "") and [tuple(q.split("=", 1)) for q in os.environ["EXTRA"].split(";;")] or []
     ]
 
 
