@@ -23,7 +23,7 @@ GPUs without the profiling metric. Idle GPU-hours are the hours of GPUs whose av
 the window stayed under the threshold.
 
 Idle GPU-hours are counted per sample: the DCGM samples under the idle threshold (a subquery at the
-DCGM spacing over the utilisation, the one place a per-sample filter needs one), times the spacing.
+DCGM spacing over each utilisation metric, the one place a per-sample filter needs one), times the spacing.
 Where the shipped recording rule ``gpu_quota:gpu_idle:bool`` runs with the policy's threshold and
 covers the whole day, its evaluations are summed instead (a plain range function, much cheaper).
 Only the Prometheus HTTP API and standard PromQL are used, so Thanos Query, Grafana Mimir and
@@ -35,7 +35,9 @@ from __future__ import annotations
 import logging
 import math
 import re
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -92,23 +94,39 @@ def idle_rule(idle_threshold: float) -> str:
     return f'gpu_quota:gpu_idle:bool{{threshold="{idle_threshold:g}"}}'
 
 
-def dcgm_samples_query(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True) -> str:
-    """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and
-    model, in one query (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds).
-    ``with_rule``: count the idle samples from the recording rule instead of a subquery; ``idle=False``:
-    the samples only (what prices a day needs no idle count nor utilisation)."""
-    samples = f"count_over_time({DEV}[{seconds}s])"
-    per_sample = f"(({PROF} * 1) or ({DEV} / 100))"  # "* 1" drops the name, so "or" keeps one per GPU
-    idle_samples = f"count_over_time(({per_sample} < {idle_threshold})[{seconds}s:{step}s])"
+def measure_query(name: str, expression: str) -> str:
+    """``expression`` summed by namespace and model, labelled ``measure=name``."""
+    return f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
+
+
+def dcgm_queries(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True) -> list[str]:
+    """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and model
+    (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds). ``with_rule``: count the idle
+    samples from the recording rule, in the same query; without it the idle subquery is a query of its own,
+    so that it runs beside the others (it costs more than all of them). ``idle=False``: the samples only
+    (what prices a day needs no idle count nor utilisation)."""
+    samples = measure_query("hours", f"count_over_time({DEV}[{seconds}s])")
+    if not idle:
+        return [samples]
+    util = measure_query("util_hours", utilisation("sum_over_time", seconds))
     if with_rule:
-        idle_samples = f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"
-    measures = [("hours", samples)]
-    if idle:  # pricing needs only the hours per model; the digest's day needs idle hours and utilisation too
-        measures += [("idle_hours", idle_samples), ("util_hours", utilisation("sum_over_time", seconds))]
-    return " or ".join(
-        f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
-        for name, expression in measures
-    )
+        return [
+            " or ".join([samples, measure_query("idle_hours", f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"), util])
+        ]
+    return [f"{samples} or {util}", measure_query("idle_hours", idle_samples_query(seconds, step, idle_threshold))]
+
+
+def idle_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
+    """Per GPU: its utilisation samples under the threshold, from the profiling metric for a GPU that has it
+    over the window, else from GPU_UTIL. Each subquery only filters one metric: choosing the metric per GPU
+    once for the window (``or`` / ``unless`` outside the subqueries) costs a fifth of choosing it at every
+    step (an ``or`` inside the subquery: 6.8 s of Prometheus time at 3,000 namespaces, bench/ledger_queries.py).
+    A GPU whose profiling metric never fell under the threshold has no first part, and the ``unless`` keeps its
+    GPU_UTIL count out."""
+    window = f"[{seconds}s:{step}s]"
+    by_prof = f"count_over_time(({PROF} < {idle_threshold}){window})"
+    by_dev = f"count_over_time(({DEV} < {idle_threshold * 100:g}){window})"
+    return f"({by_prof} or ({by_dev} unless count_over_time({PROF}[{seconds}s])))"
 
 
 SPACING_SERIES = {"ksm": RUNNING, "dcgm": DEV}
@@ -163,6 +181,7 @@ class PrometheusMetrics:
         self._idle_threshold = idle_threshold
         self._timeout = timeout
         self.queries = 0
+        self._count_lock = threading.Lock()
 
     @classmethod
     def connect(
@@ -192,14 +211,21 @@ class PrometheusMetrics:
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
             spacing = self.sample_spacing(run)
-            for day, metric, value in self._per_window(allocated_samples_query(seconds), run):
-                allocated.setdefault(day, {})[metric.get("namespace", "")] = value * spacing[day]["ksm"] / 3600
             # The idle subquery steps at the DCGM spacing; a run whose days differ uses its first day's.
             # The recording rule replaces it when it covers every day of the run.
             step = int(round(spacing[run[0].day]["dcgm"]))
             with_rule = all("rule" in spacing[w.day] for w in run)
-            query = dcgm_samples_query(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle)
-            for day, metric, value in self._per_window(query, run):
+            queries = [
+                allocated_samples_query(seconds),
+                *dcgm_queries(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle),
+            ]
+            # Two at a time: Prometheus evaluates each query on one core, and the slowest (the idle subquery)
+            # then runs beside the others instead of after them.
+            with ThreadPoolExecutor(max_workers=PARALLEL_QUERIES) as pool:
+                answers = list(pool.map(self._per_window, queries, [run] * len(queries)))
+            for day, metric, value in answers[0]:
+                allocated.setdefault(day, {})[metric.get("namespace", "")] = value * spacing[day]["ksm"] / 3600
+            for day, metric, value in (row for answer in answers[1:] for row in answer):
                 idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
                 dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
@@ -299,7 +325,8 @@ class PrometheusMetrics:
         return rows
 
     def _call(self, query: Any) -> list[dict[str, Any]]:
-        self.queries += 1
+        with self._count_lock:
+            self.queries += 1
         try:
             return query() or []
         except PrometheusApiClientException as error:
@@ -318,6 +345,9 @@ class PrometheusMetrics:
             count_error("prometheus", "temporary")
             raise TemporaryError(f"Prometheus did not answer ({type(error).__name__})", delay=30) from None
 
+
+# The day's queries run this many at a time (see ``usage``).
+PARALLEL_QUERIES = 2
 
 # A range query reads every sample of its days at once: a week keeps each query well inside
 # Prometheus's default 2-minute timeout on a large cluster, at a handful of queries per month.
