@@ -105,12 +105,9 @@ class BudgetWatch:
                 sent.extend((team.name, key) for key in self._warn(team, state))
         return sent
 
-    def over_budget(self, team: str) -> bool:
-        """True when the last measurement of this month found the team at or over its budget."""
-        return self._db.run(lambda repo: self.over_budget_in(repo, team))
-
     def over_budget_in(self, repo: Repository, team: str) -> bool:
-        """``over_budget`` as ``repo``'s transaction reads it."""
+        """True when the last measurement of this month found the team at or over its budget, as
+        ``repo``'s transaction reads it (the one recording a request)."""
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
         return repo.team_over_budget(team, month)
 

@@ -56,7 +56,7 @@ def test_no_auto_approval_while_the_team_is_over_budget() -> None:
     assert requests.submit(requester="U0ALICE", draft=draft).state == RequestState.APPLIED  # within budget
     jobs.clock.advance(timedelta(days=2))
     jobs.services.budget.check()
-    assert jobs.services.budget.over_budget("frontier")
+    assert jobs.database.run(lambda repo: jobs.services.budget.over_budget_in(repo, "frontier"))  # type: ignore[union-attr]
     submitted = requests.submit(requester="U0ALICE", draft=draft)
     assert submitted.state == RequestState.PENDING and submitted.approvals_required == 2
     assert "over its budget" in (jobs.database.run(lambda r: r.request(2)).auto_note or "")

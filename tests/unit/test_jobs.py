@@ -196,7 +196,10 @@ def test_the_early_warning_comes_when_the_forecast_crosses_first() -> None:
 def test_over_budget_teams_need_one_more_approval_for_increases(jobs: Jobs) -> None:
     jobs.clock.advance(timedelta(days=2))
     jobs.services.budget.check()
-    assert jobs.services.budget.over_budget("frontier") and not jobs.services.budget.over_budget("business")
+    budget = jobs.services.budget
+    assert budget is not None
+    assert jobs.database.run(lambda repo: budget.over_budget_in(repo, "frontier"))
+    assert not jobs.database.run(lambda repo: budget.over_budget_in(repo, "business"))
     requests = jobs.services.requests
     requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 1d x").draft)  # type: ignore[union-attr]
     requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research -1 for 1d x").draft)  # type: ignore[union-attr]
