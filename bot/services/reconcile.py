@@ -2,8 +2,9 @@
 
 One tick expires undecided requests, reminds requesters before a grant ends, ends grants that are
 due, retries quota reverts that failed, resumes approved requests whose apply lease lapsed (a crash
-interrupted the apply, or the wait after a temporary fault is over), and re-posts request messages
-Slack refused (and copies of shift cards for the source team Slack was down for). Each step stands alone: one failing never stops the others.
+interrupted the apply, or the wait after a temporary fault is over), ends temporary shifts whose
+target side failed, and re-posts request messages Slack refused (and copies of shift cards for the
+source team that Slack was down for). Each step stands alone: one failing never stops the others.
 """
 
 from __future__ import annotations
