@@ -193,17 +193,7 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
             )
     assert sum("approved" in r and "applied" in r for r in bot.responses()) == 3  # three active grants
 
-    statements: list[str] = []
-
-    def seen(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
-        statements.append(" ".join(statement.split()))
-
-    assert bot.box.database is not None
-    event.listen(bot.box.database.engine, "before_cursor_execute", seen)
-    try:
-        bot.box.send(bot.side.slash_command(user_id=ALICE, text="request ai-frontier-research +1 for 1d one more"))
-    finally:
-        event.remove(bot.box.database.engine, "before_cursor_execute", seen)
+    statements = statements_of_submitting(bot, "request ai-frontier-research +1 for 1d one more")
     assert "submitted" in bot.responses()[-1]
     assert any(s.startswith("INSERT INTO requests") for s in statements)
     assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in statements)
@@ -211,9 +201,8 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
     assert len([s for s in statements if "FROM grants" in s]) == 1
 
 
-def test_a_submission_takes_two_transactions_its_price_and_budget_read_with_the_insert(bot: Bot) -> None:
-    """One transaction decides and records the request (price, budget, auto-approval figures, the insert),
-    one more stores where Slack put its message: no separate transaction per figure."""
+def statements_of_submitting(bot: Bot, text: str) -> list[str]:
+    """The SQL statements the bot runs while Alice submits ``text`` (whitespace collapsed)."""
     statements: list[str] = []
 
     def seen(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -222,9 +211,16 @@ def test_a_submission_takes_two_transactions_its_price_and_budget_read_with_the_
     assert bot.box.database is not None
     event.listen(bot.box.database.engine, "before_cursor_execute", seen)
     try:
-        bot.box.send(bot.side.slash_command(user_id=ALICE, text="request ai-frontier-research +1 for 1d a job"))
+        bot.box.send(bot.side.slash_command(user_id=ALICE, text=text))
     finally:
         event.remove(bot.box.database.engine, "before_cursor_execute", seen)
+    return statements
+
+
+def test_a_submission_takes_two_transactions_its_price_and_budget_read_with_the_insert(bot: Bot) -> None:
+    """One transaction decides and records the request (price, budget, auto-approval figures, the insert),
+    one more stores where Slack put its message: no separate transaction per figure."""
+    statements = statements_of_submitting(bot, "request ai-frontier-research +1 for 1d a job")
     assert "submitted" in bot.responses()[-1]
     begins = [i for i, s in enumerate(statements) if s == "BEGIN IMMEDIATE"]
     assert len(begins) == 2, statements
