@@ -8,6 +8,7 @@ The sandbox: frontier (ai-frontier-research) holds 4 GPUs, 3 in use; business (b
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -27,15 +28,23 @@ FRONTIER, BUSINESS, QUOTA = "ai-frontier-research", "biz-model-serving", "comput
 SHIFT = f"shift 3 from {FRONTIER} to {BUSINESS}"
 
 
+@contextmanager
+def served(box: Sandbox) -> Iterator[SlackOverHttp]:
+    """The started sandbox's Bolt app over real HTTP, stopped afterwards."""
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    try:
+        yield SlackOverHttp(box, base)
+    finally:
+        server.close()
+        box.stop()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def slack(request: pytest.FixtureRequest, clock: ManualClock) -> Iterator[SlackOverHttp]:
     url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    box = Sandbox(clock=clock, kube_timeout=(2.0, 2.0), database_url=url).start()
-    assert box.app is not None
-    base, server = serve(WebApp(box.app))
-    yield SlackOverHttp(box, base)
-    server.close()
-    box.stop()
+    with served(Sandbox(clock=clock, kube_timeout=(2.0, 2.0), database_url=url).start()) as slack:
+        yield slack
 
 
 def quota_writes_in_order(slack: SlackOverHttp) -> list[str]:
@@ -194,12 +203,10 @@ def test_a_target_fault_that_passes_is_resumed_without_lowering_the_source_twice
 @pytest.fixture
 def admin_slack(clock: ManualClock) -> Iterator[SlackOverHttp]:
     policy = sandbox_policy()
-    box = Sandbox(policy=policy.model_copy(update={"shifts": Shifts(approval=ShiftApproval.ADMIN)}), clock=clock).start()
-    assert box.app is not None
-    base, server = serve(WebApp(box.app))
-    yield SlackOverHttp(box, base)
-    server.close()
-    box.stop()
+    with served(
+        Sandbox(policy=policy.model_copy(update={"shifts": Shifts(approval=ShiftApproval.ADMIN)}), clock=clock).start()
+    ) as slack:
+        yield slack
 
 
 def test_with_admin_approval_one_admin_decides_in_the_admin_channel(admin_slack: SlackOverHttp) -> None:
@@ -324,12 +331,8 @@ def two_frontier_approvers(clock: ManualClock) -> Iterator[SlackOverHttp]:
     frontier = policy.teams["frontier"]
     approvers = frontier.approvers.model_copy(update={"users": frozenset({LEE, ALICE})})
     teams = {**policy.teams, "frontier": frontier.model_copy(update={"approvers": approvers})}
-    box = Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()
-    assert box.app is not None
-    base, server = serve(WebApp(box.app))
-    yield SlackOverHttp(box, base)
-    server.close()
-    box.stop()
+    with served(Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()) as slack:
+        yield slack
 
 
 def test_two_source_approvers_deciding_at_once_do_not_approve_a_shift_without_the_target_team(
@@ -474,12 +477,8 @@ def gone_source_channel(clock: ManualClock) -> Iterator[SlackOverHttp]:
     """The sandbox with frontier's approvals channel gone from Slack (archived, or the bot removed)."""
     policy = sandbox_policy()
     teams = {**policy.teams, "frontier": policy.teams["frontier"].model_copy(update={"channel": "C0GONE"})}
-    box = Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()
-    assert box.app is not None
-    base, server = serve(WebApp(box.app))
-    yield SlackOverHttp(box, base)
-    server.close()
-    box.stop()
+    with served(Sandbox(policy=policy.model_copy(update={"teams": teams}), clock=clock).start()) as slack:
+        yield slack
 
 
 def test_a_copy_slack_refuses_is_said_in_the_thread(gone_source_channel: SlackOverHttp) -> None:
