@@ -8,6 +8,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,6 +17,8 @@ import pytest
 import requests
 import waitress
 
+from bot.adapters.db.database import Database
+from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
 from bot.sandbox.kube_api import KubeApiStandIn
@@ -139,6 +142,16 @@ def postgres_url() -> Iterator[str]:
     yield parts._replace(path=f"/{name}").geturl()
     with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
+    """A migrated database, once on SQLite and once on this machine's PostgreSQL."""
+    url = f"sqlite:///{tmp_path}/bot.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    upgrade(url)
+    db = Database.from_url(url)
+    request.addfinalizer(db.dispose)
+    return db
 
 
 @pytest.fixture

@@ -3,23 +3,10 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from pathlib import Path
-
-import pytest
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade
 
 AT = datetime(2026, 11, 30, 8, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
-    url = f"sqlite:///{tmp_path}/bot.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    upgrade(url)
-    db = Database.from_url(url)
-    request.addfinalizer(db.dispose)
-    return db
 
 
 def test_a_digest_is_claimed_once_until_it_is_released(database: Database) -> None:

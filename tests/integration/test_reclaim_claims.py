@@ -4,23 +4,10 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
-
-import pytest
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade
 
 AT = datetime(2026, 11, 30, 8, tzinfo=UTC)
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
-    url = f"sqlite:///{tmp_path}/bot.db" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    upgrade(url)
-    db = Database.from_url(url)
-    request.addfinalizer(db.dispose)
-    return db
 
 
 def test_two_replicas_closing_one_reclaim_close_it_once(database: Database) -> None:
