@@ -9,7 +9,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, make_transient_to_detached, selectinload
 from sqlalchemy.sql.elements import ColumnElement
 
 from bot.adapters.db import statements
@@ -52,11 +52,18 @@ class Repository:
     # --- requests ----------------------------------------------------------------------------
 
     def add_request(self, **fields: Any) -> RequestRow:
-        """A new request with these column values; flushed, so it has its id. It has no decisions and no
-        grant yet: said so, so reading them later in the transaction asks the database nothing."""
-        request = RequestRow(decisions=[], grant=None, **fields)
+        """A new request with these column values, inserted now, so it has its id.
+
+        One plain ``INSERT ... RETURNING id`` (the ORM's flush of a new row costs several times that in
+        CPU on every submission); the row is then handed to the session as loaded with exactly these
+        values, so later changes in the transaction are tracked (and versioned) as usual and reading
+        it, its decisions (none) or its grant (none) asks the database nothing.
+        """
+        values = statements.NEW_REQUEST_DEFAULTS | fields
+        request_id = self.session.execute(statements.ADD_REQUEST, values).scalar_one()
+        request = RequestRow(id=request_id, decisions=[], grant=None, **values)
+        make_transient_to_detached(request)
         self.session.add(request)
-        self.session.flush()
         return request
 
     def add_decision(self, request: RequestRow, *, user_id: str, verdict: Verdict, decided_at: datetime) -> None:
@@ -258,18 +265,8 @@ class Repository:
         after: dict[str, Any] | None = None,
         detail: str = "",
     ) -> None:
-        self.session.add(
-            AuditRow(
-                at=at,
-                actor=actor,
-                action=action,
-                namespace=namespace,
-                request_id=request_id,
-                before=before,
-                after=after,
-                detail=detail,
-            )
-        )
+        event = {"at": at, "actor": actor, "action": action, "namespace": namespace, "request_id": request_id}
+        self.session.execute(statements.ADD_AUDIT_EVENT, event | {"before": before, "after": after, "detail": detail})
 
     def audit_trail(self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20) -> Sequence[AuditRow]:
         """The newest ``limit`` entries (oldest first) for a namespace or a request."""

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import cast
 
-from sqlalchemy import Table, bindparam, func, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 
-from bot.adapters.db.models import GrantRow, LedgerEntry, NamespaceRow, OutboxEntry, RequestRow, TeamSpend
+from bot.adapters.db.models import AuditRow, GrantRow, LedgerEntry, NamespaceRow, OutboxEntry, RequestRow, TeamSpend
 from bot.domain.lifecycle import GrantState, RequestState
 
 _requests = RequestRow.__table__.c
@@ -22,6 +22,17 @@ _outbox = OutboxEntry.__table__.c
 _spend = TeamSpend.__table__.c
 _namespaces = NamespaceRow.__table__.c
 _GRANTED = [RequestState.APPROVED, RequestState.APPLIED]
+
+# A new request row (every column given, see ``NEW_REQUEST_DEFAULTS``), its id returned.
+ADD_REQUEST = insert(cast(Table, RequestRow.__table__)).returning(_requests.id)
+
+# The columns a new request leaves to their defaults: what the ORM would have written.
+NEW_REQUEST_DEFAULTS: dict[str, object] = {
+    column.name: None for column in RequestRow.__table__.columns if column.name != "id"
+} | {"auto_approved": False, "apply_attempts": 0, "version": 1}
+
+# One audit event (the trail is appended to, never changed).
+ADD_AUDIT_EVENT = insert(cast(Table, AuditRow.__table__))
 
 # A team's auto-approved requests created in [start, end): their GPUs and seconds.
 AUTO_APPROVED_SIZES = select(_requests.delta, _requests.duration_seconds).where(
