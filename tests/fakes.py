@@ -55,7 +55,7 @@ class FakeCluster:
                 del self.failures[index]
                 raise error
 
-    def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
+    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         self._maybe_fail("read")
         if namespace not in self.namespaces:
             raise NamespaceNotFound(f"the namespace {namespace} does not exist in the cluster")

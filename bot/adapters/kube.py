@@ -77,7 +77,8 @@ class KubernetesCluster:
 
     # --- QuotaCluster ------------------------------------------------------------------------
 
-    def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
+    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        """Always read now (``max_age`` is for the caching wrapper, ``bot.services.capacity``)."""
         try:
             quota = self._call(
                 f"read the ResourceQuota {name} in {namespace}",

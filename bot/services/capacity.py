@@ -13,7 +13,12 @@ answers those two lists from a view that is
 - read again synchronously when older than ``max_age`` (a refresh kept failing): past that age the
   figure is not trusted, and a failure surfaces as before ("capacity unknown").
 
-Hand edits and node changes show up within ``refresh_after``. Everything else passes through.
+Hand edits and node changes show up within ``refresh_after``.
+
+It also remembers each namespace's quota as last read or written through it, with when: a caller
+that can live with a quota ``max_age`` seconds old (a submission's card: the approval reads it again)
+gets that copy instead of a read. The apply, the approval's recheck and every writer read the cluster.
+Everything else passes through.
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class CapacityCachingCluster:
         self._lock = threading.Lock()
         self._entry: _Entry | None = None
         self._refreshing = False
+        self._quotas: dict[tuple[str, str], tuple[float, QuotaSnapshot | None]] = {}
 
     # --- the cached view -----------------------------------------------------------------------
 
@@ -111,18 +117,24 @@ class CapacityCachingCluster:
             with self._lock:
                 self._refreshing = False
 
-    def _observe(self, snapshot: QuotaSnapshot | None) -> None:
+    def _observe(self, snapshot: QuotaSnapshot | None, *, namespace: str, name: str) -> None:
         """A quota just read or written is newer than the view: put it in."""
         with self._lock:
+            self._quotas[(namespace, name)] = (self._monotonic(), snapshot)
             entry = self._entry
             if snapshot is not None and entry is not None and self._names.get(snapshot.namespace) == snapshot.name:
                 entry.totals[snapshot.namespace] = snapshot.hard
 
     # --- passed through --------------------------------------------------------------------------
 
-    def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
+    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        if max_age > 0:
+            with self._lock:
+                read_at, snapshot = self._quotas.get((namespace, name), (None, None))
+            if read_at is not None and self._monotonic() - read_at <= max_age:
+                return snapshot
         snapshot = self._cluster.read_quota(namespace, name)
-        self._observe(snapshot)
+        self._observe(snapshot, namespace=namespace, name=name)
         return snapshot
 
     def write_quota(
@@ -130,7 +142,7 @@ class CapacityCachingCluster:
     ) -> QuotaSnapshot:
         written = self._cluster.write_quota(namespace, name, gpus=gpus, previous=previous, dry_run=dry_run, applied_by=applied_by)
         if not dry_run:
-            self._observe(written)
+            self._observe(written, namespace=namespace, name=name)
         return written
 
     def quota_refusals(self) -> list[QuotaRefusal]:

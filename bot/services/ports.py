@@ -402,8 +402,11 @@ class GpuNodes:
 
 
 class QuotaCluster(Protocol):
-    def read_quota(self, namespace: str, name: str) -> QuotaSnapshot | None:
-        """The quota, or None when the namespace has none. Raises NamespaceNotFound."""
+    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        """The quota, or None when the namespace has none. Raises NamespaceNotFound.
+
+        ``max_age``: a copy read (or written) by this process at most that many seconds ago will do.
+        """
         ...
 
     def write_quota(

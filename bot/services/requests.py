@@ -45,6 +45,9 @@ from bot.services.text import Notice, Refusal, User, gpus, say
 
 log = logging.getLogger(__name__)
 AUTO_APPROVER = "gpu-quota-bot"
+# A submission's "before" may be this old when this process read or wrote the quota that recently (a
+# burst of requests reads it once): it is what the card shows; the approval and the apply read it again.
+SUBMITTED_QUOTA_MAX_AGE = 5.0
 
 
 @dataclass(frozen=True)
@@ -339,7 +342,7 @@ class RequestService:
 
     def _read_quota(self, namespace: str) -> QuotaSnapshot | None:
         try:
-            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
+            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace), max_age=SUBMITTED_QUOTA_MAX_AGE)
         except NamespaceNotFound:
             raise UserError(f"The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.") from None
         except GpuQuotaError as error:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bot.errors import TemporaryError
+from bot.errors import NamespaceNotFound, TemporaryError
 from bot.services.capacity import CapacityCachingCluster
 from tests.fakes import FakeCluster
 
@@ -104,3 +104,39 @@ def test_a_view_too_old_to_trust_is_read_again_and_its_failure_surfaces(
         cached.allocatable_gpus()
     assert cached.allocatable_gpus() == 24 and cluster.lists == 3  # read again, synchronously
     assert cached.gpu_quota_totals({"biz-model-serving": "other"}) == {}  # another question goes to the cluster
+
+
+def test_a_quota_read_moments_ago_serves_a_caller_that_allows_its_age(parts: Parts) -> None:
+    cluster, clock, cached, _ = parts
+    name = "compute-quota"
+    first = cached.read_quota("biz-model-serving", name, max_age=5)
+    assert first is not None and first.hard == 16
+    cluster.edit("biz-model-serving", 20)  # by hand, after the read
+    clock.now += 5
+    again = cached.read_quota("biz-model-serving", name, max_age=5)
+    assert again is not None and again.hard == 16  # the copy: no older than allowed
+    fresh = cached.read_quota("biz-model-serving", name)  # no age allowed: the cluster
+    assert fresh is not None and fresh.hard == 20
+    clock.now += 5.1
+    cluster.edit("biz-model-serving", 24)
+    later = cached.read_quota("biz-model-serving", name, max_age=5)
+    assert later is not None and later.hard == 24  # too old: read again
+
+
+def test_the_bots_own_write_is_the_copy_a_caller_gets(parts: Parts) -> None:
+    _, _, cached, _ = parts
+    previous = cached.read_quota("ai-frontier-research", "compute-quota")
+    cached.write_quota("ai-frontier-research", "compute-quota", gpus=7, previous=previous, dry_run=True, applied_by="t")
+    copy = cached.read_quota("ai-frontier-research", "compute-quota", max_age=5)
+    assert copy is not None and copy.hard == 4  # a dry run writes nothing
+    cached.write_quota("ai-frontier-research", "compute-quota", gpus=7, previous=previous, dry_run=False, applied_by="t")
+    copy = cached.read_quota("ai-frontier-research", "compute-quota", max_age=5)
+    assert copy is not None and copy.hard == 7
+
+
+def test_a_namespace_that_is_gone_is_never_served_from_a_copy(parts: Parts) -> None:
+    cluster, _, cached, _ = parts
+    with pytest.raises(NamespaceNotFound):
+        cached.read_quota("no-such-namespace", "compute-quota", max_age=5)
+    cluster.namespaces.add("no-such-namespace")  # created since: the next submission sees it
+    assert cached.read_quota("no-such-namespace", "compute-quota", max_age=5) is None
