@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bot.adapters.db.database import Database  # noqa: E402
 from bot.adapters.db.models import Base  # noqa: E402
 from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
-from bot.adapters.slack.blocks import report_blocks, to_dicts  # noqa: E402
+from bot.adapters.slack.blocks import report_blocks  # noqa: E402
 from bot.bootstrap import build_digest  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
 from bot.domain.policy import parse_policy  # noqa: E402
@@ -121,8 +121,8 @@ def measure(server: PrometheusServer, namespaces: int) -> dict[str, float]:
         started = time.perf_counter()
         digest = service.build(day)
         built = time.perf_counter()
-        blocks = [to_dicts(report_blocks(service.team_report(t, with_chart=False))) for t in digest.teams]
-        blocks.append(to_dicts(report_blocks(service.org_report(digest, with_chart=False))))
+        blocks = [report_blocks(service.team_report(t, with_chart=False)) for t in digest.teams]
+        blocks.append(report_blocks(service.org_report(digest, with_chart=False)))
         finished = time.perf_counter()
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()

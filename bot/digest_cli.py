@@ -17,7 +17,7 @@ from pathlib import Path
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
-from bot.adapters.slack.blocks import report_blocks, to_dicts
+from bot.adapters.slack.blocks import report_blocks
 from bot.adapters.slack.notifier import SlackNotifier, make_web_client
 from bot.bootstrap import build_digest
 from bot.clock import SystemClock
@@ -99,7 +99,7 @@ def _print(
 
 def _print_report(report: Report, renderer: TextRenderer, chart_dir: Path) -> None:
     print()
-    for line in renderer.blocks(to_dicts(report_blocks(report)), lambda _: 0):
+    for line in renderer.blocks(report_blocks(report), lambda _: 0):
         print(line)
     if report.attachment is not None:
         path = chart_dir / report.attachment.filename

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import blocks, ids
+from bot.adapters.slack import ids, modals
 from bot.adapters.slack.events import ButtonClick, click_surface
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
@@ -75,7 +75,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
                 client,
                 answer,
                 click.trigger_id,
-                blocks.deny_form(request_id),
+                modals.deny_form(request_id),
                 instead=f"Press Deny again, or type `deny <reason>` in the thread of GQ-{request_id}.",
             )
             return
@@ -129,7 +129,7 @@ def open_confirmation(
     try:
         slack_call(
             "open the approval form",
-            lambda: client.views_open(trigger_id=trigger_id, view=blocks.confirm_approval_form(confirmation)),
+            lambda: client.views_open(trigger_id=trigger_id, view=modals.confirm_approval_form(confirmation)),
         )
     except GpuQuotaError as error:
         log.warning("could not open the approval form of %s: %s", confirmation.display_id, error)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import blocks, ids
+from bot.adapters.slack import blocks, ids, modals
 from bot.adapters.slack.events import SlashCommand
 from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.notifier import slack_call
@@ -196,7 +196,7 @@ def say(respond: Respond, answer: str | list[str], *, header: str | None = None)
     text = "\n".join(lines)
     response = respond(
         text=blocks.truncate(text, 3000),
-        blocks=blocks.to_dicts(blocks.lines_to_blocks(lines, header=header)),
+        blocks=blocks.lines_to_blocks(lines, title=header),
         response_type="ephemeral",
         replace_original=False,
     )
@@ -219,7 +219,7 @@ def open_form(
     if isinstance(namespaces, str):
         say(respond, namespaces)
         return
-    open_view(client, lambda text: say(respond, text), trigger_id, blocks.request_form(draft, namespaces, channel_id=channel_id))
+    open_view(client, lambda text: say(respond, text), trigger_id, modals.request_form(draft, namespaces, channel_id=channel_id))
 
 
 def open_shift_form(client: WebClient, respond: Respond, trigger_id: str | None, **prefill: Any) -> None:
@@ -228,13 +228,13 @@ def open_shift_form(client: WebClient, respond: Respond, trigger_id: str | None,
         client,
         lambda text: say(respond, text),
         trigger_id,
-        blocks.shift_form(**prefill),
+        modals.shift_form(**prefill),
         instead=f"Type the whole command instead: `/gpu-quota {USAGE['shift']}`",
     )
 
 
 def open_extend_form(client: WebClient, respond: Respond, trigger_id: str | None, request_id: int, **prefill: Any) -> None:
-    open_view(client, lambda text: say(respond, text), trigger_id, blocks.extend_form(request_id, duration=None, **prefill))
+    open_view(client, lambda text: say(respond, text), trigger_id, modals.extend_form(request_id, duration=None, **prefill))
 
 
 def open_view(client: WebClient, answer: Callable[[str], None], trigger_id: str | None, view: Any, *, instead: str = "") -> None:

@@ -16,7 +16,7 @@ import pytest
 import requests
 from sqlalchemy import event
 
-from bot.adapters.slack import blocks, ids
+from bot.adapters.slack import ids, modals
 from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
 from bot.executor import BUSY, WORKERS, TrackingExecutor
@@ -122,7 +122,7 @@ def test_form_errors_and_help_stay_in_the_ack(bot: Bot) -> None:
 
 def extend_form() -> dict[str, Any]:
     """The extend form as the bot opens it, as Slack sends it back (with its view id)."""
-    return {**blocks.extend_form(1, duration=None).to_dict(), "id": "V0EXTEND"}
+    return {**modals.extend_form(1, duration=None).to_dict(), "id": "V0EXTEND"}
 
 
 def fill(bot: Bot) -> None:

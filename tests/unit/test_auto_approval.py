@@ -116,14 +116,14 @@ def test_the_card_and_the_audit_say_which_rule_allowed_it(world: World) -> None:
     assert world.request(1).auto_note == expected
     card = world.notifier.last_card()
     assert card.auto_note == expected
-    assert expected in blocks.request_fallback_text(card) or expected in str(blocks.to_dicts(blocks.request_message(card)))
+    assert expected in blocks.request_fallback_text(card) or expected in str(blocks.request_message(card))
     trail = world.database.run(lambda r: list(r.audit_trail(request_id=1)))
     assert next(e for e in trail if e.action == "request_auto_approved").detail == expected
     world.submit(QUICK)
     pending = world.notifier.last_card()
     assert pending.auto_note is not None and pending.auto_note.startswith("not auto-approved: ")
     assert "already has 1 auto-approved GPU" in pending.auto_note
-    assert pending.auto_note in str(blocks.to_dicts(blocks.request_message(pending)))
+    assert pending.auto_note in str(blocks.request_message(pending))
 
 
 # --- the pure rule ------------------------------------------------------------------------------------

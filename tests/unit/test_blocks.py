@@ -3,15 +3,18 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from slack_sdk.models.blocks import Block
 
-from bot.adapters.slack import blocks, ids
+from bot.adapters.slack import blocks, ids, modals
 from bot.domain.commands import GpuAmount, RequestDraft
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
 from bot.services.cards import RequestCard
 from bot.services.pods import PodsInView
-from bot.services.ports import Action, ActionKind
+from bot.services.ports import Action, ActionKind, Report, ReportSection
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 
@@ -50,11 +53,11 @@ def card(**changes: object) -> RequestCard:
 
 
 def rendered(block_list: list) -> str:
-    return json.dumps(blocks.to_dicts(block_list), ensure_ascii=False)
+    return json.dumps(block_list, ensure_ascii=False)
 
 
 def buttons(block_list: list) -> list[dict]:
-    return [e for b in blocks.to_dicts(block_list) if b["type"] == "actions" for e in b["elements"]]
+    return [e for b in block_list if b["type"] == "actions" for e in b["elements"]]
 
 
 def test_pending_request_shows_everything_an_approver_needs() -> None:
@@ -85,7 +88,7 @@ def test_pending_request_has_approve_and_deny_with_the_request_id() -> None:
 
 
 def test_deny_form_asks_why_and_carries_the_request() -> None:
-    view = blocks.deny_form(17).to_dict()
+    view = modals.deny_form(17).to_dict()
     assert view["callback_id"] == ids.DENY_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}
     (field,) = view["blocks"]
     assert field["block_id"] == ids.REASON_BLOCK and field.get("optional") is not True
@@ -119,35 +122,35 @@ def test_a_decrease_shows_savings_and_permanence() -> None:
 
 def test_a_huge_reason_is_cut_to_slacks_limits() -> None:
     message = blocks.request_message(card(reason="x" * 10_000))
-    for block in blocks.to_dicts(message):  # serialising validates every limit
+    for block in message:
         if block["type"] == "section" and "text" in block:
             assert len(block["text"]["text"]) <= 3000
 
 
 def test_messages_with_actions() -> None:
-    found = blocks.to_dicts(blocks.message_blocks("hi", [Action(ActionKind.RETRY, "Retry", "17", "primary")]))
+    found = blocks.message_blocks("hi", [Action(ActionKind.RETRY, "Retry", "17", "primary")])
     assert found[1]["elements"][0]["action_id"] == ids.ACTION_IDS[ActionKind.RETRY]
 
 
 def test_long_lists_stay_within_fifty_blocks_and_say_how_many_are_left() -> None:
     lines = [f"line {i} " + "y" * 200 for i in range(2000)]
-    packed = blocks.lines_to_blocks(lines, header="Audit trail")
+    packed = blocks.lines_to_blocks(lines, title="Audit trail")
     assert len(packed) <= 50
-    shown = sum(b.to_dict()["text"]["text"].count("line ") for b in packed if b.to_dict()["type"] == "section")
-    last = packed[-1].to_dict()
+    shown = sum(b["text"]["text"].count("line ") for b in packed if b["type"] == "section")
+    last = packed[-1]
     assert last["type"] == "context" and f"and {2000 - shown} more" in last["elements"][0]["text"]
 
 
 def test_short_lists_are_packed_whole() -> None:
     packed = blocks.lines_to_blocks(["a", "b"])
-    assert [b.to_dict()["text"]["text"] for b in packed] == ["a\nb"]
+    assert [b["text"]["text"] for b in packed] == ["a\nb"]
 
 
 def test_request_form_is_prefilled_and_lists_problems() -> None:
     draft = RequestDraft(
         namespace="ai-frontier-research", amount=GpuAmount(4, True), duration=timedelta(days=3), problems=("a reason is needed",)
     )
-    view = blocks.request_form(draft, ["ai-frontier-research", "biz-model-serving"], channel_id="C0GENERAL").to_dict()
+    view = modals.request_form(draft, ["ai-frontier-research", "biz-model-serving"], channel_id="C0GENERAL").to_dict()
     assert view["callback_id"] == ids.REQUEST_FORM
     inputs = {b["block_id"]: b["element"] for b in view["blocks"] if b["type"] == "input"}
     assert inputs[ids.NAMESPACE_BLOCK]["initial_option"]["value"] == "ai-frontier-research"
@@ -159,13 +162,13 @@ def test_request_form_is_prefilled_and_lists_problems() -> None:
 
 
 def test_request_form_falls_back_to_typing_when_there_are_too_many_namespaces() -> None:
-    view = blocks.request_form(RequestDraft(), [f"ns-{i}" for i in range(150)], channel_id=None).to_dict()
+    view = modals.request_form(RequestDraft(), [f"ns-{i}" for i in range(150)], channel_id=None).to_dict()
     namespace = next(b for b in view["blocks"] if b.get("block_id") == ids.NAMESPACE_BLOCK)
     assert namespace["element"]["type"] == "plain_text_input"
 
 
 def test_extend_form_carries_the_request_id() -> None:
-    view = blocks.extend_form(17, duration=timedelta(days=1)).to_dict()
+    view = modals.extend_form(17, duration=timedelta(days=1)).to_dict()
     assert view["callback_id"] == ids.EXTEND_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}
 
 
@@ -177,7 +180,7 @@ def test_the_card_escapes_everything_a_person_typed() -> None:
         assert "<!channel>" not in text and "<http" not in text and "<@U123>" not in text and "<!here>" not in text
         assert "\x00" not in text
     assert "&lt;!channel&gt; &amp; &lt;http://evil.example|click here&gt;" in rendered(blocks.request_message(hostile))
-    sections = [b for b in blocks.to_dicts(blocks.request_message(hostile)) if b["type"] == "section" and "text" in b]
+    sections = [b for b in blocks.request_message(hostile) if b["type"] == "section" and "text" in b]
     assert all(s["text"]["verbatim"] is True for s in sections)  # bare URLs and names a person typed stay text
 
 
@@ -198,3 +201,91 @@ def test_the_card_shows_the_pods_by_class_and_warns_with_cluster_text_escaped() 
     unreadable = rendered(blocks.request_message(card(pods=PodsInView(pod_mix([]), error="HTTP 403"))))
     assert "GPU pods unreadable: HTTP 403" in unreadable and ":warning:" not in unreadable
     assert "GPU pods in" not in rendered(blocks.request_message(card()))
+
+
+# --- every message within Slack's limits: the validation slack_sdk's models would do, done here ---------
+
+HOSTILE = st.text(alphabet=st.sampled_from("ab <>&*_~`|!@#\n\t\x00\u200b\u202eé😀"), max_size=12)
+# Long text cheaply: a hostile piece repeated up to a few thousand characters.
+TEXT = st.one_of(HOSTILE, st.builds(lambda piece, times: piece * times, HOSTILE, st.integers(0, 800)))
+ACTION = st.builds(Action, st.sampled_from(ActionKind), TEXT, TEXT, st.sampled_from([None, "primary", "danger"]))
+
+
+def assert_valid_message(message: list[dict]) -> None:
+    """What Slack would accept: at most 50 blocks, each one slack_sdk parses back to the same dict and
+    validates (``to_dict`` raises on a limit its models know), fields within the limit its models skip."""
+    assert len(message) <= blocks.MAX_BLOCKS
+    for block in message:
+        parsed = Block.parse(block)
+        assert parsed is not None and type(parsed) is not Block, block["type"]
+        assert parsed.to_dict() == block
+        for field in block.get("fields", []):
+            assert len(field["text"]) <= blocks.FIELD_LIMIT
+        for element in block.get("elements", []):
+            assert len(element.get("text", "")) <= blocks.SECTION_LIMIT
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    reason=TEXT,
+    namespace=TEXT,
+    team_label=TEXT,
+    amount_text=TEXT,
+    failure_reason=TEXT,
+    cost_basis=TEXT,
+    auto_note=TEXT,
+    approvals=st.lists(TEXT, max_size=30),
+    state=st.sampled_from(RequestState),
+    request_id=st.integers(1, 10**12),
+)
+def test_every_request_card_is_a_message_slack_accepts(
+    reason: str,
+    namespace: str,
+    team_label: str,
+    amount_text: str,
+    failure_reason: str,
+    cost_basis: str,
+    auto_note: str,
+    approvals: list[str],
+    state: RequestState,
+    request_id: int,
+) -> None:
+    hostile = card(
+        reason=reason,
+        namespace=namespace,
+        team_label=team_label,
+        amount_text=amount_text,
+        failure_reason=failure_reason,
+        cost_basis=cost_basis,
+        auto_note=auto_note,
+        approvals=tuple(approvals),
+        state=state,
+        denied_by=reason,
+        request_id=request_id,
+    )
+    assert_valid_message(blocks.request_message(hostile))
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXT, buttons=st.lists(ACTION, max_size=30))
+def test_every_plain_message_is_one_slack_accepts(text: str, buttons: list[Action]) -> None:
+    assert_valid_message(blocks.message_blocks(text or "-", buttons))
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(TEXT, max_size=300), title=st.one_of(st.none(), TEXT.filter(bool)))
+def test_every_packed_answer_is_one_slack_accepts(lines: list[str], title: str | None) -> None:
+    assert_valid_message(blocks.lines_to_blocks(lines or ["-"], title=title))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    title=TEXT.filter(bool),
+    summary=TEXT.filter(bool),
+    sections=st.lists(st.builds(ReportSection, st.one_of(st.none(), TEXT), st.lists(TEXT, max_size=80)), max_size=12),
+    buttons=st.lists(ACTION, max_size=5),
+)
+def test_every_report_is_a_message_slack_accepts(
+    title: str, summary: str, sections: list[ReportSection], buttons: list[Action]
+) -> None:
+    assert_valid_message(blocks.report_blocks(Report(title=title, summary=summary, sections=sections, actions=buttons)))

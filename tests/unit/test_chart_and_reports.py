@@ -1,7 +1,7 @@
 from datetime import date
 
 from bot.adapters.chart import daily_cost_chart
-from bot.adapters.slack.blocks import report_blocks, to_dicts
+from bot.adapters.slack.blocks import report_blocks
 from bot.services.ports import Action, ActionKind, Report, ReportSection
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -37,7 +37,7 @@ def test_huge_reports_stay_within_slack_limits() -> None:
         ReportSection(heading=f"Section {s}", lines=[f"namespace-{s}-{i}: " + "x" * 120 for i in range(300)]) for s in range(4)
     ]
     report = Report(title="T" * 400, summary="s" * 5000, sections=sections, actions=[Action(ActionKind.SNOOZE, "Snooze", "ns")])
-    blocks = to_dicts(report_blocks(report))
+    blocks = report_blocks(report)
     assert len(blocks) <= 50
     assert len(blocks[0]["text"]["text"]) <= 150
     assert all(len(b["text"]["text"]) <= 3000 for b in blocks if b["type"] == "section")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from bot.adapters.slack import blocks, ids
+from bot.adapters.slack import ids, modals
 from bot.domain.policy import needs_confirmation, parse_policy
 from bot.services.requests import Confirmation
 
@@ -33,7 +33,7 @@ def confirmation(**changes: object) -> Confirmation:
 
 
 def test_the_form_shows_the_change_its_cost_and_carries_the_request() -> None:
-    view = blocks.confirm_approval_form(confirmation()).to_dict()  # serialising validates Slack's limits
+    view = modals.confirm_approval_form(confirmation()).to_dict()  # serialising validates Slack's limits
     text = json.dumps(view, ensure_ascii=False)
     assert view["callback_id"] == ids.CONFIRM_APPROVAL_FORM and view["submit"]["text"] == "Approve"
     assert json.loads(view["private_metadata"]) == {"request_id": 123456}
@@ -43,7 +43,7 @@ def test_the_form_shows_the_change_its_cost_and_carries_the_request() -> None:
 
 
 def test_a_large_temporary_change_shows_both_costs() -> None:
-    view = blocks.confirm_approval_form(
+    view = modals.confirm_approval_form(
         confirmation(delta=9, after=13, duration=timedelta(days=1), monthly_cost=16425.0, grant_cost=540.0, large_above=8)
     ).to_dict()
     text = json.dumps(view, ensure_ascii=False)

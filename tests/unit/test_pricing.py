@@ -27,7 +27,7 @@ def pricer(jobs: Jobs) -> Pricer:
 
 def card_text(jobs: Jobs) -> str:
     card = next(s.card for s in reversed(jobs.notifier.sent) if s.card is not None)
-    return json.dumps(blocks.to_dicts(blocks.request_message(card)), ensure_ascii=False)
+    return json.dumps(blocks.request_message(card), ensure_ascii=False)
 
 
 def test_a_requests_cost_uses_the_price_of_the_model_the_namespace_ran_on() -> None:

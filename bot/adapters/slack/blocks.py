@@ -1,7 +1,13 @@
-"""Block Kit, built by small pure functions with ``slack_sdk.models`` (which enforce Slack's limits).
+"""Block Kit messages as plain dicts, built by small pure functions with Slack's limits applied here.
 
-Nothing here calls Slack: each function turns the bot's values into blocks or a view, and the unit
-tests check them on their own. Every piece of text that did not come from this module (a reason, an
+Messages go out on every request and click (the request card and its updates, replies, ephemeral
+answers, reports), so they are dicts, not ``slack_sdk.models``: those validate on every
+``to_dict()``, a cost paid per message. The constructors below (``header``, ``section``, ``fields``,
+``context``, ``actions``, ``button``) cut every text to Slack's documented limits as they build;
+the unit tests parse every message they make with ``slack_sdk``'s models and check it round-trips and
+validates, so the limits are proven there instead. Forms are ``slack_sdk`` Views, in ``modals``.
+
+Nothing here calls Slack. Every piece of text that did not come from this module (a reason, an
 amount as typed, a namespace, an error from another system) goes through ``mrkdwn.escape`` before
 it enters a mrkdwn text object; mentions and dates are made here from ids and datetimes.
 """
@@ -13,49 +19,37 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from slack_sdk.models.blocks import (
-    ActionsBlock,
-    Block,
-    ButtonElement,
-    ContextBlock,
-    HeaderBlock,
-    InputBlock,
-    MarkdownTextObject,
-    Option,
-    PlainTextInputElement,
-    RadioButtonsElement,
-    SectionBlock,
-    StaticSelectElement,
-)
-from slack_sdk.models.views import View
-
 from bot.adapters.slack import ids
 from bot.adapters.slack.mrkdwn import escape, render
-from bot.domain.commands import RequestDraft, clean_text, format_request_id
-from bot.domain.durations import ALLOWED, format_duration
+from bot.domain.commands import clean_text, format_request_id
+from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
 from bot.services.cards import RequestCard
 from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind, Report
 from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
-from bot.services.requests import Confirmation
 from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
 
+Block = dict[str, Any]
+
+# Slack's limits (Block Kit reference): blocks per message, characters per text, items per block.
 MAX_BLOCKS = 50
+HEADER_LIMIT = 150
 SECTION_LIMIT = 3000
 FIELD_LIMIT = 2000
-MAX_OPTIONS = 100
+MAX_FIELDS = 10
+MAX_CONTEXT_ELEMENTS = 10
+MAX_ACTIONS = 25
+BUTTON_TEXT_LIMIT = 75
+BUTTON_VALUE_LIMIT = 2000
+ID_LIMIT = 255
+# Slack refuses an empty text object (and slack_sdk drops empty strings): this stands in for none.
+NO_TEXT = "(none)"
 
 
 def truncate(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _mrkdwn(text: str) -> MarkdownTextObject:
-    """A mrkdwn text object that Slack shows as sent: ``verbatim`` stops it from turning bare URLs,
-    channel names and mentions a person typed into links (only the ``<...>`` made here are live)."""
-    return MarkdownTextObject(text=text, verbatim=True)
 
 
 def mention(user_id: str) -> str:
@@ -66,43 +60,92 @@ def when(moment: datetime) -> str:
     return render(say(Moment(moment)))
 
 
+# --- Block Kit, within its limits ----------------------------------------------------------------
+
+
+def mrkdwn(text: str, limit: int = SECTION_LIMIT, *, verbatim: bool = True) -> dict[str, Any]:
+    """A mrkdwn text object. ``verbatim`` (the default) makes Slack show it as sent: bare URLs, channel
+    names and mentions a person typed stay text (only the ``<...>`` made here are live)."""
+    text_object: dict[str, Any] = {"type": "mrkdwn", "text": truncate(text, limit) or NO_TEXT}
+    if verbatim:
+        text_object["verbatim"] = True
+    return text_object
+
+
+def plain(text: str, limit: int) -> dict[str, Any]:
+    return {"type": "plain_text", "text": truncate(text, limit) or NO_TEXT, "emoji": True}
+
+
+def header(text: str) -> Block:
+    return {"type": "header", "text": plain(text, HEADER_LIMIT)}
+
+
+def section(text: str) -> Block:
+    return {"type": "section", "text": mrkdwn(text)}
+
+
+def fields(texts: Sequence[str]) -> Block:
+    return {"type": "section", "fields": [mrkdwn(t, FIELD_LIMIT) for t in texts[:MAX_FIELDS]]}
+
+
+def context(text: str, *, verbatim: bool = True) -> Block:
+    return {"type": "context", "elements": [mrkdwn(text, verbatim=verbatim)]}
+
+
+def button(label: str, action_id: str, value: str, style: str | None = None) -> dict[str, Any]:
+    element: dict[str, Any] = {"type": "button", "text": plain(label, BUTTON_TEXT_LIMIT), "action_id": action_id[:ID_LIMIT]}
+    if value:  # optional in Slack, and never empty
+        element["value"] = value[:BUTTON_VALUE_LIMIT]
+    if style:
+        element["style"] = style
+    return element
+
+
+def actions(elements: Sequence[dict[str, Any]], *, block_id: str | None = None) -> Block:
+    block: Block = {"type": "actions", "elements": list(elements[:MAX_ACTIONS])}
+    if block_id is not None:
+        block["block_id"] = block_id[:ID_LIMIT]
+    return block
+
+
+def divider() -> Block:
+    return {"type": "divider"}
+
+
 # --- the request message -------------------------------------------------------------------------
 
 
 def request_message(card: RequestCard) -> list[Block]:
     """The message in the approvals channel: the whole story of one request, buttons while pending."""
     blocks: list[Block] = [
-        HeaderBlock(text=truncate(clean_text(_title(card)), 150)),
-        SectionBlock(text=_mrkdwn(truncate(_summary(card), SECTION_LIMIT))),
-        SectionBlock(fields=[_mrkdwn(truncate(f, FIELD_LIMIT)) for f in _fields(card)]),
-        SectionBlock(text=_mrkdwn(truncate("*Reason*\n" + _quote(card.reason), SECTION_LIMIT))),
-        ContextBlock(elements=[_mrkdwn(truncate(_status_line(card), SECTION_LIMIT))]),
+        header(clean_text(_title(card))),
+        section(_summary(card)),
+        fields(_fields(card)),
+        section("*Reason*\n" + _quote(card.reason)),
+        context(_status_line(card)),
     ]
     if card.auto_note:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=truncate(card.auto_note, SECTION_LIMIT))]))
+        blocks.append(context(card.auto_note, verbatim=False))
     warnings = pod_warnings(card.pods)
     if warnings:
-        blocks.append(SectionBlock(text=_mrkdwn(truncate("\n".join(warnings), SECTION_LIMIT))))
+        blocks.append(section("\n".join(warnings)))
     if card.shift is not None:
         if card.pods is not None:
-            blocks.append(SectionBlock(text=_mrkdwn(truncate(source_pods_text(card.shift.namespace, card.pods), SECTION_LIMIT))))
-        blocks.append(ContextBlock(elements=[_mrkdwn(truncate(shift_gradual_note(card), SECTION_LIMIT))]))
+            blocks.append(section(source_pods_text(card.shift.namespace, card.pods)))
+        blocks.append(context(shift_gradual_note(card)))
     if card.thread_in is not None:
         where = render(say(":link: The source team's copy: the thread and the outcome are in ", Channel(card.thread_in), "."))
-        blocks.append(ContextBlock(elements=[_mrkdwn(where)]))
+        blocks.append(context(where))
     if card.state == RequestState.PENDING:
+        request_id = str(card.request_id)
         blocks.append(
-            ActionsBlock(
-                block_id=f"decide:{card.request_id}",
-                elements=[
-                    ButtonElement(
-                        text="Approve", action_id=ids.ACTION_IDS[ActionKind.APPROVE], value=str(card.request_id), style="primary"
-                    ),
-                    # Deny opens a form asking why (deny_form), which is its confirmation too.
-                    ButtonElement(
-                        text="Deny", action_id=ids.ACTION_IDS[ActionKind.DENY], value=str(card.request_id), style="danger"
-                    ),
+            actions(
+                [
+                    button("Approve", ids.ACTION_IDS[ActionKind.APPROVE], request_id, "primary"),
+                    # Deny opens a form asking why (modals.deny_form), which is its confirmation too.
+                    button("Deny", ids.ACTION_IDS[ActionKind.DENY], request_id, "danger"),
                 ],
+                block_id=f"decide:{card.request_id}",
             )
         )
     return blocks
@@ -263,52 +306,42 @@ def _quote(text: str) -> str:
 # --- plain messages with buttons ---------------------------------------------------------------
 
 
-def message_blocks(text: str, actions: Sequence[Action] = ()) -> list[Block]:
+def message_blocks(text: str, buttons: Sequence[Action] = ()) -> list[Block]:
     """A message of rendered mrkdwn (``mrkdwn.render``) with buttons."""
-    blocks: list[Block] = [SectionBlock(text=_mrkdwn(truncate(text, SECTION_LIMIT)))]
-    if actions:
-        blocks.append(
-            ActionsBlock(
-                elements=[
-                    ButtonElement(
-                        text=truncate(clean_text(a.label), 75), action_id=ids.ACTION_IDS[a.kind], value=a.value, style=a.style
-                    )
-                    for a in actions
-                ]
-            )
-        )
+    blocks = [section(text)]
+    if buttons:
+        blocks.append(actions([button(clean_text(a.label), ids.ACTION_IDS[a.kind], a.value, a.style) for a in buttons]))
     return blocks
 
 
-def lines_to_blocks(lines: Iterable[str], *, header: str | None = None, max_blocks: int = MAX_BLOCKS) -> list[Block]:
+def lines_to_blocks(lines: Iterable[str], *, title: str | None = None, max_blocks: int = MAX_BLOCKS) -> list[Block]:
     """Pack lines into sections of at most 3,000 characters and 50 blocks, ending with "and N more"."""
-    blocks: list[Block] = [HeaderBlock(text=truncate(header, 150))] if header else []
-    pending = list(lines)
+    blocks: list[Block] = [header(title)] if title else []
+    pending = [truncate(line, SECTION_LIMIT) for line in lines]
     current: list[str] = []
-    while pending:
-        line = truncate(pending[0], SECTION_LIMIT)
-        if current and len("\n".join([*current, line])) > SECTION_LIMIT:
-            blocks.append(SectionBlock(text=_mrkdwn("\n".join(current))))
-            current = []
+    size = -1  # the length of "\n".join(current)
+    taken = 0
+    for line in pending:
+        if current and size + 1 + len(line) > SECTION_LIMIT:
+            blocks.append(section("\n".join(current)))
+            current, size = [], -1
             if len(blocks) == max_blocks - 1:
                 break
         current.append(line)
-        pending.pop(0)
+        size += 1 + len(line)
+        taken += 1
     if current:
-        blocks.append(SectionBlock(text=_mrkdwn("\n".join(current))))
-    if pending:
-        blocks.append(ContextBlock(elements=[_mrkdwn(f"… and {len(pending)} more")]))
+        blocks.append(section("\n".join(current)))
+    if taken < len(pending):
+        blocks.append(context(f"… and {len(pending) - taken} more"))
     return blocks
 
 
 def report_blocks(report: Report) -> list[Block]:
     """A report (digest) as blocks: header, summary, then each section's lines packed within the limits."""
-    blocks: list[Block] = [
-        HeaderBlock(text=truncate(report.title, 150)),
-        SectionBlock(text=_mrkdwn(truncate(report.summary, SECTION_LIMIT))),
-    ]
-    for section in report.sections:
-        lines = ([f"*{section.heading}*"] if section.heading else []) + list(section.lines)
+    blocks: list[Block] = [header(report.title), section(report.summary)]
+    for part in report.sections:
+        lines = ([f"*{part.heading}*"] if part.heading else []) + list(part.lines)
         room = MAX_BLOCKS - len(blocks) - (1 if report.actions else 0)
         if room < 2:
             break
@@ -390,212 +423,3 @@ def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
 
 def _json(value: dict[str, Any]) -> str:
     return escape(json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-
-# --- forms -------------------------------------------------------------------------------------
-
-
-def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: str | None) -> View:
-    """The request modal, prefilled with what the typed command got right."""
-    blocks: list[Block] = []
-    if draft.problems:
-        blocks.append(
-            ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, draft.problems)), 2000))])
-        )
-    blocks.append(_namespace_input(draft.namespace, namespaces))
-    blocks.append(
-        InputBlock(
-            block_id=ids.GPUS_BLOCK,
-            label="GPUs",
-            hint="+4 for 4 more, -2 for 2 fewer, 8 for a total of 8",
-            element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=str(draft.amount) if draft.amount else None),
-        )
-    )
-    blocks.append(_term_input(draft))
-    blocks.append(
-        InputBlock(
-            block_id=ids.DURATION_BLOCK,
-            label="For how long",
-            hint=f"Temporary only: {ALLOWED}.",
-            optional=True,
-            element=PlainTextInputElement(
-                action_id=ids.INPUT_ACTION, initial_value=format_duration(draft.duration) if draft.duration else None
-            ),
-        )
-    )
-    blocks.append(_reason_input(draft.reason))
-    return View(
-        type="modal",
-        callback_id=ids.REQUEST_FORM,
-        title="GPU quota request",
-        submit="Submit",
-        close="Cancel",
-        private_metadata=json.dumps({"channel": channel_id}),
-        blocks=blocks,
-    )
-
-
-def _term_input(draft: RequestDraft) -> InputBlock:
-    """Temporary or permanent: preselected only when the typed command said which, never by default."""
-    options = [
-        Option(text="Temporary: for the duration below", value=ids.TEMPORARY),
-        Option(text="Permanent: a new base quota", value=ids.PERMANENT),
-    ]
-    chosen = ids.PERMANENT if draft.permanent else ids.TEMPORARY if draft.duration is not None else None
-    return InputBlock(
-        block_id=ids.TERM_BLOCK,
-        label="Temporary or permanent",
-        element=RadioButtonsElement(
-            action_id=ids.INPUT_ACTION,
-            options=options,
-            initial_option=next((o for o in options if o.value == chosen), None),
-        ),
-    )
-
-
-def shift_form(*, source: str = "", target: str = "", gpus_moved: int | None = None) -> View:
-    """The shift modal: GPUs, from, to, how long (a duration or ``permanent``), reason."""
-
-    def text_input(block_id: str, label: str, hint: str, value: str | None) -> InputBlock:
-        return InputBlock(
-            block_id=block_id,
-            label=label,
-            hint=hint,
-            element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=value),
-        )
-
-    return View(
-        type="modal",
-        callback_id=ids.SHIFT_FORM,
-        title="Shift GPUs",
-        submit="Submit",
-        close="Cancel",
-        blocks=[
-            text_input(ids.GPUS_BLOCK, "GPUs to move", "A whole number, e.g. 3", str(gpus_moved) if gpus_moved else None),
-            text_input(ids.SOURCE_BLOCK, "From namespace", "Lowered first; its running pods keep running", source or None),
-            text_input(ids.TARGET_BLOCK, "To namespace", "Raised by what the source gave up", target or None),
-            text_input(ids.DURATION_BLOCK, "For how long", f"{ALLOWED}, or the word permanent", None),
-            _reason_input(""),
-        ],
-    )
-
-
-def extend_form(request_id: int, *, duration: timedelta | None, reason: str = "", problems: Sequence[str] = ()) -> View:
-    blocks: list[Block] = []
-    if problems:
-        blocks.append(ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, problems)), 2000))]))
-    blocks.append(
-        InputBlock(
-            block_id=ids.DURATION_BLOCK,
-            label="Extend by",
-            hint="e.g. 12h, 2d",
-            element=PlainTextInputElement(
-                action_id=ids.INPUT_ACTION, initial_value=format_duration(duration) if duration else None
-            ),
-        )
-    )
-    blocks.append(_reason_input(reason, optional=True))
-    return View(
-        type="modal",
-        callback_id=ids.EXTEND_FORM,
-        title=truncate(f"Extend {format_request_id(request_id)}", 24),
-        submit="Ask",
-        close="Cancel",
-        private_metadata=json.dumps({"request_id": request_id}),
-        blocks=blocks,
-    )
-
-
-def confirm_approval_form(confirmation: Confirmation) -> View:
-    """The form an approver submits to approve a permanent or large change: the change as of now and its cost."""
-    c = confirmation
-    span = "permanently" if c.permanent else f"for *{format_duration(c.duration or timedelta())}*"
-    verb = "more" if c.delta > 0 else "fewer"
-    cost = f"{'saves ' if c.delta < 0 else ''}{money(c.monthly_cost, c.currency)} per month"
-    if c.grant_cost is not None:
-        cost += f"\n{money(c.grant_cost, c.currency)} for the grant"
-    cost += f"\n{escape(c.price_basis)}"
-    why = "a permanent change" if c.permanent else f"a large change (more than {gpus(c.large_above or 0)})"
-    decided = f"{c.approvals} of {c.approvals_required} approvals so far"
-    return View(
-        type="modal",
-        callback_id=ids.CONFIRM_APPROVAL_FORM,
-        title=truncate(f"Approve {c.display_id}", 24),
-        submit="Approve",
-        close="Cancel",
-        private_metadata=json.dumps({"request_id": c.request_id}),
-        blocks=[
-            SectionBlock(
-                text=MarkdownTextObject(
-                    text=f"{mention(c.requester_id)} asks for *{gpus(abs(c.delta))} {verb}* in *{c.namespace}* ({c.team_label}) {span}."
-                )
-            ),
-            SectionBlock(
-                fields=[
-                    MarkdownTextObject(text=f"*Quota now → after*\n{c.before} → *{c.after}* ({c.delta:+d})"),
-                    MarkdownTextObject(text=f"*Cost*\n{cost}"),
-                ]
-            ),
-            ContextBlock(
-                elements=[
-                    MarkdownTextObject(
-                        text=f"This is {why}, so it is approved here rather than with one click ({decided}). "
-                        "Only *Approve* below records your decision; *Cancel* records nothing."
-                    )
-                ]
-            ),
-        ],
-    )
-
-
-def _namespace_input(selected: str | None, namespaces: Sequence[str]) -> InputBlock:
-    if 0 < len(namespaces) <= MAX_OPTIONS:
-        options = [Option(text=ns, value=ns) for ns in namespaces]
-        initial = next((o for o in options if o.value == selected), None)
-        element = StaticSelectElement(
-            action_id=ids.INPUT_ACTION, placeholder="Choose a namespace", options=options, initial_option=initial
-        )
-        return InputBlock(block_id=ids.NAMESPACE_BLOCK, label="Namespace", element=element)
-    return InputBlock(
-        block_id=ids.NAMESPACE_BLOCK,
-        label="Namespace",
-        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=clean_text(selected) if selected else None),
-    )
-
-
-def _reason_input(reason: str, *, optional: bool = False) -> InputBlock:
-    return InputBlock(
-        block_id=ids.REASON_BLOCK,
-        label="Reason",
-        optional=optional,
-        hint="Approvers read this; the audit trail keeps it.",
-        element=PlainTextInputElement(
-            action_id=ids.INPUT_ACTION, multiline=True, max_length=2000, initial_value=clean_text(reason) or None
-        ),
-    )
-
-
-def to_dicts(blocks: Sequence[Block]) -> list[dict]:  # type: ignore[type-arg]
-    """Serialise (and so validate) blocks for the Web API."""
-    return [block.to_dict() for block in blocks]
-
-
-def deny_form(request_id: int) -> View:
-    """Deny with a reason: posted in the request's thread and sent to the requester."""
-    display = format_request_id(request_id)
-    return View(
-        type="modal",
-        callback_id=ids.DENY_FORM,
-        title=truncate(f"Deny {display}", 24),
-        submit="Deny",
-        close="Keep it",
-        private_metadata=json.dumps({"request_id": request_id}),
-        blocks=[
-            InputBlock(
-                block_id=ids.REASON_BLOCK,
-                label="Why?",
-                hint="Posted in the request's thread and sent to the requester.",
-                element=PlainTextInputElement(action_id=ids.INPUT_ACTION, multiline=True, max_length=500),
-            )
-        ],
-    )

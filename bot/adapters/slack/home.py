@@ -1,21 +1,25 @@
-"""The App Home tab as Block Kit (a ``home`` view), and the publisher that sends it with ``views.publish``."""
+"""The App Home tab as Block Kit (a ``home`` view of plain dicts, like every message in ``blocks``),
+and the publisher that sends it with ``views.publish``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from slack_sdk import WebClient
-from slack_sdk.models.blocks import (
-    ActionsBlock,
-    Block,
-    ButtonElement,
-    ContextBlock,
-    DividerBlock,
-    HeaderBlock,
-    MarkdownTextObject,
-)
-from slack_sdk.models.views import View
 
 from bot.adapters.slack import ids
-from bot.adapters.slack.blocks import MAX_BLOCKS, lines_to_blocks, pending_line, status_lines
+from bot.adapters.slack.blocks import (
+    MAX_BLOCKS,
+    Block,
+    actions,
+    button,
+    context,
+    divider,
+    header,
+    lines_to_blocks,
+    pending_line,
+    status_lines,
+)
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.commands import format_request_id
 from bot.services.home import HomeView
@@ -24,18 +28,19 @@ from bot.services.text import money
 
 # Each request waiting for a decision takes two blocks (its line and its buttons); keep room for the rest.
 MAX_DECISIONS_SHOWN = 10
+NOTICE_LIMIT = 2000
 
 
-def home_view(home: HomeView) -> View:
-    blocks: list[Block] = [HeaderBlock(text="GPU quota")]
+def home_view(home: HomeView) -> dict[str, Any]:
+    blocks: list[Block] = [header("GPU quota")]
     if home.notice:
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=home.notice[:2000])]))
+        blocks.append(context(home.notice[:NOTICE_LIMIT], verbatim=False))
     blocks.extend(_to_decide(home))
-    blocks.append(HeaderBlock(text="Your requests"))
+    blocks.append(header("Your requests"))
     blocks.extend(
         lines_to_blocks([pending_line(p) for p in home.mine] or ["Nothing pending. `/gpu-quota request` asks for GPUs."])
     )
-    blocks.append(HeaderBlock(text="Your teams' quotas"))
+    blocks.append(header("Your teams' quotas"))
     quota_lines = status_lines(home.quotas) or ["You are not in any team of the policy."]
     spend_lines = [
         f"*{s.team_label}*: {money(s.spent, home.currency)} of {money(s.budget, home.currency)} this month"
@@ -46,36 +51,32 @@ def home_view(home: HomeView) -> View:
     room = MAX_BLOCKS - len(blocks) - (2 if spend_lines else 0)
     blocks.extend(lines_to_blocks(quota_lines, max_blocks=max(room, 1)))
     if spend_lines:
-        blocks.append(HeaderBlock(text="Month to date"))
+        blocks.append(header("Month to date"))
         blocks.extend(lines_to_blocks(spend_lines, max_blocks=1))
-    return View(type="home", blocks=blocks[:MAX_BLOCKS])
+    return {"type": "home", "blocks": blocks[:MAX_BLOCKS]}
 
 
 def _to_decide(home: HomeView) -> list[Block]:
     if not home.to_decide:
         return []
-    blocks: list[Block] = [HeaderBlock(text="Waiting for your decision")]
+    blocks: list[Block] = [header("Waiting for your decision")]
     for pending in home.to_decide[:MAX_DECISIONS_SHOWN]:
         blocks.extend(lines_to_blocks([pending_line(pending)], max_blocks=1))
+        request_id = str(pending.request_id)
         blocks.append(
-            ActionsBlock(
-                block_id=f"home-decide:{pending.request_id}",
-                elements=[
-                    ButtonElement(
-                        text="Approve",
-                        action_id=ids.ACTION_IDS[ActionKind.APPROVE],
-                        value=str(pending.request_id),
-                        style="primary",
-                    ),
-                    ButtonElement(text="Deny", action_id=ids.ACTION_IDS[ActionKind.DENY], value=str(pending.request_id)),
+            actions(
+                [
+                    button("Approve", ids.ACTION_IDS[ActionKind.APPROVE], request_id, "primary"),
+                    button("Deny", ids.ACTION_IDS[ActionKind.DENY], request_id),
                 ],
+                block_id=f"home-decide:{pending.request_id}",
             )
         )
     hidden = len(home.to_decide) - MAX_DECISIONS_SHOWN
     if hidden > 0:
         more = ", ".join(format_request_id(p.request_id) for p in home.to_decide[MAX_DECISIONS_SHOWN:])
-        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"… and {hidden} more: {more}"[:2000])]))
-    blocks.append(DividerBlock())
+        blocks.append(context(f"… and {hidden} more: {more}"[:NOTICE_LIMIT], verbatim=False))
+    blocks.append(divider())
     return blocks
 
 
@@ -86,5 +87,5 @@ class SlackHomeTabs:
         self._client = client
 
     def publish_home(self, view: HomeView) -> None:
-        rendered = home_view(view).to_dict()
+        rendered = home_view(view)
         slack_call("publish the App Home", lambda: self._client.views_publish(user_id=view.user_id, view=rendered))

@@ -20,7 +20,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
-from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message, to_dicts
+from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message
 from bot.adapters.slack.mrkdwn import render
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
@@ -87,7 +87,7 @@ class SlackNotifier:
         response = slack_call(
             f"post {card.display_id} in <#{card.channel_id}>",
             lambda: self._client.chat_postMessage(
-                channel=card.channel_id, text=request_fallback_text(card), blocks=to_dicts(request_message(card))
+                channel=card.channel_id, text=request_fallback_text(card), blocks=request_message(card)
             ),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
@@ -101,7 +101,7 @@ class SlackNotifier:
                 channel=card.channel_id,
                 ts=ts,
                 text=request_fallback_text(card),
-                blocks=to_dicts(request_message(card)),
+                blocks=request_message(card),
             ),
         )
 
@@ -110,7 +110,7 @@ class SlackNotifier:
         slack_call(
             "reply in a request's thread",
             lambda: self._outbox.chat_postMessage(
-                channel=ref.channel_id, thread_ts=ref.ts, text=text, blocks=to_dicts(message_blocks(text, actions))
+                channel=ref.channel_id, thread_ts=ref.ts, text=text, blocks=message_blocks(text, actions)
             ),
         )
 
@@ -119,21 +119,21 @@ class SlackNotifier:
         text = render(notice)
         slack_call(
             f"send a direct message to {user_id}",
-            lambda: self._outbox.chat_postMessage(channel=channel, text=text, blocks=to_dicts(message_blocks(text, actions))),
+            lambda: self._outbox.chat_postMessage(channel=channel, text=text, blocks=message_blocks(text, actions)),
         )
 
     def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
         text = render(notice)
         response = slack_call(
             f"post in {channel_id}",
-            lambda: self._outbox.chat_postMessage(channel=channel_id, text=text, blocks=to_dicts(message_blocks(text, actions))),
+            lambda: self._outbox.chat_postMessage(channel=channel_id, text=text, blocks=message_blocks(text, actions)),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
 
     def publish(self, channel_id: str, report: Report) -> MessageRef:
         response = slack_call(
             f"post {report.title!r} in <#{channel_id}>",
-            lambda: self._client.chat_postMessage(channel=channel_id, text=report.title, blocks=to_dicts(report_blocks(report))),
+            lambda: self._client.chat_postMessage(channel=channel_id, text=report.title, blocks=report_blocks(report)),
         )
         ref = MessageRef(str(response["channel"]), str(response["ts"]))
         if report.attachment is not None:
