@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from slack_bolt import App
-from slack_sdk import WebClient
 
 from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
+from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
@@ -174,12 +174,13 @@ def build_digest(
     )
 
 
-def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str, executor: TrackingExecutor) -> App:
+def build_bolt_app(*, services: Services, client: PooledWebClient, signing_secret: str, executor: TrackingExecutor) -> App:
     """The Bolt app with every listener registered. Token verification happens in ``run``, not here.
 
     Listeners run in the request's own thread (``process_before_response``): each decides its ack
     there, at once, and hands the slow work to ``executor``. Bolt's default runs the whole listener
     in a pool and polls for the ack every 10 ms, so acks queued behind other requests' work.
+    Listeners' ``client`` and ``respond`` share ``client``'s kept-alive connections (``transport``).
     """
     import handlers
 
@@ -190,5 +191,6 @@ def build_bolt_app(*, services: Services, client: WebClient, signing_secret: str
         listener_executor=executor,
         process_before_response=True,
     )
+    app.use(share_connections(client))
     handlers.register(app, services, executor)
     return app

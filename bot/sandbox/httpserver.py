@@ -39,24 +39,38 @@ class Outgoing:
 
 
 class LoopbackServer:
-    """Serves ``handle(Incoming) -> Outgoing`` on 127.0.0.1 on a free port, in a daemon thread.
+    """Serves ``handle(Incoming) -> Outgoing`` on 127.0.0.1 on a free port, in a daemon thread; when
+    ``handle`` returns None the connection is closed without an answer (a connection that broke).
 
-    ``refuse()`` plays a server that went away: the port stops listening (new connections are
-    refused) and kept-alive connections are closed on their next request; ``resume()`` listens on
-    the same port again.
+    Like the real APIs it keeps HTTP/1.1 connections alive between requests; ``connections`` counts
+    the connections it accepted. ``refuse()`` plays a server that went away: the port stops listening
+    (new connections are refused) and kept-alive connections are closed on their next request;
+    ``resume()`` listens on the same port again.
     """
 
-    def __init__(self, handle: Callable[[Incoming], Outgoing]) -> None:
+    def __init__(self, handle: Callable[[Incoming], Outgoing | None]) -> None:
         self._handle = handle
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
         self._refusing = threading.Event()
+        self._accepted = 0
+        self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
         assert self._port, "start() first"
         return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def connections(self) -> int:
+        """Connections accepted since the first ``start()``."""
+        with self._lock:
+            return self._accepted
+
+    def _accept(self) -> None:
+        with self._lock:
+            self._accepted += 1
 
     def start(self) -> LoopbackServer:
         handle = self._handle
@@ -82,6 +96,9 @@ class LoopbackServer:
                     body=self.rfile.read(length) if length else b"",
                 )
                 outgoing = handle(incoming)
+                if outgoing is None:
+                    self.close_connection = True
+                    return
                 self.send_response(outgoing.status)
                 for name, value in outgoing.headers.items():
                     self.send_header(name, value)
@@ -94,7 +111,7 @@ class LoopbackServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet by design
                 pass
 
-        self._server = _QuietServer(("127.0.0.1", self._port), Handler)
+        self._server = _QuietServer(("127.0.0.1", self._port), Handler, on_accept=self._accept)
         self._port = self._server.server_address[1]
         self._server.daemon_threads = True
         self._thread = threading.Thread(
@@ -121,7 +138,15 @@ class LoopbackServer:
 
 class _QuietServer(ThreadingHTTPServer):
     """A client that hung up (a timeout, a dropped connection while refusing) is normal here, not a
-    traceback on stderr."""
+    traceback on stderr. ``on_accept`` is called for each connection accepted."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *, on_accept: Callable[[], None]) -> None:
+        super().__init__(address, handler)
+        self._on_accept = on_accept
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self._on_accept()
+        super().process_request(request, client_address)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):

@@ -4,8 +4,10 @@ It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``co
 ``views.open``/``update``, ``usergroups.users.list``, ``auth.test``, the three-step file upload)
 and ``response_url`` posts, keeps the resulting messages (threads included), and can be told to
 fail a method the way Slack does (``{"ok": false, "error": ...}``, HTTP 429 with Retry-After, HTTP
-5xx), one failure after the other, or to answer late. Like Slack it stores text exactly as sent: it
-never unescapes ``&lt;``, so what the tests read is what a Slack client would parse.
+5xx), one failure after the other, to drop a call's connection without an answer, or to answer
+late. Like Slack it keeps HTTP/1.1 connections alive (``connections`` counts them), and it stores
+text exactly as sent: it never unescapes ``&lt;``, so what the tests read is what a Slack client
+would parse.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ class SlackApiStandIn:
         self._uploads: dict[str, dict[str, Any]] = {}
         self._failures: dict[str, deque[_Failure]] = {}
         self._holds: dict[str, Hold] = {}
+        self._drops: set[str] = set()
         self._seq = itertools.count(1)
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
@@ -95,6 +98,23 @@ class SlackApiStandIn:
 
     def stop(self) -> None:
         self._server.stop()
+
+    @property
+    def connections(self) -> int:
+        """HTTP connections the bot opened to this Slack (kept alive between calls, as Slack does)."""
+        return self._server.connections
+
+    def refuse_connections(self) -> None:
+        """Slack goes out of reach: connections are refused, kept-alive ones close, until ``accept_connections()``."""
+        self._server.refuse()
+
+    def accept_connections(self) -> None:
+        self._server.resume()
+
+    def drop_next(self, method: str) -> None:
+        """The next call of ``method`` is read, then its connection is closed without an answer."""
+        with self._lock:
+            self._drops.add(method)
 
     @property
     def api_url(self) -> str:
@@ -149,7 +169,7 @@ class SlackApiStandIn:
 
     # --- HTTP ------------------------------------------------------------------------------
 
-    def _handle(self, incoming: Incoming) -> Outgoing:
+    def _handle(self, incoming: Incoming) -> Outgoing | None:
         if incoming.path.startswith("/respond/"):
             return self._respond(incoming)
         if incoming.path.startswith("/upload/"):
@@ -160,6 +180,9 @@ class SlackApiStandIn:
         params = _params(incoming)
         with self._lock:
             self.calls.append((method, params))
+            if method in self._drops:
+                self._drops.discard(method)
+                return None
             failures = self._failures.get(method) or deque()
             failure = next((f for f in failures if f.channel in (None, params.get("channel"))), None)
             if failure is not None:

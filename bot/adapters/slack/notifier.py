@@ -22,6 +22,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message
 from bot.adapters.slack.mrkdwn import render
+from bot.adapters.slack.transport import PooledWebClient
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import RequestCard
@@ -46,11 +47,11 @@ _HINTS = {
 _TEMPORARY = {"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 
-def make_web_client(token: str | None, *, base_url: str, timeout: int = 15) -> WebClient:
-    """A WebClient that retries rate limits and dropped connections (Slack's SDK does not by default)."""
-    client = WebClient(token=token, base_url=base_url, timeout=timeout)
-    client.retry_handlers = [ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=3)]
-    return client
+def make_web_client(token: str | None, *, base_url: str, timeout: int = 15) -> PooledWebClient:
+    """A WebClient on kept-alive connections that retries rate limits and dropped connections (Slack's
+    SDK does not by default)."""
+    retries = [ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=3)]
+    return PooledWebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=retries)
 
 
 def slack_call(action: str, call: Callable[[], T]) -> T:
@@ -75,11 +76,10 @@ def slack_call(action: str, call: Callable[[], T]) -> T:
 
 
 class SlackNotifier:
-    def __init__(self, client: WebClient) -> None:
+    def __init__(self, client: PooledWebClient) -> None:
         self._client = client
-        # The outbox's client: the same Slack, without the rate-limit retry that would sleep in place.
-        self._outbox = WebClient(token=client.token, base_url=client.base_url, timeout=client.timeout)
-        self._outbox.retry_handlers = [ConnectionErrorRetryHandler(max_retry_count=2)]
+        # The outbox's client: the same Slack and connections, without the rate-limit retry that would sleep in place.
+        self._outbox = client.with_retries([ConnectionErrorRetryHandler(max_retry_count=2)])
         self._dm_channels: dict[str, str] = {}
         self._lock = threading.Lock()
 
