@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 import sys
 import threading
 from collections.abc import Callable
@@ -43,13 +44,14 @@ class LoopbackServer:
     ``handle`` returns None the connection is closed without an answer (a connection that broke).
 
     Like the real APIs it keeps HTTP/1.1 connections alive between requests; ``connections`` counts
-    the connections it accepted. ``refuse()`` plays a server that went away: the port stops listening
+    the connections it accepted. With ``tls`` (a server context) it speaks HTTPS, as the real APIs do. ``refuse()`` plays a server that went away: the port stops listening
     (new connections are refused) and kept-alive connections are closed on their next request;
     ``resume()`` listens on the same port again.
     """
 
-    def __init__(self, handle: Callable[[Incoming], Outgoing | None]) -> None:
+    def __init__(self, handle: Callable[[Incoming], Outgoing | None], *, tls: ssl.SSLContext | None = None) -> None:
         self._handle = handle
+        self._tls = tls
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port = 0
@@ -60,7 +62,7 @@ class LoopbackServer:
     @property
     def url(self) -> str:
         assert self._port, "start() first"
-        return f"http://127.0.0.1:{self._port}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self._port}"
 
     @property
     def connections(self) -> int:
@@ -113,6 +115,8 @@ class LoopbackServer:
 
         self._server = _QuietServer(("127.0.0.1", self._port), Handler, on_accept=self._accept)
         self._port = self._server.server_address[1]
+        if self._tls is not None:
+            self._server.socket = self._tls.wrap_socket(self._server.socket, server_side=True)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="loopback-server", daemon=True

@@ -5,7 +5,8 @@ It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``co
 and ``response_url`` posts, keeps the resulting messages (threads included), and can be told to
 fail a method the way Slack does (``{"ok": false, "error": ...}``, HTTP 429 with Retry-After, HTTP
 5xx), one failure after the other, to drop a call's connection without an answer, or to answer
-late. Like Slack it keeps HTTP/1.1 connections alive (``connections`` counts them), and it stores
+late. Like Slack it keeps HTTP/1.1 connections alive (``connections`` counts them), speaks HTTPS when
+given a ``tls`` server context, and it stores
 text exactly as sent: it never unescapes ``&lt;``, so what the tests read is what a Slack client
 would parse.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -70,6 +72,7 @@ class SlackApiStandIn:
         users: dict[str, str] | None = None,
         channels: dict[str, str] | None = None,
         usergroups: dict[str, list[str]] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.token = token
         self.users = dict(users or {})
@@ -87,7 +90,7 @@ class SlackApiStandIn:
         self._seq = itertools.count(1)
         self._ts = itertools.count(1)
         self._lock = threading.Lock()
-        self._server = LoopbackServer(self._handle)
+        self._server = LoopbackServer(self._handle, tls=tls)
         self.socket_mode: SocketModeStandIn | None = None  # serves apps.connections.open when set
 
     # --- lifecycle and test controls -------------------------------------------------------
