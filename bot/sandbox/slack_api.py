@@ -5,10 +5,9 @@ It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``co
 and ``response_url`` posts, keeps the resulting messages (threads included), and can be told to
 fail a method the way Slack does (``{"ok": false, "error": ...}``, HTTP 429 with Retry-After, HTTP
 5xx), one failure after the other, to drop a call's connection without an answer, or to answer
-late. Like Slack it keeps HTTP/1.1 connections alive (``connections`` counts them), speaks HTTPS when
-given a ``tls`` server context, and it stores
-text exactly as sent: it never unescapes ``&lt;``, so what the tests read is what a Slack client
-would parse.
+late. Like Slack it keeps HTTP/1.1 connections alive (``connections`` counts them), speaks HTTPS
+when given a ``tls`` server context, and stores text exactly as sent: it never unescapes ``&lt;``,
+so what the tests read is what a Slack client would parse.
 """
 
 from __future__ import annotations
