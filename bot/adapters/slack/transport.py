@@ -30,6 +30,8 @@ from slack_sdk.webhook import WebhookClient, WebhookResponse
 
 # Kept-alive connections per host; more may be open at once, the extra ones are closed after use.
 KEPT_PER_HOST = 16
+# urllib3 retries nothing itself (slack_sdk's retry handlers decide); it follows redirects as urllib does.
+NO_RETRIES = urllib3.Retry(total=None, connect=0, read=0, status=0, other=0, redirect=5)
 
 
 def connection_pool(*, proxy: str | None, ssl_context: ssl.SSLContext | None) -> urllib3.PoolManager:
@@ -53,7 +55,7 @@ def send(pool: urllib3.PoolManager, request: Request, *, timeout: float | None) 
             body=request.data,  # type: ignore[arg-type]  # bytes, as slack_sdk builds it
             headers=dict(request.header_items()),
             timeout=timeout,
-            retries=urllib3.Retry(total=None, connect=0, read=0, status=0, other=0, redirect=5),
+            retries=NO_RETRIES,
         )
     except urllib3.exceptions.MaxRetryError as error:
         raise _as_urllib_error(error.reason or error) from error
