@@ -7,7 +7,8 @@ it, in this order: read the cluster; fold a person's hand edit into the base, me
 value the bot itself last wrote (the ``gpu-quota-bot.io/applied-gpus`` stamp), never from a snapshot
 taken before another writer's write; decide the desired value (base + active grants); dry-run and
 write it with the read's resourceVersion as precondition; record the write and the adoption in one
-transaction (with the reclaim a write below usage opens: ``bot.services.reclaim``). No other bot write can happen between the read and the record, so a burst of approvals
+transaction (with the reclaim a write below usage opens: ``bot.services.reclaim``). The read may be the caller's (``read_locked``): the last approval of a change is recorded,
+rechecked against that read, in the same critical section, and the write then uses it. No other bot write can happen between the read and the record, so a burst of approvals
 for one namespace coalesces: the first writer to get the lock writes the value that includes every
 change approved so far, and the others find the cluster already in sync.
 
@@ -54,6 +55,17 @@ class SyncOutcome:
     @property
     def changed(self) -> bool:
         return self.before != self.after or self.created
+
+
+@dataclass(frozen=True)
+class QuotaRead:
+    """The quota as read inside the namespace's critical section (``snapshot`` None: it has no GPU quota)."""
+
+    snapshot: QuotaSnapshot | None
+
+    @property
+    def hard(self) -> int | None:
+        return self.snapshot.hard if self.snapshot else None
 
 
 class ChangeRefused(PermanentError):
@@ -116,15 +128,28 @@ class QuotaSync:
         with self._db.namespace_lock(namespace):
             yield
 
+    def read_locked(self, namespace: str) -> QuotaRead:
+        """Read the quota, for a caller inside ``exclusive(namespace)`` that decides from it and then
+        passes it to ``converge_locked``: no other bot writer can change it in between."""
+        return QuotaRead(self._cluster.read_quota(namespace, self._policy.quota_name(namespace)))
+
     def converge(self, namespace: str, *, request_id: int | None = None) -> SyncOutcome:
         """Make the cluster hold the desired quota, in the namespace's critical section."""
         with self.exclusive(namespace):
             return self.converge_locked(namespace, request_id=request_id)
 
     def converge_locked(
-        self, namespace: str, *, request_id: int | None = None, check: Callable[[int, int], str | None] | None = None
+        self,
+        namespace: str,
+        *,
+        request_id: int | None = None,
+        check: Callable[[int, int], str | None] | None = None,
+        read: QuotaRead | None = None,
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
+
+        ``read``: the caller's ``read_locked`` in this critical section; the first attempt plans and
+        writes from it (its resourceVersion the write's precondition) instead of reading again.
 
         ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused); its base is
         below zero when a hand edit took more than the base had. Raises
@@ -135,8 +160,9 @@ class QuotaSync:
         conflicts = 0
         while True:
             try:
-                return self._attempt(namespace, quota_name, request_id, check)
+                return self._attempt(namespace, quota_name, request_id, check, read)
             except QuotaConflict:
+                read = None  # someone outside the bot wrote since: read again
                 conflicts += 1
                 if conflicts >= self._max_conflicts:
                     raise TemporaryError(
@@ -153,9 +179,14 @@ class QuotaSync:
         return self._rng.uniform(ceiling / 2, ceiling)
 
     def _attempt(
-        self, namespace: str, quota_name: str, request_id: int | None, check: Callable[[int, int], str | None] | None
+        self,
+        namespace: str,
+        quota_name: str,
+        request_id: int | None,
+        check: Callable[[int, int], str | None] | None,
+        read: QuotaRead | None,
     ) -> SyncOutcome:
-        snapshot = self._cluster.read_quota(namespace, quota_name)
+        snapshot = read.snapshot if read is not None else self._cluster.read_quota(namespace, quota_name)
         plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
         if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
             # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
