@@ -207,17 +207,18 @@ class ChangeApplier:
     def approve_and_apply(
         self,
         namespace: str,
-        approve: Callable[[int | None], RequestRow],
+        approve: Callable[[Repository, int | None], RequestRow],
         *,
         before_report: Callable[[RequestRow], None],
     ) -> tuple[RequestRow, RequestState | None]:
         """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
 
-        In the namespace's critical section: the quota is read, ``approve(hard)`` records the approval
-        rechecked against that read (None when there is no quota or it could not be read: the recheck
-        goes by the database, and the apply reads for itself) and returns the row; an approved row is
-        written next, from the same read, its resourceVersion the write's precondition. Then, outside
-        the section, ``before_report(row)`` (the approver's "Approved by") and the outcome are told.
+        In the namespace's critical section: the quota is read; ``approve(repo, hard)`` records the
+        approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
+        it could not be read: the recheck goes by the database, and the apply reads for itself), and
+        returns the row; the write is planned in the same transaction and, if the row is approved,
+        made next from the same read, its resourceVersion the write's precondition. Then, outside the
+        section, ``before_report(row)`` (the approver's "Approved by") and the outcome are told.
         Returns the row and, when it was approved, the state the apply left it in.
         """
         with self._sync.exclusive(namespace):
@@ -226,7 +227,14 @@ class ChangeApplier:
             except GpuQuotaError as error:
                 log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
                 read = None
-            row = approve(read.hard if read else None)
+
+            def record(repo: Repository) -> tuple[RequestRow, QuotaRead | None]:
+                row = approve(repo, read.hard if read else None)
+                if read is None or row.state != RequestState.APPROVED:
+                    return row, read
+                return row, self._sync.plan_in(repo, namespace, read)
+
+            row, read = self._db.run(record)
             if row.state != RequestState.APPROVED:
                 return row, None
             with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):

@@ -57,17 +57,6 @@ class SyncOutcome:
         return self.before != self.after or self.created
 
 
-@dataclass(frozen=True)
-class QuotaRead:
-    """The quota as read inside the namespace's critical section (``snapshot`` None: it has no GPU quota)."""
-
-    snapshot: QuotaSnapshot | None
-
-    @property
-    def hard(self) -> int | None:
-        return self.snapshot.hard if self.snapshot else None
-
-
 class ChangeRefused(PermanentError):
     """The desired quota breaks a limit now; nothing was written."""
 
@@ -78,6 +67,19 @@ class _Plan:
     grants: int
     desired: int
     shifting: int | None = None  # the approved shift whose decrease of this namespace is recorded, not yet applied
+
+
+@dataclass(frozen=True)
+class QuotaRead:
+    """The quota as read inside the namespace's critical section (``snapshot`` None: it has no GPU quota),
+    and the plan made from it in the caller's transaction (``QuotaSync.plan_in``), if any."""
+
+    snapshot: QuotaSnapshot | None
+    plan: _Plan | None = None
+
+    @property
+    def hard(self) -> int | None:
+        return self.snapshot.hard if self.snapshot else None
 
 
 class QuotaSync:
@@ -133,6 +135,11 @@ class QuotaSync:
         passes it to ``converge_locked``: no other bot writer can change it in between."""
         return QuotaRead(self._cluster.read_quota(namespace, self._policy.quota_name(namespace)))
 
+    def plan_in(self, repo: Repository, namespace: str, read: QuotaRead) -> QuotaRead:
+        """``read`` with the write planned from it in the caller's transaction (the one that recorded the
+        change, still inside ``exclusive(namespace)``), so that ``converge_locked`` writes at once."""
+        return QuotaRead(read.snapshot, self._plan(repo, namespace, read.snapshot))
+
     def converge(self, namespace: str, *, request_id: int | None = None) -> SyncOutcome:
         """Make the cluster hold the desired quota, in the namespace's critical section."""
         with self.exclusive(namespace):
@@ -148,8 +155,8 @@ class QuotaSync:
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
 
-        ``read``: the caller's ``read_locked`` in this critical section; the first attempt plans and
-        writes from it (its resourceVersion the write's precondition) instead of reading again.
+        ``read``: the caller's ``read_locked`` in this critical section (with its ``plan_in``); the first
+        attempt writes from it (its resourceVersion the write's precondition) instead of reading again.
 
         ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused); its base is
         below zero when a hand edit took more than the base had. Raises
@@ -187,7 +194,11 @@ class QuotaSync:
         read: QuotaRead | None,
     ) -> SyncOutcome:
         snapshot = read.snapshot if read is not None else self._cluster.read_quota(namespace, quota_name)
-        plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        plan = (
+            read.plan
+            if read is not None and read.plan is not None
+            else self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        )
         if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
             # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
             raise TemporaryError(

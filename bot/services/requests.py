@@ -476,9 +476,7 @@ class RequestService:
         if completes and request.kind == RequestKind.CHANGE:
             # The quota first: recorded, rechecked and written from one read; "Approved by" and the rest follow.
             row, state = self._applier.approve_and_apply(
-                request.namespace,
-                lambda hard: self._db.run(lambda repo: record(repo, hard)),
-                before_report=lambda approved: self._report_approval(approved, user),
+                request.namespace, record, before_report=lambda approved: self._report_approval(approved, user)
             )
         else:
             row = self._db.run(record)
