@@ -15,6 +15,11 @@ bare batches alternate, round after round. Prints:
 
     .venv/bin/python bench/ack_latency.py                 # N = 10,000 requests for the memory line
     .venv/bin/python bench/ack_latency.py --requests 2000 --rounds 1   # quicker
+    .venv/bin/python bench/ack_latency.py --only approve --slack-ms 150 --concurrency 1 --requests 0   # Approve alone
+
+``--only`` measures some workloads (Approve alone submits its requests first, unmeasured);
+``--requests 0`` skips the memory line. The Approve -> PATCH line comes with its stages as the
+Kubernetes stand-in sees them: the approval's quota read, the apply's read, the dry run, the PATCH.
 
 Takes about 10 minutes on a 2-core machine with the defaults.
 """
@@ -84,15 +89,24 @@ class SlowSlack(SlackApiStandIn):
 
 
 class PatchClock(KubeApiStandIn):
-    """The Kubernetes stand-in, noting when each real (not dry-run) quota PATCH arrives."""
+    """The Kubernetes stand-in, noting when each quota call of the benchmark's namespace arrives."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.patches: list[float] = []
+        self.calls: list[tuple[float, str]] = []  # (arrived, "read" | "dry run" | "patch")
+
+    @property
+    def patches(self) -> list[float]:
+        """When each real (not dry-run) quota PATCH arrived."""
+        return [at for at, stage in self.calls if stage == "patch"]
 
     def _handle(self, incoming: Incoming) -> Outgoing:
-        if incoming.method == "PATCH" and "dryRun" not in incoming.query:
-            self.patches.append(time.perf_counter())
+        at = time.perf_counter()
+        if f"/namespaces/{NAMESPACE}/resourcequotas/" in incoming.path:
+            if incoming.method == "GET":
+                self.calls.append((at, "read"))
+            elif incoming.method == "PATCH":
+                self.calls.append((at, "dry run" if "dryRun" in incoming.query else "patch"))
         return super()._handle(incoming)
 
 
@@ -183,6 +197,7 @@ class Batch:
     busy: int = 0
     lost: int = 0  # no answer within ANSWER_TIMEOUT
     patch_delays: list[float] = field(default_factory=list)
+    stages: list[dict[str, float]] = field(default_factory=list)  # per click: stage -> seconds since the click
 
 
 class Users:
@@ -222,15 +237,16 @@ class Users:
                     busy = False
                 answered_in_time = answered.acquire(timeout=ANSWER_TIMEOUT) if waits else True
                 answered_at = time.perf_counter()
-                patch = (
-                    self._patch_between(started, answered_at) if workload == "approve" and concurrency == 1 and waits else None
+                stages = (
+                    self._stages_between(started, answered_at) if workload == "approve" and concurrency == 1 and waits else {}
                 )
                 with lock:
                     batch.acks.append(acked - started)
                     batch.busy += busy
                     batch.lost += not answered_in_time
-                    if patch is not None:
-                        batch.patch_delays.append(patch)
+                    if "patch" in stages:
+                        batch.patch_delays.append(stages["patch"])
+                        batch.stages.append({"ack": acked - started, **stages})
             connection.close()
 
         threads = [threading.Thread(target=user) for _ in range(concurrency)]
@@ -240,10 +256,19 @@ class Users:
             thread.join()
         return batch
 
-    def _patch_between(self, started: float, answered: float) -> float | None:
-        """The PATCH this click caused: at concurrency 1, the one between the click and its answer."""
-        during = [t for t in self._kube.patches if started < t <= answered]
-        return min(during) - started if during else None
+    def _stages_between(self, started: float, answered: float) -> dict[str, float]:
+        """The quota calls this click caused (at concurrency 1, those between the click and its answer)
+        up to its PATCH, as seconds since the click: the reads numbered in order, the dry run, the PATCH."""
+        stages: dict[str, float] = {}
+        reads = 0
+        for at, stage in list(self._kube.calls):
+            if not started < at <= answered or "patch" in stages:
+                continue
+            if stage == "read":
+                reads += 1
+                stage = f"read {reads}"
+            stages.setdefault(stage, at - started)
+        return stages
 
     def _body(self, side: SlackSide, workload: str, pending: list[str] | None) -> str | None:
         if workload == "help":
@@ -291,10 +316,14 @@ def ms(value: float) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=10_000, help="requests for the memory line (default 10,000)")
+    parser.add_argument("--requests", type=int, default=10_000, help="requests for the memory line; 0: no memory line")
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds per figure (default 2)")
     parser.add_argument("--concurrency", type=int, nargs="*", default=[1, 64], help="default: 1 64")
+    parser.add_argument("--only", nargs="*", choices=WORKLOADS, default=list(WORKLOADS), help="workloads (default: all)")
+    parser.add_argument("--slack-ms", type=float, nargs="*", default=[1, 150], help="Slack's latencies in ms (default: 1 150)")
     args = parser.parse_args()
+    workloads = [w for w in WORKLOADS if w in args.only]
+    latencies = [ms_ / 1000 for ms_ in args.slack_ms]
 
     slack, kube = SlowSlack(), PatchClock()
     slack.start()
@@ -306,44 +335,47 @@ def main() -> int:
         bare_rss_idle = bare.rss_mib()
         results: dict[tuple[str, float, int, str], Batch] = {}
         cpu: dict[str, list[float]] = {"bot": [], "bare": []}
-        for latency in (0.001, 0.150):
+        for latency in latencies:
             slack.latency = latency
             for concurrency in args.concurrency:
                 per_user = 40 if concurrency == 1 else max(1, 320 // concurrency)
                 for _ in range(args.rounds):
-                    for workload in WORKLOADS:
+                    if "approve" in workloads and "request" not in workloads:  # cards to approve, unmeasured
+                        users.run(
+                            bot,
+                            "request",
+                            concurrency=min(concurrency, 16),
+                            per_user=per_user * concurrency // min(concurrency, 16),
+                            pending=[],
+                        )
+                    for workload in workloads:
                         for server in (bot, bare):
                             pending = pending_approve_buttons(slack) if workload == "approve" else []
                             before = server.cpu_seconds()
                             batch = users.run(server, workload, concurrency=concurrency, per_user=per_user, pending=pending)
-                            if workload == "request" and concurrency == max(args.concurrency) and latency == 0.001:
+                            if workload == "request" and concurrency == max(args.concurrency) and latency == min(latencies):
                                 cpu[server.name].append((server.cpu_seconds() - before) / max(1, len(batch.acks)))
                             into = results.setdefault((server.name, latency, concurrency, workload), Batch())
                             into.acks += batch.acks
                             into.busy += batch.busy
                             into.lost += batch.lost
                             into.patch_delays += batch.patch_delays
+                            into.stages += batch.stages
                     print(f"  ... Slack {ms(latency)} ms, concurrency {concurrency}: round done", file=sys.stderr)
 
-        slack.latency = 0.001
-        half = args.requests // 2
-        users.run(bot, "request", concurrency=16, per_user=max(1, half // 16), pending=[])
-        rss_half = bot.rss_mib()
-        users.run(bot, "request", concurrency=16, per_user=max(1, half // 16), pending=[])
-        rss_full = bot.rss_mib()
-        bare_rss = bare.rss_mib()
+        memory = None
+        if args.requests > 0:
+            slack.latency = 0.001
+            half = args.requests // 2
+            users.run(bot, "request", concurrency=16, per_user=max(1, half // 16), pending=[])
+            rss_half = bot.rss_mib()
+            users.run(bot, "request", concurrency=16, per_user=max(1, half // 16), pending=[])
+            memory = Memory((rss_idle, rss_half, bot.rss_mib()), (bare_rss_idle, bare.rss_mib()), 2 * (half // 16) * 16)
 
     slack.stop()
     kube.stop()
     load = os.getloadavg()[0]
-    report(
-        results,
-        cpu,
-        args.concurrency,
-        rss=(rss_idle, rss_half, rss_full),
-        bare_rss=(bare_rss_idle, bare_rss),
-        total=2 * (half // 16) * 16,
-    )
+    report(results, cpu, args.concurrency, workloads, latencies, memory)
     print(
         f"\n{os.cpu_count()} cores, load average {load:.1f} at the end: with other work on the machine, compare the "
         "bot with the bare app measured beside it (the ratios), not the absolute times across runs."
@@ -351,22 +383,28 @@ def main() -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class Memory:
+    rss: tuple[float, float, float]  # idle, after half, after all
+    bare_rss: tuple[float, float]  # idle, after all
+    total: int
+
+
 def report(
     results: dict[tuple[str, float, int, str], Batch],
     cpu: dict[str, list[float]],
     concurrencies: list[int],
-    *,
-    rss: tuple[float, float, float],
-    bare_rss: tuple[float, float],
-    total: int,
+    workloads: list[str],
+    latencies: list[float],
+    memory: Memory | None,
 ) -> None:
     names = {"help": "`help`", "status": "`status`", "request": "`request`", "approve": "Approve"}
     print("| figure | bot | bare Bolt (waitress) | ratio | target |")
     print("|---|---:|---:|---:|---|")
-    for latency in (0.001, 0.150):
-        slack_note = "" if latency == 0.001 else ", Slack answering in 150 ms"
+    for latency in latencies:
+        slack_note = "" if latency == 0.001 else f", Slack answering in {ms(latency).removesuffix('.0')} ms"
         for concurrency in concurrencies:
-            for workload in WORKLOADS:
+            for workload in workloads:
                 got, base = results[("bot", latency, concurrency, workload)], results[("bare", latency, concurrency, workload)]
                 p50, p99 = percentile(got.acks, 0.5), percentile(got.acks, 0.99)
                 b50, b99 = percentile(base.acks, 0.5), percentile(base.acks, 0.99)
@@ -382,20 +420,52 @@ def report(
                     f"| {ms(p50)} / {ms(p99)} ms{extra} | {ms(b50)} / {ms(b99)} ms "
                     f"| {p50 / b50:.2f}x / {p99 / b99:.2f}x | {target} |"
                 )
-    for latency in (0.001, 0.150) if 1 in concurrencies else ():
-        delays = results[("bot", latency, 1, "approve")].patch_delays
+    approvals = (
+        [(latency, results[("bot", latency, 1, "approve")]) for latency in latencies]
+        if 1 in concurrencies and "approve" in workloads
+        else []
+    )
+    for latency, batch in approvals:
+        delays = batch.patch_delays
         print(
-            f"| Approve click -> quota PATCH p50 / p99, Slack in {ms(latency)} ms "
+            f"| Approve click -> quota PATCH p50 / p99 (n={len(delays)}), Slack in {ms(latency)} ms "
             f"| {ms(percentile(delays, 0.5))} / {ms(percentile(delays, 0.99))} ms "
             f"| — | | < 50 ms (150 ms Slack) |"
         )
-    bot_cpu, bare_cpu = statistics.median(cpu["bot"] or [math.nan]), statistics.median(cpu["bare"] or [math.nan])
-    print(f"| CPU per `request` (server process) | {ms(bot_cpu)} ms | {ms(bare_cpu)} ms | {bot_cpu / bare_cpu:.1f}x | <= 3 ms |")
+    if "request" in workloads and cpu["bot"]:
+        bot_cpu, bare_cpu = statistics.median(cpu["bot"]), statistics.median(cpu["bare"] or [math.nan])
+        print(
+            f"| CPU per `request` (server process) | {ms(bot_cpu)} ms | {ms(bare_cpu)} ms | {bot_cpu / bare_cpu:.1f}x | <= 3 ms |"
+        )
+    if memory is not None:
+        rss, bare_rss, total = memory.rss, memory.bare_rss, memory.total
+        print(
+            f"| RSS idle / after {total // 2:,} / after {total:,} requests | {rss[0]:.0f} / {rss[1]:.0f} / {rss[2]:.0f} MiB "
+            f"| {bare_rss[0]:.0f} / {bare_rss[1]:.0f} MiB | {rss[0] / bare_rss[0]:.1f}x "
+            f"| < 90 idle, < 110 after 10,000, no growth between halves |"
+        )
+    for latency, batch in approvals:
+        report_stages(latency, batch.stages)
+
+
+def report_stages(latency: float, clicks: list[dict[str, float]]) -> None:
+    """Approve click -> PATCH, stage by stage as the Kubernetes stand-in sees it (ms since the click)."""
+    if not clicks:
+        return
+    order = ["ack", *sorted({s for c in clicks for s in c if s.startswith("read")}), "dry run", "patch"]
     print(
-        f"| RSS idle / after {total // 2:,} / after {total:,} requests | {rss[0]:.0f} / {rss[1]:.0f} / {rss[2]:.0f} MiB "
-        f"| {bare_rss[0]:.0f} / {bare_rss[1]:.0f} MiB | {rss[0] / bare_rss[0]:.1f}x "
-        f"| < 90 idle, < 110 after 10,000, no growth between halves |"
+        f"\nApprove click -> PATCH by stage, Slack in {ms(latency)} ms ({len(clicks)} clicks; ms since the click, and since the stage before)"
     )
+    print("| stage | p50 | p99 | max | step p50 | step p99 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for index, stage in enumerate(order):
+        at = [c[stage] for c in clicks if stage in c]
+        before = order[index - 1] if index else None
+        steps = [c[stage] - c[before] for c in clicks if stage in c and before in c] if before else at
+        print(
+            f"| {stage} (n={len(at)}) | {ms(percentile(at, 0.5))} | {ms(percentile(at, 0.99))} | {ms(max(at))} "
+            f"| {ms(percentile(steps, 0.5))} | {ms(percentile(steps, 0.99))} |"
+        )
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ from bot.services.ports import Action, ActionKind, Repository, Transactions
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
-from bot.services.quota_sync import QuotaSync, SyncOutcome
+from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_request
 from bot.services.shift_apply import ShiftApplier, ShiftResult, record_shift_effect, return_source_in, take_back_shift_effect
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
@@ -204,6 +204,47 @@ class ChangeApplier:
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
+    def approve_and_apply(
+        self,
+        namespace: str,
+        approve: Callable[[Repository, int | None], RequestRow],
+        *,
+        before_report: Callable[[RequestRow], None],
+    ) -> tuple[RequestRow, RequestState | None]:
+        """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
+
+        In the namespace's critical section: the quota is read; ``approve(repo, hard)`` records the
+        approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
+        it could not be read: the recheck goes by the database, and the apply reads for itself), and
+        returns the row; the write is planned in the same transaction and, if the row is approved,
+        made next from the same read, its resourceVersion the write's precondition. Then, outside the
+        section, ``before_report(row)`` (the approver's "Approved by") and the outcome are told.
+        Returns the row and, when it was approved, the state the apply left it in.
+        """
+        with self._sync.exclusive(namespace):
+            try:
+                read: QuotaRead | None = self._sync.read_locked(namespace)
+            except GpuQuotaError as error:
+                log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
+                read = None
+
+            def record(repo: Repository) -> tuple[RequestRow, QuotaRead | None]:
+                row = approve(repo, read.hard if read else None)
+                if read is None or row.state != RequestState.APPROVED:
+                    return row, read
+                return row, self._sync.plan_in(repo, namespace, read)
+
+            row, read = self._db.run(record)
+            if row.state != RequestState.APPROVED:
+                return row, None
+            with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
+                result = self._apply_locked(row.id, namespace, lease=None, approved=row, read=read)
+        with request_context(format_request_id(row.id)):
+            before_report(row)
+            state = self._report(row.id, result)
+        APPLIES.labels(outcome=str(state)).inc()
+        return row, state
+
     def _apply(self, request_id: int, *, resume: bool, leased: RequestRow | None = None) -> _Result:
         request = leased if leased is not None else self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
         if request is None:
@@ -234,8 +275,18 @@ class ChangeApplier:
         request.touch(now=now)
         return request
 
-    def _apply_locked(self, request_id: int, namespace: str, *, lease: datetime | None) -> _Result:
-        request = self._db.run(lambda repo: repo.request(request_id))
+    def _apply_locked(
+        self,
+        request_id: int,
+        namespace: str,
+        *,
+        lease: datetime | None,
+        approved: RequestRow | None = None,
+        read: QuotaRead | None = None,
+    ) -> _Result:
+        """``approved``: the row as the approval left it in this critical section (nothing to read again);
+        ``read``: the quota as read in it."""
+        request = approved or self._db.run(lambda repo: repo.request(request_id))
         assert request is not None
         if request.state != RequestState.APPROVED:
             return _Settled(RequestState(request.state))  # a worker before us in the queue finished it
@@ -252,7 +303,7 @@ class ChangeApplier:
             return change_problem(before=total - effect, delta=effect, max_gpus=max_gpus)
 
         try:
-            outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check)
+            outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
             return self._wait(request_id, str(error))
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now

@@ -7,7 +7,8 @@ it, in this order: read the cluster; fold a person's hand edit into the base, me
 value the bot itself last wrote (the ``gpu-quota-bot.io/applied-gpus`` stamp), never from a snapshot
 taken before another writer's write; decide the desired value (base + active grants); dry-run and
 write it with the read's resourceVersion as precondition; record the write and the adoption in one
-transaction (with the reclaim a write below usage opens: ``bot.services.reclaim``). No other bot write can happen between the read and the record, so a burst of approvals
+transaction (with the reclaim a write below usage opens: ``bot.services.reclaim``). The read may be the caller's (``read_locked``): the last approval of a change is recorded,
+rechecked against that read, in the same critical section, and the write then uses it. No other bot write can happen between the read and the record, so a burst of approvals
 for one namespace coalesces: the first writer to get the lock writes the value that includes every
 change approved so far, and the others find the cluster already in sync.
 
@@ -68,6 +69,19 @@ class _Plan:
     shifting: int | None = None  # the approved shift whose decrease of this namespace is recorded, not yet applied
 
 
+@dataclass(frozen=True)
+class QuotaRead:
+    """The quota as read inside the namespace's critical section (``snapshot`` None: it has no GPU quota),
+    and the plan made from it in the caller's transaction (``QuotaSync.plan_in``), if any."""
+
+    snapshot: QuotaSnapshot | None
+    plan: _Plan | None = None
+
+    @property
+    def hard(self) -> int | None:
+        return self.snapshot.hard if self.snapshot else None
+
+
 class QuotaSync:
     def __init__(
         self,
@@ -116,15 +130,33 @@ class QuotaSync:
         with self._db.namespace_lock(namespace):
             yield
 
+    def read_locked(self, namespace: str) -> QuotaRead:
+        """Read the quota, for a caller inside ``exclusive(namespace)`` that decides from it and then
+        passes it to ``converge_locked``: no other bot writer can change it in between."""
+        return QuotaRead(self._cluster.read_quota(namespace, self._policy.quota_name(namespace)))
+
+    def plan_in(self, repo: Repository, namespace: str, read: QuotaRead) -> QuotaRead:
+        """``read`` with the write planned from it in the caller's transaction (the one that recorded the
+        change, still inside ``exclusive(namespace)``), so that ``converge_locked`` writes at once."""
+        return QuotaRead(read.snapshot, self._plan(repo, namespace, read.snapshot))
+
     def converge(self, namespace: str, *, request_id: int | None = None) -> SyncOutcome:
         """Make the cluster hold the desired quota, in the namespace's critical section."""
         with self.exclusive(namespace):
             return self.converge_locked(namespace, request_id=request_id)
 
     def converge_locked(
-        self, namespace: str, *, request_id: int | None = None, check: Callable[[int, int], str | None] | None = None
+        self,
+        namespace: str,
+        *,
+        request_id: int | None = None,
+        check: Callable[[int, int], str | None] | None = None,
+        read: QuotaRead | None = None,
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
+
+        ``read``: the caller's ``read_locked`` in this critical section (with its ``plan_in``); the first
+        attempt writes from it (its resourceVersion the write's precondition) instead of reading again.
 
         ``check(base, active grants)`` may refuse the plan before anything is written (ChangeRefused); its base is
         below zero when a hand edit took more than the base had. Raises
@@ -135,8 +167,9 @@ class QuotaSync:
         conflicts = 0
         while True:
             try:
-                return self._attempt(namespace, quota_name, request_id, check)
+                return self._attempt(namespace, quota_name, request_id, check, read)
             except QuotaConflict:
+                read = None  # someone outside the bot wrote since: read again
                 conflicts += 1
                 if conflicts >= self._max_conflicts:
                     raise TemporaryError(
@@ -153,10 +186,19 @@ class QuotaSync:
         return self._rng.uniform(ceiling / 2, ceiling)
 
     def _attempt(
-        self, namespace: str, quota_name: str, request_id: int | None, check: Callable[[int, int], str | None] | None
+        self,
+        namespace: str,
+        quota_name: str,
+        request_id: int | None,
+        check: Callable[[int, int], str | None] | None,
+        read: QuotaRead | None,
     ) -> SyncOutcome:
-        snapshot = self._cluster.read_quota(namespace, quota_name)
-        plan = self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        snapshot = read.snapshot if read is not None else self._cluster.read_quota(namespace, quota_name)
+        plan = (
+            read.plan
+            if read is not None and read.plan is not None
+            else self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+        )
         if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
             # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
             raise TemporaryError(

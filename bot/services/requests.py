@@ -438,10 +438,10 @@ class RequestService:
         # Read only when this approval may complete the request: its limits are checked against now.
         completes = verdict == Verdict.APPROVE and len(request.approvals) + 1 >= request.approvals_required
         # A shift's limit that can break by now is the source's: it must still hold the GPUs it gives.
-        watched = request.source_namespace if request.kind == RequestKind.SHIFT else request.namespace
-        current = self._current_quota(watched or "") if completes and request.kind != RequestKind.EXTENSION else None
+        # A change's quota is read where it is written, in its namespace's critical section (below).
+        current = self._current_quota(request.source_namespace or "") if completes and request.kind == RequestKind.SHIFT else None
 
-        def record(repo: Repository) -> RequestRow:
+        def record(repo: Repository, current: int | None = current) -> RequestRow:
             now = self._clock.now()
             row = pending(repo, request_id)
             if row.requester_id == user:
@@ -472,7 +472,14 @@ class RequestService:
                     record_effect(repo, row, now=now)
             return row
 
-        row = self._db.run(record)
+        state: RequestState | None = None
+        if completes and request.kind == RequestKind.CHANGE:
+            # The quota first: recorded, rechecked and written from one read; "Approved by" and the rest follow.
+            row, state = self._applier.approve_and_apply(
+                request.namespace, record, before_report=lambda approved: self._report_approval(approved, user)
+            )
+        else:
+            row = self._db.run(record)
         DECISIONS.labels(verdict=str(verdict)).inc()
         display = format_request_id(request_id)
         if verdict == Verdict.DENY:
@@ -484,8 +491,8 @@ class RequestService:
             self._announce.refresh(request_id)
             return f"You denied {display}."
         if row.state == RequestState.APPROVED:
-            # The quota first; "Approved by", the card and the DMs follow it.
-            state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user), leased=row)
+            if state is None:  # a shift or an extension: the quota first; "Approved by", the card and the DMs follow it
+                state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user), leased=row)
             return f"You approved {display}; it is {state}."
         self._report_approval(row, user)
         if row.state == RequestState.FAILED:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 
-from bot.adapters.db.database import create_db_engine
+from bot.adapters.db.database import Database, create_db_engine
+from bot.adapters.db.repository import Repository
 from bot.executor import WORKERS
 
 
@@ -23,3 +25,38 @@ def test_pools_have_a_connection_for_every_work_thread(tmp_path: Path, postgres_
         engine = create_db_engine(url)
         assert engine.pool.size() >= WORKERS + 2, url  # type: ignore[attr-defined]
         engine.dispose()
+
+
+def test_sqlite_transactions_of_one_process_queue_in_the_process_not_in_sqlite(tmp_path: Path) -> None:
+    """SQLite's busy handler polls with growing sleeps (up to 100 ms): a transaction waiting for another
+    one of the same process waits in the process and begins once that one has ended."""
+    database = Database.from_url(f"sqlite:///{tmp_path}/bot.db")
+    with database.engine.connect(), database.engine.connect():
+        pass  # two pooled connections, set up (their PRAGMAs) before anything holds the write lock
+    begun: list[str] = []
+
+    def note_begin(_connection: object, _cursor: object, statement: str, *_args: object) -> None:
+        if statement.startswith("BEGIN"):  # noted as SQLite is asked, before it answers
+            begun.append(threading.current_thread().name)
+
+    event.listen(database.engine, "before_cursor_execute", note_begin)
+    inside, release = threading.Event(), threading.Event()
+
+    def hold(repo: Repository) -> None:
+        repo.session.execute(text("SELECT 1"))
+        inside.set()
+        release.wait(10)
+
+    first = threading.Thread(target=database.run, args=(hold,), name="first")
+    first.start()
+    assert inside.wait(10)
+    second = threading.Thread(target=database.run, args=(lambda repo: repo.session.execute(text("SELECT 1")),), name="second")
+    second.start()
+    second.join(0.3)  # time to begin, were it to begin now
+
+    assert begun == ["first"]
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert begun == ["first", "second"]
+    database.dispose()

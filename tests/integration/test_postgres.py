@@ -81,11 +81,26 @@ def test_two_approvers_racing_on_a_request_that_needs_both(pg_sandbox: Sandbox) 
 
 @pytest.mark.postgres
 def test_concurrent_permanent_changes_to_one_namespace_both_count(pg_sandbox: Sandbox) -> None:
-    first = submit(pg_sandbox, "request biz-model-serving 18 permanent launch A", "U0BOB")
-    second = submit(pg_sandbox, "request biz-model-serving 18 permanent launch B", "U0BOB")  # +2 each, read against 16
+    first = submit(pg_sandbox, "request biz-model-serving +2 permanent launch A", "U0BOB")
+    second = submit(pg_sandbox, "request biz-model-serving +2 permanent launch B", "U0BOB")
     at_once(decide(pg_sandbox, first, "U0MAYA"), decide(pg_sandbox, second, "U0PAT"))
     assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving")).base_gpus == 20
     assert pg_sandbox.kube.hard("biz-model-serving", "compute-quota") == "20"
+
+
+@pytest.mark.postgres
+def test_concurrent_totals_for_one_namespace_are_each_rederived_against_the_quota_the_other_wrote(
+    pg_sandbox: Sandbox,
+) -> None:
+    """Two "18 in total" approved at once: each approval is rechecked in the namespace's critical section,
+    so the second finds the first's 18 and adds nothing (it used to add +2 again when both read 16 first)."""
+    first = submit(pg_sandbox, "request biz-model-serving 18 permanent launch A", "U0BOB")
+    second = submit(pg_sandbox, "request biz-model-serving 18 permanent launch B", "U0BOB")  # +2 each, asked against 16
+    at_once(decide(pg_sandbox, first, "U0MAYA"), decide(pg_sandbox, second, "U0PAT"))
+    assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving")).base_gpus == 18
+    assert pg_sandbox.kube.hard("biz-model-serving", "compute-quota") == "18"
+    deltas = pg_sandbox.database.run(lambda r: sorted(r.request(i).delta for i in (first, second)))  # type: ignore[union-attr]
+    assert deltas == [0, 2]
 
 
 @pytest.mark.postgres

@@ -11,6 +11,9 @@ on its own connection for as long as the block runs (a process that dies loses i
 connection). SQLite serves one process, so there it is a process-local lock; every SQLite
 transaction begins with ``BEGIN IMMEDIATE``, which takes SQLite's write lock when it starts (waiting
 up to the busy timeout) instead of failing half-way when another connection wrote since its read.
+The transactions of one process queue for that lock in the process (``Database.transaction``):
+SQLite's busy handler polls with sleeps growing to 100 ms, so a transaction that waited there could
+begin long after the one before it ended; the busy timeout is left for other processes (the CLI).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -104,6 +107,8 @@ class Database:
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._local_locks: dict[str, threading.Lock] = {}
         self._local_locks_guard = threading.Lock()
+        # SQLite: one transaction of this process at a time (reentrant: a nested one waits in SQLite, as before).
+        self._sqlite_writer = threading.RLock() if engine.dialect.name == "sqlite" else None
 
     @classmethod
     def from_url(cls, url: str) -> Database:
@@ -112,8 +117,11 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[Repository]:
         """One transaction, committed on success and rolled back on any error."""
-        with self._sessions.begin() as session:
+        with self._one_writer(), self._sessions.begin() as session:
             yield Repository(session)
+
+    def _one_writer(self) -> AbstractContextManager[object]:
+        return self._sqlite_writer if self._sqlite_writer is not None else nullcontext()
 
     def run(self, work: Callable[[Repository], T], *, attempts: int = 6) -> T:
         """Run ``work`` in a transaction, again from scratch when it loses a race."""
