@@ -16,7 +16,6 @@ from bot.adapters.slack import ids, modals
 from bot.adapters.slack.events import ButtonClick, click_surface
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
-from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
 from bot.executor import BUSY
 from bot.services.ports import ActionKind
@@ -80,20 +79,18 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             )
             return
         if click.kind == ActionKind.APPROVE:
-            # A permanent or large change is approved by submitting a form; the click itself records nothing.
-            confirmation = attempt(
-                lambda: services.requests.confirmation(user=user, request_id=request_id),
+            # A permanent or large change is approved by submitting a form; the click itself then records nothing.
+            outcome = attempt(
+                lambda: services.requests.approve_click(user=user, request_id=request_id),
                 user=user,
                 what=f"approve on GQ-{request_id}",
             )
-            if isinstance(confirmation, str):
-                answer(confirmation)
-                return
-            if confirmation is not None:
-                open_confirmation(client, answer, click.trigger_id, confirmation)
-                return
+            if isinstance(outcome, str):
+                answer(outcome)
+            else:
+                open_confirmation(client, answer, click.trigger_id, outcome)
+            return
         work: dict[ActionKind, Callable[[], str]] = {
-            ActionKind.APPROVE: lambda: services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE),
             ActionKind.RETRY: lambda: services.requests.retry(user=user, request_id=request_id),
             ActionKind.RELEASE: lambda: services.requests.release(user=user, request_id=request_id),
         }

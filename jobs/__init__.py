@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from apscheduler.schedulers.base import BaseScheduler
@@ -32,10 +33,10 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
     schedules = services.policy.schedules
     zone = schedules.zone
     jobs: list[tuple[str, Any, Callable[[], object], int]] = [
-        ("reconcile", IntervalTrigger(seconds=reconcile_seconds), services.reconciler.tick, reconcile_seconds),
+        ("reconcile", every(reconcile_seconds, turn=0, of=3), services.reconciler.tick, reconcile_seconds),
         ("sweep", IntervalTrigger(seconds=sweep_seconds), services.reconciler.sweep, sweep_seconds),
-        ("home_tabs", IntervalTrigger(seconds=reconcile_seconds), services.home.refresh_changed, reconcile_seconds),
-        ("reclaims", IntervalTrigger(seconds=reconcile_seconds), services.reclaims.check, reconcile_seconds),
+        ("home_tabs", every(reconcile_seconds, turn=1, of=3), services.home.refresh_changed, reconcile_seconds),
+        ("reclaims", every(reconcile_seconds, turn=2, of=3), services.reclaims.check, reconcile_seconds),
         ("blocked_workloads", CronTrigger.from_crontab(schedules.blocked_workloads, timezone=zone), services.blocked.check, 300),
     ]
     if services.ledger is not None:  # built with a metrics source only
@@ -63,6 +64,13 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
             misfire_grace_time=grace,
         )
     return [job_id for job_id, *_ in jobs]
+
+
+def every(seconds: int, *, turn: int, of: int) -> IntervalTrigger:
+    """Every ``seconds``, starting ``turn``/``of`` of an interval after the first: jobs on one interval take
+    turns instead of all asking for the database's write lock (SQLite's one writer) on the same tick."""
+    first = datetime.now(timezone.utc) + timedelta(seconds=seconds * (1 + turn / of))
+    return IntervalTrigger(seconds=seconds, start_date=first)
 
 
 def run_job(job_id: str, work: Callable[[], object]) -> None:

@@ -370,7 +370,20 @@ class RequestService:
         shows the change against the quota as it is now; nothing is recorded until the form is
         submitted, which calls ``decide``.
         """
-        request = self._load(request_id)
+        return self._confirmation(user, self._load(request_id))
+
+    def approve_click(self, *, user: str, request_id: int) -> Confirmation | str:
+        """An Approve button: the confirmation its form must show, or else the approval decided at once
+        (``decide``'s answer), from one read of the request."""
+        with request_context(format_request_id(request_id)):
+            request = self._load(request_id)
+            confirmation = self._confirmation(user, request)
+            if confirmation is not None:
+                return confirmation
+            return self._decide(user, request_id, Verdict.APPROVE, "", loaded=request)
+
+    def _confirmation(self, user: str, request: RequestRow) -> Confirmation | None:
+        request_id = request.id
         team = self._policy.teams.get(request.team)
         if request.state != RequestState.PENDING:
             raise Refusal(already_decided(request))
@@ -425,8 +438,9 @@ class RequestService:
         with request_context(format_request_id(request_id)):
             return self._decide(user, request_id, verdict, reason.strip())
 
-    def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str) -> str:
-        request = self._load(request_id)
+    def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str, *, loaded: RequestRow | None = None) -> str:
+        """``loaded``: the request as the caller just read it (its checks are repeated in the transaction)."""
+        request = loaded or self._load(request_id)
         team = self._policy.teams.get(request.team)
         if request.state == RequestState.PENDING and request.requester_id != user and request.kind == RequestKind.SHIFT:
             self._check_shift_decider(user, request, verdict)

@@ -203,6 +203,11 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
 
 def statements_of_submitting(bot: Bot, text: str) -> list[str]:
     """The SQL statements the bot runs while Alice submits ``text`` (whitespace collapsed)."""
+    return statements_of(bot, bot.side.slash_command(user_id=ALICE, text=text))
+
+
+def statements_of(bot: Bot, body: str) -> list[str]:
+    """The SQL statements the bot runs while it handles ``body`` (whitespace collapsed)."""
     statements: list[str] = []
 
     def seen(_connection: Any, _cursor: Any, statement: str, *_: Any) -> None:
@@ -211,7 +216,7 @@ def statements_of_submitting(bot: Bot, text: str) -> list[str]:
     assert bot.box.database is not None
     event.listen(bot.box.database.engine, "before_cursor_execute", seen)
     try:
-        bot.box.send(bot.side.slash_command(user_id=ALICE, text=text))
+        bot.box.send(body)
     finally:
         event.remove(bot.box.database.engine, "before_cursor_execute", seen)
     return statements
@@ -229,3 +234,20 @@ def test_a_submission_takes_two_transactions_its_price_and_budget_read_with_the_
     assert any("FROM ledger_entries" in s for s in first[:insert])  # the price
     assert any("FROM team_spend" in s for s in first[:insert])  # the budget
     assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in statements[begins[1] :])
+
+
+def test_an_approve_click_reads_its_request_once_before_the_transaction_that_decides(bot: Bot) -> None:
+    """The click's checks (may Lee decide, does it need the confirmation form) and the decision share one
+    read of the request ahead of the deciding transaction, which reads it again under its lock."""
+    bot.box.send(bot.side.slash_command(user_id=ALICE, text="request ai-frontier-research +1 for 1d a job"))
+    (channel, ts), message = next(iter(bot.box.slack.messages.items()))
+    buttons = [e for b in message.blocks if b.get("type") == "actions" for e in b["elements"]]
+    approve = next(e for e in buttons if e.get("action_id") == ids.ACTION_IDS[ActionKind.APPROVE])
+    click = bot.side.block_action(
+        user_id=LEE, action_id=approve["action_id"], value=approve["value"], channel_id=channel, message_ts=ts
+    )
+    statements = statements_of(bot, click)
+    assert bot.responses()[-1] == "You approved GQ-1; it is applied."
+    deciding = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO decisions"))
+    before = statements[: max(i for i, s in enumerate(statements[:deciding]) if s == "BEGIN IMMEDIATE")]
+    assert len([s for s in before if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]) == 1, before

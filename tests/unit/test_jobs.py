@@ -337,3 +337,16 @@ def test_a_proposal_never_gives_away_borrowed_gpus() -> None:
         ("ai-frontier-research", "biz-model-serving", 2)
     ]
     assert run.proposals[0].source.quota == 4
+
+
+def test_the_jobs_on_the_reconcile_interval_take_turns() -> None:
+    """reconcile, home_tabs and reclaims all run every interval, a third of one apart (not on one tick,
+    where they all wait for SQLite's one write lock and so does a click landing then)."""
+    import jobs as scheduled
+
+    scheduler = BackgroundScheduler()
+    scheduled.register(scheduler, make_jobs(policy_dict()).services, reconcile_seconds=30, sweep_seconds=600)
+    firsts = {job.id: job.trigger.start_date for job in scheduler.get_jobs() if job.id in ("reconcile", "home_tabs", "reclaims")}
+    assert all(job.trigger.interval.total_seconds() == 30 for job in scheduler.get_jobs() if job.id in firsts)
+    gaps = sorted((start - firsts["reconcile"]).total_seconds() for start in firsts.values())
+    assert gaps == pytest.approx([0, 10, 20], abs=0.5)
