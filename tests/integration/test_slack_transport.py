@@ -3,7 +3,12 @@ share one connection, and rate limits and broken connections are handled as slac
 
 from __future__ import annotations
 
+import base64
+import http.client
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -92,3 +97,48 @@ def test_listeners_answer_and_post_on_kept_alive_connections(slack: SlackOverHtt
     assert len(answers) == 6 and all("submitted" in answer for answer in answers)
     assert len(stand_in.calls) - calls >= 5 and len(answers) - 1 == 5  # at least a post and an answer each
     assert stand_in.connections - opened < 5
+
+
+class _AuthenticatingProxy(BaseHTTPRequestHandler):
+    """A forward proxy that wants Basic credentials (Proxy-Authorization), as corporate proxies do."""
+
+    expected = "Basic " + base64.b64encode(b"bot:s3cr%t").decode()
+
+    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.headers.get("Proxy-Authorization") != self.expected:
+            self.send_response(407)
+            self.send_header("Proxy-Authenticate", 'Basic realm="proxy"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        target = urlsplit(self.path)  # a proxy is sent the absolute URL
+        upstream = http.client.HTTPConnection(target.netloc, timeout=10)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-authorization", "proxy-connection")}
+        upstream.request("POST", target.path + (f"?{target.query}" if target.query else ""), body=body, headers=headers)
+        answer = upstream.getresponse()
+        data = answer.read()
+        self.send_response(answer.status)
+        self.send_header("Content-Type", answer.getheader("Content-Type", "application/json"))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        upstream.close()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's name
+        pass
+
+
+def test_a_proxy_that_asks_for_credentials_gets_those_in_its_url(
+    stand_in: SlackApiStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTPS_PROXY=http://user:password@host:port`` (percent-encoded) works as it did with urllib."""
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), _AuthenticatingProxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://bot:s3cr%25t@127.0.0.1:{proxy.server_address[1]}")
+        notifier(stand_in).post(CHANNEL, say("through the proxy"))
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
+    assert posted(stand_in) == ["through the proxy"]

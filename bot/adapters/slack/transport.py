@@ -18,6 +18,7 @@ from collections.abc import Callable
 from http.client import HTTPMessage
 from typing import Any
 from urllib.error import HTTPError, URLError
+from urllib.parse import unquote
 from urllib.request import Request
 
 import urllib3
@@ -37,8 +38,12 @@ NO_RETRIES = urllib3.Retry(total=None, connect=0, read=0, status=0, other=0, red
 def connection_pool(*, proxy: str | None, ssl_context: ssl.SSLContext | None) -> urllib3.PoolManager:
     """The pool for one proxy and SSL context (``None``: the system's CA certificates)."""
     if proxy:
+        url = urllib3.util.parse_url(proxy if "://" in proxy else "http://" + proxy)
+        # Credentials in the proxy's URL, sent as urllib sends them (urllib3 leaves them to the caller).
+        user, _, password = (url.auth or "").partition(":")
+        headers = urllib3.make_headers(proxy_basic_auth=f"{unquote(user)}:{unquote(password)}") if url.auth else None
         return urllib3.ProxyManager(
-            proxy if "://" in proxy else "http://" + proxy, maxsize=KEPT_PER_HOST, ssl_context=ssl_context
+            url._replace(auth=None).url, proxy_headers=headers, maxsize=KEPT_PER_HOST, ssl_context=ssl_context
         )
     return urllib3.PoolManager(maxsize=KEPT_PER_HOST, ssl_context=ssl_context)
 
