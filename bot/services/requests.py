@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 AUTO_APPROVER = "gpu-quota-bot"
 # A submission's "before" may be this old when this process read or wrote the quota that recently (a
 # burst of requests reads it once): it is what the card shows; the approval and the apply read it again.
+# Not for a total asked for ("8"): its change is derived from the read (another replica may have written).
 SUBMITTED_QUOTA_MAX_AGE = 5.0
 
 
@@ -147,7 +148,8 @@ class RequestService:
         assert draft.namespace is not None and draft.amount is not None
         check_reason_length(draft.reason)
         team = self._team_for_request(requester, draft.namespace)
-        snapshot = self._read_quota(draft.namespace)
+        # A total asked for becomes a change from this read, which an auto-approval applies as it is: read now.
+        snapshot = self._read_quota(draft.namespace, max_age=SUBMITTED_QUOTA_MAX_AGE if draft.amount.relative else 0.0)
         current = snapshot.hard if snapshot else self._policy.default_quota(draft.namespace)
         delta = draft.amount.delta_from(current)
         problems = limit_problems(self._policy, draft.namespace, current=current, delta=delta, duration=draft.duration)
@@ -340,9 +342,9 @@ class RequestService:
             raise UserError(f"Only members of {team.label} may request GPUs for `{namespace}`.")
         return team
 
-    def _read_quota(self, namespace: str) -> QuotaSnapshot | None:
+    def _read_quota(self, namespace: str, *, max_age: float = SUBMITTED_QUOTA_MAX_AGE) -> QuotaSnapshot | None:
         try:
-            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace), max_age=SUBMITTED_QUOTA_MAX_AGE)
+            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace), max_age=max_age)
         except NamespaceNotFound:
             raise UserError(f"The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.") from None
         except GpuQuotaError as error:

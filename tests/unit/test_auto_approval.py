@@ -9,10 +9,12 @@ from datetime import timedelta
 import pytest
 
 from bot.adapters.slack import blocks
+from bot.bootstrap import build_services
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.policy import AutoApprovalCheck, PolicyError, auto_approval, parse_policy
 from bot.errors import UserError
+from tests.fakes import FakeDirectory, FakeHomeTabs, FakeNotifier
 from tests.unit.conftest import POLICY, World, make_world
 from tests.unit.test_jobs import make_jobs, policy_dict
 
@@ -216,3 +218,28 @@ def test_a_quota_read_before_a_concurrent_apply_does_not_undo_it(world: World) -
     assert "manual_change_adopted" not in world.audit_actions(namespace="ai-frontier-research")
     world.services.reconciler.sweep()
     assert world.cluster.hard("ai-frontier-research") == 5  # B's grant is still in the quota
+
+
+def test_a_total_asked_for_on_one_replica_counts_from_what_another_replica_wrote(world: World) -> None:
+    """An absolute amount ("5 in total") is turned into a change from the quota read at submission; an
+    auto-approval applies that change without a second look. Another replica's write moments ago must
+    be in that read, not a copy this replica made before it."""
+    other = build_services(
+        policy=world.policy,
+        database=world.database,
+        cluster=world.cluster,
+        notifier=FakeNotifier(),
+        home_tabs=FakeHomeTabs(),
+        directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}),
+        clock=world.clock,
+        retry_delays=(0.5, 1.0),
+        sleep=world.sleeps.append,
+    )
+    assert world.submit("request ai-frontier-research +4 for 1d a big run").state == RequestState.PENDING  # reads 4 here
+    draft = parse_command("request ai-frontier-research +1 for 1d one more").draft
+    one_more = other.requests.submit(requester="U0ALICE", draft=draft)  # type: ignore[arg-type]
+    other.requests.decide(user="U0LEE", request_id=one_more.request_id, verdict=Verdict.APPROVE)
+    assert world.cluster.hard("ai-frontier-research") == 5  # written by the other replica
+    with pytest.raises(UserError, match="already"):
+        world.submit("request ai-frontier-research 5 for 4h five in total")  # 5 is what it has: nothing to do
+    assert world.cluster.hard("ai-frontier-research") == 5
