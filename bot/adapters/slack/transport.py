@@ -41,7 +41,7 @@ def connection_pool(*, proxy: str | None, ssl_context: ssl.SSLContext | None) ->
         url = urllib3.util.parse_url(proxy if "://" in proxy else "http://" + proxy)
         # Credentials in the proxy's URL, sent as urllib sends them (urllib3 leaves them to the caller).
         user, _, password = (url.auth or "").partition(":")
-        headers = urllib3.make_headers(proxy_basic_auth=f"{unquote(user)}:{unquote(password)}") if url.auth else None
+        headers = urllib3.make_headers(proxy_basic_auth=f"{unquote(user)}:{unquote(password)}") if user and password else None
         return urllib3.ProxyManager(
             url._replace(auth=None).url, proxy_headers=headers, maxsize=KEPT_PER_HOST, ssl_context=ssl_context
         )
