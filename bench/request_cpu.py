@@ -101,13 +101,17 @@ def main() -> int:
                 pstats.Stats(profile).sort_stats("cumulative").print_stats(args.top)
             answers = [r.text for r in box.slack.records if r.kind == "response"]
             assert answers and "submitted" in answers[-1], answers[-1:]
-            connections = f"Slack {box.slack.connections}, Kubernetes {box.kube.connections if box.kube else '?'}"
+            sent = WARM_UP + args.requests * len(per_request)
+            assert box.kube is not None
+            slack_calls = len(box.slack.calls) + len(answers)
+            calls = f"Slack {slack_calls / sent:.1f}, Kubernetes {len(box.kube.log) / sent:.1f}"
+            connections = f"Slack {box.slack.connections}, Kubernetes {box.kube.connections}"
         finally:
             box.stop()
     note = " (profiled: inflated)" if args.profile else f" (lowest of {args.rounds} rounds of {args.requests})"
     print(
         f"CPU per `request`, handling thread, work inline, {'HTTPS' if args.tls else 'HTTP'}: {min(per_request):.2f} ms{note}, "
-        f"median {statistics.median(per_request):.2f} ms; connections {connections}; load average {os.getloadavg()[0]:.1f}"
+        f"median {statistics.median(per_request):.2f} ms; calls per request {calls}; connections {connections}; load average {os.getloadavg()[0]:.1f}"
     )
     return 0
 
