@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ssl
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,22 +26,12 @@ from slack_sdk import WebClient  # noqa: E402
 from slack_sdk.webhook import WebhookClient  # noqa: E402
 
 from bot.adapters.slack.transport import PooledWebClient, PooledWebhookClient  # noqa: E402
+from bot.sandbox.certificate import Certificate  # noqa: E402
 from bot.sandbox.session import BOT_TOKEN  # noqa: E402
 from bot.sandbox.slack_api import SlackApiStandIn  # noqa: E402
 
 BLOCKS = [{"type": "section", "text": {"type": "mrkdwn", "text": "x" * 300, "verbatim": True}}] * 7
 WARM_UP = 20
-
-
-def certificate(directory: Path) -> tuple[Path, Path]:
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1"]
-        + ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True,
-        capture_output=True,
-    )
-    return cert, key
 
 
 def per_call(call: Callable[[], object], n: int) -> tuple[float, float]:
@@ -86,10 +75,8 @@ def measure(slack: SlackApiStandIn, client_ssl: ssl.SSLContext | None, n: int) -
 def main() -> int:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     with tempfile.TemporaryDirectory(prefix="slack-calls-") as tmp:
-        cert, key = certificate(Path(tmp))
-        server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        server_tls.load_cert_chain(cert, key)
-        client_tls = ssl.create_default_context(cafile=str(cert))
+        certificate = Certificate.make(Path(tmp))
+        server_tls, client_tls = certificate.server_context(), certificate.client_context()
         print(f"{'':9}{'call, client':32}{'CPU ms':>8}{'wall ms':>9}{'connections':>13}   ({3 * (n + WARM_UP)} calls)")
         for scheme, server_ssl, client_ssl in [("http", None, None), ("https", server_tls, client_tls)]:
             slack = SlackApiStandIn(token=BOT_TOKEN, channels={"C0PLATFORM": "gpu-platform"}, tls=server_ssl).start()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import itertools
 import re
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ class _Fault:
 
 
 class KubeApiStandIn:
-    def __init__(self, *, token: str = "sandbox-token") -> None:
+    def __init__(self, *, token: str = "sandbox-token", tls: ssl.SSLContext | None = None) -> None:
         self.token = token
         self.namespaces: dict[str, dict[str, Any]] = {}
         self.quotas: dict[tuple[str, str], dict[str, Any]] = {}
@@ -72,7 +73,7 @@ class KubeApiStandIn:
         self._persisted: list[str] = []  # the namespace of each persisted quota write
         self._rv = itertools.count(100)
         self._lock = threading.RLock()
-        self._server = LoopbackServer(self._handle)
+        self._server = LoopbackServer(self._handle, tls=tls)
 
     # --- lifecycle and seeding -------------------------------------------------------------
 
@@ -87,13 +88,22 @@ class KubeApiStandIn:
     def url(self) -> str:
         return self._server.url
 
-    def write_kubeconfig(self, path: Path) -> Path:
+    @property
+    def connections(self) -> int:
+        """Connections accepted since ``start()``."""
+        return self._server.connections
+
+    def write_kubeconfig(self, path: Path, *, certificate_authority: Path | None = None) -> Path:
+        """A kubeconfig for this server; over HTTPS the client trusts ``certificate_authority``."""
+        cluster: dict[str, str] = {"server": self.url}
+        if certificate_authority is not None:
+            cluster["certificate-authority"] = str(certificate_authority)
         path.write_text(
             yaml.safe_dump(
                 {
                     "apiVersion": "v1",
                     "kind": "Config",
-                    "clusters": [{"name": "sandbox", "cluster": {"server": self.url}}],
+                    "clusters": [{"name": "sandbox", "cluster": cluster}],
                     "users": [{"name": "gpu-quota-bot", "user": {"token": self.token}}],
                     "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "gpu-quota-bot"}}],
                     "current-context": "sandbox",

@@ -22,6 +22,7 @@ from bot.bootstrap import build_bolt_app, build_services
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
+from bot.sandbox.certificate import Certificate
 from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.slack_api import SlackApiStandIn
@@ -46,11 +47,15 @@ class Sandbox:
         retry_delays: tuple[float, ...] = (0.05, 0.1),
         kube_timeout: tuple[float, float] = (5.0, 20.0),
         metrics: MetricsSource | None = None,
+        tls: Certificate | None = None,
     ) -> None:
+        """``tls``: the stand-ins serve HTTPS with this certificate and the bot's clients trust only it."""
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
-        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN)
-        self.kube: KubeApiStandIn | None = None if kubeconfig else KubeApiStandIn()
+        self._tls = tls
+        server_tls = tls.server_context() if tls else None
+        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN, tls=server_tls)
+        self.kube: KubeApiStandIn | None = None if kubeconfig else KubeApiStandIn(tls=server_tls)
         self._kubeconfig = kubeconfig
         self._seed = seed
         self._tmp = tempfile.TemporaryDirectory(prefix="gpu-quota-sandbox-")
@@ -71,10 +76,12 @@ class Sandbox:
             self.kube.start()
             if self._seed:
                 seed_cluster(self.kube)
-            kubeconfig = self.kube.write_kubeconfig(Path(self._tmp.name) / "kubeconfig")
+            kubeconfig = self.kube.write_kubeconfig(
+                Path(self._tmp.name) / "kubeconfig", certificate_authority=self._tls.cert if self._tls else None
+            )
         upgrade(self._database_url)
         self.database = Database.from_url(self._database_url)
-        client = make_web_client(BOT_TOKEN, base_url=self.slack.api_url)
+        client = make_web_client(BOT_TOKEN, base_url=self.slack.api_url, ssl=self._tls.client_context() if self._tls else None)
         cluster = KubernetesCluster.from_environment(kubeconfig, timeout=self._kube_timeout)
         self.services = build_services(
             policy=self.policy,

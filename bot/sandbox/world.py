@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from importlib import resources
@@ -43,8 +44,10 @@ def sandbox_policy() -> Policy:
     return parse_policy(yaml.safe_load(text), source="sandbox policy")
 
 
-def sandbox_slack(token: str) -> SlackApiStandIn:
-    return SlackApiStandIn(token=token, users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS), usergroups=USERGROUPS)
+def sandbox_slack(token: str, *, tls: ssl.SSLContext | None = None) -> SlackApiStandIn:
+    return SlackApiStandIn(
+        token=token, users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS), usergroups=USERGROUPS, tls=tls
+    )
 
 
 def seed_cluster(kube: KubeApiStandIn) -> None:

@@ -11,6 +11,7 @@ Notices are rendered to mrkdwn here (``mrkdwn.render``), at delivery.
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -47,11 +48,11 @@ _HINTS = {
 _TEMPORARY = {"ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"}
 
 
-def make_web_client(token: str | None, *, base_url: str, timeout: int = 15) -> PooledWebClient:
+def make_web_client(token: str | None, *, base_url: str, timeout: int = 15, ssl: ssl.SSLContext | None = None) -> PooledWebClient:
     """A WebClient on kept-alive connections that retries rate limits and dropped connections (Slack's
-    SDK does not by default)."""
+    SDK does not by default); ``ssl``: the certificates it trusts (default: the system's)."""
     retries = [ConnectionErrorRetryHandler(max_retry_count=2), RateLimitErrorRetryHandler(max_retry_count=3)]
-    return PooledWebClient(token=token, base_url=base_url, timeout=timeout, retry_handlers=retries)
+    return PooledWebClient(token=token, base_url=base_url, timeout=timeout, ssl=ssl, retry_handlers=retries)
 
 
 def slack_call(action: str, call: Callable[[], T]) -> T:
