@@ -39,22 +39,26 @@ _TEXT, _CLOSE, _PING, _PONG = 0x1, 0x8, 0x9, 0xA
 
 @dataclass
 class _Connection:
-    number: int
     sock: socket.socket
     live: bool = True  # takes envelopes and answers pings
     send_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def send(self, opcode: int, payload: bytes) -> None:
-        header = bytes([0x80 | opcode])
-        size = len(payload)
-        if size < 126:
-            header += bytes([size])
-        elif size < 1 << 16:
-            header += bytes([126]) + struct.pack("!H", size)
-        else:
-            header += bytes([127]) + struct.pack("!Q", size)
         with self.send_lock:
-            self.sock.sendall(header + payload)
+            self.sock.sendall(_frame(opcode, payload))
+
+
+def _frame(opcode: int, payload: bytes) -> bytes:
+    """One unfragmented, unmasked server frame."""
+    header = bytes([0x80 | opcode])
+    size = len(payload)
+    if size < 126:
+        header += bytes([size])
+    elif size < 1 << 16:
+        header += bytes([126]) + struct.pack("!H", size)
+    else:
+        header += bytes([127]) + struct.pack("!Q", size)
+    return header + payload
 
 
 class SocketModeStandIn:
@@ -153,21 +157,25 @@ class SocketModeStandIn:
     def _serve(self, sock: socket.socket) -> None:
         reader = _Reader(sock)
         try:
-            if not _handshake(sock, reader):
+            accept = _handshake(sock, reader)
+            if accept is None:
                 return
-            with self._lock:
-                self.opened += 1
-                connection = _Connection(self.opened, sock)
-                self._connections.append(connection)
-                count = sum(1 for c in self._connections if c.live)
-                self._lock.notify_all()
-            hello = {
-                "type": "hello",
-                "num_connections": count,
-                "connection_info": {"app_id": "A0SANDBOX"},
-                "debug_info": {"host": "stand-in", "approximate_connection_time": 3600},
-            }
-            connection.send(_TEXT, json.dumps(hello).encode())
+            # The connection is open the moment the client has the 101, and ``hello`` comes first:
+            # it is registered before the answer, and holds its send lock until hello is out.
+            connection = _Connection(sock)
+            with connection.send_lock:
+                with self._lock:
+                    self.opened += 1
+                    self._connections.append(connection)
+                    count = sum(1 for c in self._connections if c.live)
+                    self._lock.notify_all()
+                hello = {
+                    "type": "hello",
+                    "num_connections": count,
+                    "connection_info": {"app_id": "A0SANDBOX"},
+                    "debug_info": {"host": "stand-in", "approximate_connection_time": 3600},
+                }
+                sock.sendall(accept + _frame(_TEXT, json.dumps(hello).encode()))
             self._read(connection, reader)
         except OSError:
             pass
@@ -233,7 +241,8 @@ class _Reader:
         return head
 
 
-def _handshake(sock: socket.socket, reader: _Reader) -> bool:
+def _handshake(sock: socket.socket, reader: _Reader) -> bytes | None:
+    """The 101 answer to a valid upgrade request (not yet sent); None after refusing it with a 400."""
     request_line, *lines = reader.head().split(b"\r\n")
     headers: dict[str, str] = {}
     for line in lines:
@@ -242,15 +251,11 @@ def _handshake(sock: socket.socket, reader: _Reader) -> bool:
     key = headers.get("sec-websocket-key")
     if not request_line.startswith(b"GET /link/") or headers.get("upgrade", "").lower() != "websocket" or not key:
         sock.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
-        return False
+        return None
     accept = base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
-    sock.sendall(
-        (
-            "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            f"Sec-WebSocket-Accept: {accept}\r\n\r\n"
-        ).encode()
-    )
-    return True
+    return (
+        f"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    ).encode()
 
 
 def _read_frame(reader: _Reader) -> tuple[int, bytes] | None:

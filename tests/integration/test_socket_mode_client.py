@@ -3,11 +3,13 @@ Socket Mode stand-in reached through ``apps.connections.open`` on the Slack Web 
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import websocket
 from slack_sdk import WebClient
 
 from bot.adapters.slack.socket_mode import SocketModeConnection
@@ -84,3 +86,21 @@ def test_an_app_token_slack_refuses_is_retried_with_backoff_not_in_a_loop(
     tries = slack.calls_of("apps.connections.open")
     assert 1 <= len(tries) <= 4  # 0.5 s, 1 s, 2 s ... apart (with jitter), not hundreds
     assert socket_mode.opened == 0
+
+
+def test_the_stand_in_takes_envelopes_as_soon_as_the_handshake_is_answered_and_sends_hello_first(
+    servers: tuple[SlackApiStandIn, SocketModeStandIn],
+) -> None:
+    """As Slack does: once the 101 is back the connection is open, and ``hello`` is its first message.
+    (The stand-in used to register the connection after answering, so an envelope sent right away
+    was sometimes refused: that is how CI saw ``deliver`` return None.)"""
+    _, socket_mode = servers
+    for _ in range(100):
+        ws = websocket.create_connection(socket_mode.url(), timeout=5)
+        try:
+            envelope = socket_mode.deliver("slash_commands", {"text": "now"})
+            assert envelope is not None
+            assert json.loads(ws.recv())["type"] == "hello"
+            assert json.loads(ws.recv())["envelope_id"] == envelope
+        finally:
+            ws.close()
