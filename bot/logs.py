@@ -76,7 +76,10 @@ def configure_logging(*, level: str = "INFO", fmt: str = "json", stream: TextIO 
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    # The Slack SDK logs request headers (with the token) at DEBUG: keep it at INFO at most.
-    logging.getLogger("slack_sdk").setLevel(max(logging.INFO, root.level))
+    # The Slack SDK logs request headers (with the token) at DEBUG: keep it at INFO at most. It guards
+    # those lines with each logger's own ``level``, not the effective one, so the loggers it writes to
+    # are set too: left NOTSET, they format every request and response body only to drop it.
+    for name in ("slack_sdk", "slack_sdk.web.base_client", "slack_sdk.webhook.client"):
+        logging.getLogger(name).setLevel(max(logging.INFO, root.level))
     logging.getLogger("urllib3").setLevel(logging.WARNING)
     logging.getLogger("kubernetes").setLevel(logging.WARNING)

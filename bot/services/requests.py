@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 from typing import TYPE_CHECKING
 
@@ -308,10 +308,25 @@ class RequestService:
         """The auto-approval verdict, from the team's auto-approved requests as this transaction reads them.
 
         The team's lock makes a second request submitted at the same moment wait until this one is
-        recorded, so both cannot see room for one more GPU (the cap is cumulative).
+        recorded, so both cannot see room for one more GPU (the cap is cumulative). A request the
+        rule refuses on its own (as if nothing had been auto-approved yet) needs neither: earlier
+        auto-approvals only ever refuse more.
         """
         if new.team.auto_approve is None:
             return None
+        seconds = int(new.duration.total_seconds()) if new.duration else None
+        alone = AutoApprovalCheck(
+            gpus=new.delta,
+            grant_length=new.grant_length,
+            gpu_hours=gpu_hours(new.delta, seconds),
+            active_auto_gpus=0,
+            auto_gpu_hours_today=0.0,
+            over_budget=over_budget,
+            within_capacity=within_capacity,
+        )
+        verdict = auto_approval(new.team, alone)
+        if verdict is None or not verdict.approved:
+            return verdict
         repo.lock_auto_approval(new.team.name)
         zone = self._policy.schedules.zone
         today = now.astimezone(zone).date()
@@ -320,18 +335,9 @@ class RequestService:
         used_today = sum(
             gpu_hours(delta, seconds) for delta, seconds in repo.auto_approved_sizes_since(new.team.name, day_start, day_end)
         )
-        seconds = int(new.duration.total_seconds()) if new.duration else None
-        check = AutoApprovalCheck(
-            gpus=new.delta,
-            grant_length=new.grant_length,
-            gpu_hours=gpu_hours(new.delta, seconds),
-            # An extension's own grant is not counted twice: its GPUs are this request's.
-            active_auto_gpus=repo.auto_approved_gpus(new.namespace, excluding_request=new.extends_request_id),
-            auto_gpu_hours_today=used_today,
-            over_budget=over_budget,
-            within_capacity=within_capacity,
-        )
-        return auto_approval(new.team, check)
+        # An extension's own grant is not counted twice: its GPUs are this request's.
+        active = repo.auto_approved_gpus(new.namespace, excluding_request=new.extends_request_id)
+        return auto_approval(new.team, replace(alone, active_auto_gpus=active, auto_gpu_hours_today=used_today))
 
     def _team_for_request(self, requester: str, namespace: str) -> Team:
         team = self._policy.team_of(namespace)

@@ -4,6 +4,7 @@ share one connection, and rate limits and broken connections are handled as slac
 from __future__ import annotations
 
 import base64
+import io
 import http.client
 import threading
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.errors import TemporaryError
+from bot.logs import configure_logging
 from bot.sandbox.session import BOT_TOKEN
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.world import sandbox_slack
@@ -142,3 +144,27 @@ def test_a_proxy_that_asks_for_credentials_gets_those_in_its_url(
         proxy.shutdown()
         proxy.server_close()
     assert posted(stand_in) == ["through the proxy"]
+
+
+class _CountsItsFormatting(dict):  # type: ignore[type-arg]
+    """A message part that counts how often it is turned into text (JSON encoding does not do that)."""
+
+    formatted = 0
+
+    def __repr__(self) -> str:
+        type(self).formatted += 1
+        return super().__repr__()
+
+
+def test_above_debug_no_call_formats_its_debug_message(stand_in: SlackApiStandIn) -> None:
+    """slack_sdk guards its DEBUG lines (whole request and response bodies) with its own loggers'
+    ``level``, not the effective one: a logger left NOTSET formats them on every call, for nothing."""
+    configure_logging(level="INFO", fmt="text", stream=io.StringIO())
+    try:
+        client = make_web_client(BOT_TOKEN, base_url=stand_in.api_url)
+        block = _CountsItsFormatting(type="section", text={"type": "mrkdwn", "text": "hello"})
+        client.chat_postMessage(channel=CHANNEL, text="hello", blocks=[block])
+        assert posted(stand_in) == ["hello"]
+        assert _CountsItsFormatting.formatted == 0
+    finally:
+        configure_logging(level="WARNING", fmt="text")

@@ -4,10 +4,15 @@ a daily GPU-hour cap per team, and an extension counts its whole grant."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import event
 
+from bot.adapters.db import statements
 from bot.adapters.slack import blocks
 from bot.bootstrap import build_services
 from bot.domain.commands import parse_command
@@ -243,3 +248,79 @@ def test_a_total_asked_for_on_one_replica_counts_from_what_another_replica_wrote
     with pytest.raises(UserError, match="already"):
         world.submit("request ai-frontier-research 5 for 4h five in total")  # 5 is what it has: nothing to do
     assert world.cluster.hard("ai-frontier-research") == 5
+
+
+# --- what a request refused on its own costs ------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gpus=st.integers(min_value=1, max_value=20),
+    hours=st.integers(min_value=1, max_value=48),
+    over_budget=st.booleans(),
+    within_capacity=st.booleans(),
+    active=st.integers(min_value=0, max_value=20),
+    used_today=st.floats(min_value=0, max_value=500, allow_nan=False),
+    max_gpus=st.integers(min_value=1, max_value=8),
+    max_hours=st.integers(min_value=1, max_value=24),
+    cap=st.one_of(st.none(), st.floats(min_value=1, max_value=200, allow_nan=False)),
+)
+def test_what_was_auto_approved_before_can_only_refuse_more(
+    gpus: int,
+    hours: int,
+    over_budget: bool,
+    within_capacity: bool,
+    active: int,
+    used_today: float,
+    max_gpus: int,
+    max_hours: int,
+    cap: float | None,
+) -> None:
+    """The service skips reading the team's auto-approved history when a request is refused on its own
+    (no history): that is only right if history never turns a refusal into an approval."""
+    rule: dict[str, object] = {"max_gpus": max_gpus, "max_duration": f"{max_hours}h"}
+    if cap is not None:
+        rule["max_gpu_hours_per_day"] = cap
+    team = parse_policy(
+        {"teams": {"t": {"channel": "C1", "namespaces": ["ns"], "approvers": {"users": ["U1"]}, "auto_approve": rule}}}
+    ).teams["t"]
+    alone = check(
+        gpus=gpus,
+        grant_length=timedelta(hours=hours),
+        gpu_hours=float(gpus * hours),
+        over_budget=over_budget,
+        within_capacity=within_capacity,
+    )
+    with_history = auto_approval(team, replace(alone, active_auto_gpus=active, auto_gpu_hours_today=used_today))
+    on_its_own = auto_approval(team, alone)
+    assert on_its_own is not None and with_history is not None
+    if not on_its_own.approved:
+        assert not with_history.approved
+
+
+def test_a_request_refused_on_its_own_reads_no_auto_approval_history(world: World) -> None:
+    executed: list[str] = []
+    event.listen(world.database.engine, "before_cursor_execute", lambda *args: executed.append(args[2]))
+    history = [  # the queries' text up to their WHERE (the IN lists are expanded when they run)
+        str(query.compile(world.database.engine)).partition("WHERE")[0]
+        for query in (statements.AUTO_APPROVED_SIZES, statements.ACTIVE_GRANTS_WITH_FLAG, statements.EXTENDED_BY_BOT)
+    ]
+
+    def read(query: str) -> bool:
+        return any(sql.startswith(query) for sql in executed)
+
+    world.submit("request ai-frontier-research +1 for 1d longer than auto_approve.max_duration")
+    assert world.request(1).auto_note == (
+        "not auto-approved: the grant would last 1d in all, longer than auto_approve.max_duration (4h) (auto_approve: max 1 GPU active, 4h)"
+    )
+    assert not any(read(query) for query in history)
+    world.submit(QUICK)  # within the rule on its own: the history decides
+    assert world.request(2).state == RequestState.APPLIED
+    assert all(read(query) for query in history)
+
+
+def test_more_gpus_than_the_rule_allows_is_said_plainly(world: World) -> None:
+    world.submit("request ai-frontier-research +3 for 2h three at once")
+    assert world.request(1).auto_note == (
+        "not auto-approved: 3 GPUs are more than auto_approve.max_gpus (1) (auto_approve: max 1 GPU active, 4h)"
+    )
