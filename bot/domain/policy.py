@@ -429,7 +429,9 @@ def _auto_problem(rule: AutoApprove, check: AutoApprovalCheck) -> str | None:
     if check.active_auto_gpus + check.gpus > rule.max_gpus:
         active = check.active_auto_gpus
         if active == 0:
-            return f"{gpu_count(check.gpus)} {'is' if check.gpus == 1 else 'are'} more than auto_approve.max_gpus ({rule.max_gpus})"
+            return (
+                f"{gpu_count(check.gpus)} {'is' if check.gpus == 1 else 'are'} more than auto_approve.max_gpus ({rule.max_gpus})"
+            )
         return (
             f"the namespace already has {active} auto-approved GPU{'s' if active != 1 else ''} active;"
             f" {active} + {check.gpus} is more than {rule.max_gpus}"

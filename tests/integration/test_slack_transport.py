@@ -4,8 +4,8 @@ share one connection, and rate limits and broken connections are handled as slac
 from __future__ import annotations
 
 import base64
-import io
 import http.client
+import io
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
