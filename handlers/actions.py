@@ -81,7 +81,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
         if click.kind == ActionKind.APPROVE:
             # A permanent or large change is approved by submitting a form; the click itself then records nothing.
             outcome = attempt(
-                lambda: services.requests.approve_click(user=user, request_id=request_id),
+                lambda: services.requests.approve_or_confirm(user=user, request_id=request_id),
                 user=user,
                 what=f"approve on GQ-{request_id}",
             )

@@ -101,13 +101,16 @@ def decide_in_thread(
         return
 
     def decide() -> str | None:
-        if verdict == Verdict.APPROVE and services.requests.confirmation(user=reply.user_id, request_id=request_id):
-            return (
-                f":point_up: {format_request_id(request_id)} is a permanent or large change: approve it with its Approve"
-                " button, which shows the quota now → after and the monthly cost before your approval counts."
-            )
-        services.requests.decide(user=reply.user_id, request_id=request_id, verdict=verdict, reason=decision.reason)
-        return None
+        if verdict == Verdict.DENY:
+            services.requests.decide(user=reply.user_id, request_id=request_id, verdict=verdict, reason=decision.reason)
+            return None
+        outcome = services.requests.approve_or_confirm(user=reply.user_id, request_id=request_id, reason=decision.reason)
+        if isinstance(outcome, str):
+            return None
+        return (
+            f":point_up: {format_request_id(request_id)} is a permanent or large change: approve it with its Approve"
+            " button, which shows the quota now → after and the monthly cost before your approval counts."
+        )
 
     refusal = attempt(decide, user=reply.user_id, what=f"typed {verdict} on GQ-{request_id}")
     if refusal is not None:

@@ -371,24 +371,21 @@ class RequestService:
 
     # --- confirm before approving -------------------------------------------------------------
 
-    def confirmation(self, *, user: str, request_id: int) -> Confirmation | None:
-        """What an approver must confirm before approving, or None when one click is enough.
+    def approve_or_confirm(self, *, user: str, request_id: int, reason: str = "") -> Confirmation | str:
+        """An approval by button or typed in the thread: the confirmation an approver must see first,
+        or else the approval decided at once (``decide``'s answer), from one read of the request.
 
         A permanent or large change (``approvals.large_change``) is approved through a form that
         shows the change against the quota as it is now; nothing is recorded until the form is
         submitted, which calls ``decide``.
         """
-        return self._confirmation(user, self._load(request_id))
-
-    def approve_click(self, *, user: str, request_id: int) -> Confirmation | str:
-        """An Approve button: the confirmation its form must show, or else the approval decided at once
-        (``decide``'s answer), from one read of the request."""
+        check_reason_length(reason)
         with request_context(format_request_id(request_id)):
             request = self._load(request_id)
             confirmation = self._confirmation(user, request)
             if confirmation is not None:
                 return confirmation
-            return self._decide(user, request_id, Verdict.APPROVE, "", loaded=request)
+            return self._decide(user, request_id, Verdict.APPROVE, reason.strip(), loaded=request)
 
     def _confirmation(self, user: str, request: RequestRow) -> Confirmation | None:
         request_id = request.id

@@ -193,12 +193,15 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
             )
     assert sum("approved" in r and "applied" in r for r in bot.responses()) == 3  # three active grants
 
-    statements = statements_of_submitting(bot, "request ai-frontier-research +1 for 1d one more")
-    assert "submitted" in bot.responses()[-1]
-    assert any(s.startswith("INSERT INTO requests") for s in statements)
-    assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in statements)
-    assert not [s for s in statements if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]
-    assert len([s for s in statements if "FROM grants" in s]) == 1
+    # Within auto-approval's limits on its own (4h), so the namespace's auto-approved GPUs are counted.
+    statements = statements_of_submitting(bot, "request ai-frontier-research +1 for 2h one more")
+    assert "auto-approved and applied" in bot.responses()[-1]
+    begins = [i for i, s in enumerate(statements) if s == "BEGIN IMMEDIATE"]
+    submission = statements[: begins[2]]  # recording it, then where Slack put its card (the apply follows)
+    assert any(s.startswith("INSERT INTO requests") for s in submission)
+    assert any(s.startswith("UPDATE requests SET") and "message_ts" in s for s in submission)
+    assert not [s for s in submission if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]
+    assert len([s for s in submission if "FROM grants" in s]) == 1
 
 
 def statements_of_submitting(bot: Bot, text: str) -> list[str]:
@@ -251,3 +254,15 @@ def test_an_approve_click_reads_its_request_once_before_the_transaction_that_dec
     deciding = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO decisions"))
     before = statements[: max(i for i, s in enumerate(statements[:deciding]) if s == "BEGIN IMMEDIATE")]
     assert len([s for s in before if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]) == 1, before
+
+
+def test_a_typed_approve_reads_its_request_once_before_the_transaction_that_decides(bot: Bot) -> None:
+    """``approve`` typed in the request's thread is checked and decided as the button is: one read."""
+    bot.box.send(bot.side.slash_command(user_id=ALICE, text="request ai-frontier-research +1 for 1d a job"))
+    (channel, ts), _ = next(iter(bot.box.slack.messages.items()))
+    typed = bot.side.event(bot.side.thread_reply(user_id=LEE, channel_id=channel, thread_ts=ts, text="approve"))
+    statements = statements_of(bot, typed)
+    deciding = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO decisions"))
+    before = statements[: max(i for i, s in enumerate(statements[:deciding]) if s == "BEGIN IMMEDIATE")]
+    assert len([s for s in before if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]) == 1, before
+    assert any("Approved by" in r.text for r in bot.box.slack.thread(channel, ts))
