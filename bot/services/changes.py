@@ -10,7 +10,8 @@ What can go wrong, and what happens:
 
 - a 409 from someone outside the bot: retried in the critical section with jittered backoff;
 - a temporary fault (5xx, timeout, refused connection): the request stays approved, the thread says
-  "waiting for the cluster" once, and the reconcile retries once the lease (the backoff) lapsed;
+  "waiting for the cluster" once, and the reconcile retries once the lease (the backoff) lapsed; after
+  the first fault the worker keeps the request until it has said so, so "Applied" always comes after;
 - a permanent refusal (403, 422, the namespace gone, a limit broken now): the request fails, its
   effect is taken back and the namespace converged to base + active grants in the same critical
   section, and the thread and the requester get the reason. An admin can retry it.
@@ -43,7 +44,14 @@ if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_request
-from bot.services.shift_apply import ShiftApplier, ShiftResult, record_shift_effect, return_source_in, take_back_shift_effect
+from bot.services.shift_apply import (
+    ShiftApplier,
+    ShiftResult,
+    ShiftWaiting,
+    record_shift_effect,
+    return_source_in,
+    take_back_shift_effect,
+)
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
@@ -129,7 +137,9 @@ class _Extended:
 @dataclass(frozen=True)
 class _Waiting:
     reason: str
-    first: bool  # the first temporary fault of this apply: the thread is told once
+    # The first temporary fault of this apply (the thread is told once): the lease the worker keeps
+    # until it has told it. None after later faults.
+    telling: datetime | None
 
 
 @dataclass(frozen=True)
@@ -175,7 +185,7 @@ class ChangeApplier:
             sync=sync,
             announcer=announcer,
             clock=clock,
-            wait=lambda request_id, reason: self._wait(request_id, reason).first,
+            wait=lambda request_id, reason: self._wait(request_id, reason).telling,
         )
 
     # --- requests ----------------------------------------------------------------------------
@@ -315,21 +325,41 @@ class ChangeApplier:
         return _Applied(outcome)
 
     def _wait(self, request_id: int, reason: str) -> _Waiting:
-        """Keep the request approved and hand it to the reconcile after a backoff."""
+        """Keep the request approved and hand it to the reconcile after a backoff.
 
-        def backoff(repo: Repository) -> int:
+        After the first fault the thread is told "waiting for the cluster": the worker keeps its lease
+        until it has recorded that (``_back_off`` starts the backoff then). Had the backoff started here,
+        a reconcile tick while the worker was still telling (a slow "Approved by" before it) could apply
+        the request and say "Applied" before "waiting"."""
+
+        def backoff(repo: Repository) -> tuple[int, datetime]:
             now = self._clock.now()
             request = repo.request(request_id)
             assert request is not None
             request.apply_attempts += 1
-            ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
-            request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
+            first = request.apply_attempts == 1
+            request.apply_lease_until = now + (APPLY_LEASE if first else self._backoff(request.apply_attempts))
             request.touch(now=now)
-            return request.apply_attempts
+            return request.apply_attempts, request.apply_lease_until
 
-        attempts = self._db.run(backoff)
+        attempts, lease = self._db.run(backoff)
         log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
-        return _Waiting(reason, first=attempts == 1)
+        return _Waiting(reason, telling=lease if attempts == 1 else None)
+
+    def _backoff(self, attempts: int) -> timedelta:
+        ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (attempts - 1)).total_seconds()
+        return timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
+
+    def _back_off(self, request_id: int, held: datetime) -> None:
+        """The thread has been told it waits: the reconcile may take the request over after the backoff
+        (unless the lease is no longer the one this worker held: someone took the request over)."""
+
+        def release(repo: Repository) -> None:
+            request = repo.request(request_id)
+            if request is not None and request.state == RequestState.APPROVED and request.apply_lease_until == held:
+                request.apply_lease_until = self._clock.now() + self._backoff(request.apply_attempts)
+
+        self._db.run(release)
 
     def _fail_in(self, repo: Repository, request_id: int, reason: str) -> None:
         request = repo.request(request_id)
@@ -345,7 +375,10 @@ class ChangeApplier:
 
     def _report(self, request_id: int, result: _Result) -> RequestState:
         if isinstance(result, _Shifted):
-            return self._shifts.report(request_id, result.result)
+            state = self._shifts.report(request_id, result.result)
+            if isinstance(result.result, ShiftWaiting) and result.result.telling is not None:
+                self._back_off(request_id, result.result.telling)
+            return state
         if isinstance(result, _Applied):
             self._report_applied(request_id, result.outcome)
             return RequestState.APPLIED
@@ -353,8 +386,9 @@ class ChangeApplier:
             self._report_extended(request_id)
             return RequestState.APPLIED
         if isinstance(result, _Waiting):
-            if result.first:
+            if result.telling is not None:
                 self._report_waiting(request_id, result.reason)
+                self._back_off(request_id, result.telling)
             return RequestState.APPROVED
         if isinstance(result, _Failed):
             self.report_failed(request_id, result.reason)

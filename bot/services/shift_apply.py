@@ -161,7 +161,7 @@ class ShiftApplied:
 @dataclass(frozen=True)
 class ShiftWaiting:
     reason: str
-    first: bool
+    telling: datetime | None  # the first fault: the lease the worker keeps until the thread is told
 
 
 @dataclass(frozen=True)
@@ -176,8 +176,9 @@ class ShiftSettled:
 
 
 ShiftResult = ShiftApplied | ShiftWaiting | ShiftFailed | ShiftSettled
-# Keeps a request approved after a temporary fault and backs its lease off; True on the first fault.
-Wait = Callable[[int, str], bool]
+# Keeps a request approved after a temporary fault; on the first fault, the lease its worker keeps until
+# the thread is told (the caller then backs it off), else None.
+Wait = Callable[[int, str], datetime | None]
 
 
 class ShiftApplier:
@@ -314,7 +315,7 @@ class ShiftApplier:
             self._report_applied(request_id, result)
             return RequestState.APPLIED
         if isinstance(result, ShiftWaiting):
-            if result.first:
+            if result.telling is not None:
                 self._announce.thread(
                     request_id,
                     say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", result.reason, ". The bot keeps trying."),

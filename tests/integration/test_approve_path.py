@@ -4,6 +4,9 @@ the real Bolt app, the real kubernetes client over HTTP against the stand-in."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+from bot.clock import ManualClock
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.slack_api import Recorded
 from tests.integration.conftest import SlackOverHttp
@@ -122,3 +125,38 @@ def test_an_approval_whose_quota_cannot_be_read_waits_for_the_cluster(slack: Sla
     assert kube.hard(NAMESPACE, QUOTA) == "4"
     assert slack.responses()[-1] == "You approved GQ-1; it is approved."
     assert "waiting for the cluster" in slack.thread(message)[-1]
+
+
+def test_waiting_for_the_cluster_is_never_said_after_applied(slack: SlackOverHttp, clock: ManualClock) -> None:
+    """The approver's worker times out on the write, then is slow to tell the thread (its "Approved by" is
+    answered late); a reconcile tick meanwhile applies the request. The thread must end with "Applied".
+    (The worker used to hand the request to the reconcile before telling "waiting for the cluster", so a
+    tick that came before that notice was recorded put "waiting" after "Applied": under load,
+    test_outages_during_approvals_heal_without_an_admin could see it.)"""
+    kube = kube_of(slack)
+    message = submitted(slack)
+    kube.fail("PATCH", QUOTA_PATH, 0, delay=3.0, dry_run=False)  # the write outlasts the client's 2 s read timeout
+    approved_by = slack.sandbox.slack.hold("chat.postMessage")  # the worker's next Slack post: "Approved by"
+    click = slack.side.block_action(
+        user_id=LEE,
+        action_id=slack.buttons(message)["Approve"]["action_id"],
+        value="1",
+        channel_id=message.channel,
+        message_ts=message.ts,
+    )
+    assert slack.http.post(f"{slack.base_url}/slack/events", data=click.encode(), headers=slack.side.sign(click)).ok
+    assert approved_by.reached.wait(timeout=30)  # the write timed out; the worker is telling the thread
+
+    clock.advance(timedelta(seconds=5))  # past the first backoff (at most 1 s)
+    assert slack.sandbox.services is not None
+    slack.sandbox.services.reconciler.tick()
+    approved_by.release()
+    assert slack.sandbox.executor.wait_idle(timeout=30)
+    clock.advance(timedelta(seconds=5))
+    slack.sandbox.services.reconciler.tick()  # the next tick applies it, if the one before did not
+
+    thread = slack.thread(message)
+    assert thread[0] == ":+1: Approved by <@U0LEE> — 1 of 1."
+    assert ["waiting for the cluster" in t for t in thread[1:]] == [True, False], thread
+    assert thread[-1].startswith(":white_check_mark: Applied")
+    assert kube.hard(NAMESPACE, QUOTA) == "8"
