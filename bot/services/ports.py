@@ -58,6 +58,23 @@ class Repository(Protocol):
         """Those of ``streams`` with an undelivered outbox entry, in the order given."""
         ...
 
+    def add_outbox_entry(
+        self,
+        *,
+        stream: str,
+        kind: str,
+        now: datetime,
+        request_id: int | None = None,
+        target: str | None = None,
+        notice: list[dict[str, str]] | None = None,
+        actions: list[dict[str, Any]] | None = None,
+        latest_only: bool = False,
+    ) -> None:
+        """Record an outbox entry in this transaction: it exists if and only if the transaction commits.
+        ``latest_only``: skip it when an unclaimed entry of the stream is already waiting (a card update
+        renders the request as it is at delivery, so one waiting is enough)."""
+        ...
+
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]: ...
 
     def count_requests_by_state(self) -> dict[str, int]: ...
@@ -182,8 +199,6 @@ class Repository(Protocol):
     def finish_reclaim(self, reclaim_id: int, *, used: int, at: datetime) -> bool:
         """Close an open reclaim; False when it was closed already (by another replica)."""
         ...
-
-    def reopen_reclaim(self, reclaim_id: int) -> None: ...
 
     def home_tabs(self) -> Sequence[HomeTabRow]: ...
 
