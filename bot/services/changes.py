@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -43,8 +42,8 @@ if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_request
-from bot.services.shift_apply import ShiftApplier, ShiftResult, record_shift_effect, return_source_in, take_back_shift_effect
-from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
+from bot.services.shift_apply import ShiftApplier, record_shift_effect, return_source_in, take_back_shift_effect
+from bot.services.text import Code, Moment, Notice, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
 # A worker applying a request holds it this long; after that the reconcile takes it over.
@@ -116,15 +115,6 @@ def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: dat
     repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=reason)
 
 
-@dataclass(frozen=True)
-class _Shifted:
-    result: ShiftResult
-
-
-# What an apply came to: its state (what it says is recorded with it), or a shift's result to report.
-_Result = RequestState | _Shifted
-
-
 class ChangeApplier:
     def __init__(
         self,
@@ -148,7 +138,7 @@ class ChangeApplier:
             sync=sync,
             announcer=announcer,
             clock=clock,
-            wait=lambda request_id, reason: self._wait(request_id, reason),
+            wait=self._wait,
         )
 
     # --- requests ----------------------------------------------------------------------------
@@ -164,8 +154,8 @@ class ChangeApplier:
         """
         out = self._announce.outgoing()
         with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
-            result = self._apply(request_id, out, resume=resume, leased=leased)
-            state = self._report(request_id, result, out)
+            state = self._apply(request_id, out, resume=resume, leased=leased)
+            out.deliver()
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
@@ -202,13 +192,12 @@ class ChangeApplier:
                 return row, None
             out = self._announce.outgoing()
             with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
-                result = self._apply_locked(row.id, namespace, out, lease=None, approved=row, read=read)
-        with request_context(format_request_id(row.id)):
-            state = self._report(row.id, result, out)
+                state = self._apply_locked(row.id, namespace, out, lease=None, approved=row, read=read)
+        out.deliver()
         APPLIES.labels(outcome=str(state)).inc()
         return row, state
 
-    def _apply(self, request_id: int, out: Outgoing, *, resume: bool, leased: RequestRow | None = None) -> _Result:
+    def _apply(self, request_id: int, out: Outgoing, *, resume: bool, leased: RequestRow | None = None) -> RequestState:
         request = leased if leased is not None else self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
         if request is None:
             return RequestState.APPROVED
@@ -219,7 +208,7 @@ class ChangeApplier:
         # A resumed apply gives way if, while it queued for the namespace, another worker renewed the lease.
         lease = request.apply_lease_until if resume else None
         if request.kind == RequestKind.SHIFT:
-            return _Shifted(self._shifts.apply(request_id, lease=lease))
+            return self._shifts.apply(request_id, out, lease=lease)
         with self._sync.exclusive(request.namespace):
             return self._apply_locked(request_id, request.namespace, out, lease=lease)
 
@@ -247,7 +236,7 @@ class ChangeApplier:
         lease: datetime | None,
         approved: RequestRow | None = None,
         read: QuotaRead | None = None,
-    ) -> _Result:
+    ) -> RequestState:
         """``approved``: the row as the approval left it in this critical section (nothing to read again);
         ``read``: the quota as read in it."""
         request = approved or self._db.run(lambda repo: repo.request(request_id))
@@ -269,7 +258,12 @@ class ChangeApplier:
         try:
             outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
-            self._wait(request_id, str(error), out)
+            waiting = say(
+                ":hourglass_flowing_sand: Approved; waiting for the cluster: ",
+                str(error),
+                ". The bot keeps trying and says here when it is applied; nothing needs to be done.",
+            )
+            self._wait(request_id, str(error), out, waiting)
             return RequestState.APPROVED
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
             reason = str(error)
@@ -284,9 +278,9 @@ class ChangeApplier:
         self._db.run(applied)
         return RequestState.APPLIED
 
-    def _wait(self, request_id: int, reason: str, out: Outgoing | None = None) -> bool:
-        """Keep the request approved and hand it to the reconcile after a backoff; True on the first
-        temporary fault of this apply (``out``: the thread is told so then, in the same transaction)."""
+    def _wait(self, request_id: int, reason: str, out: Outgoing, waiting: Notice) -> None:
+        """Keep the request approved and hand it to the reconcile after a backoff; on the first temporary
+        fault of this apply the thread is told ``waiting``, in the same transaction."""
 
         def backoff(repo: Repository) -> int:
             now = self._clock.now()
@@ -296,13 +290,12 @@ class ChangeApplier:
             ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
             request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
             request.touch(now=now)
-            if out is not None and request.apply_attempts == 1:
-                self._tell_waiting(repo, out, request_id, reason)
+            if request.apply_attempts == 1:
+                out.thread(repo, request_id, waiting)
             return request.apply_attempts
 
         attempts = self._db.run(backoff)
         log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
-        return attempts == 1
 
     def _fail_in(self, repo: Repository, out: Outgoing, request_id: int, reason: str) -> None:
         request = repo.request(request_id)
@@ -316,23 +309,6 @@ class ChangeApplier:
             self._sync.converge_locked(namespace, request_id=request_id)
         except GpuQuotaError as error:  # the sweep and the next apply converge it later
             log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
-
-    def _report(self, request_id: int, result: _Result, out: Outgoing) -> RequestState:
-        """Deliver what the apply recorded; a shift tells its outcome itself."""
-        state = self._shifts.report(request_id, result.result) if isinstance(result, _Shifted) else result
-        out.deliver()
-        return state
-
-    def _tell_waiting(self, repo: Repository, out: Outgoing, request_id: int, reason: str) -> None:
-        out.thread(
-            repo,
-            request_id,
-            say(
-                ":hourglass_flowing_sand: Approved; waiting for the cluster: ",
-                reason,
-                ". The bot keeps trying and says here when it is applied; nothing needs to be done.",
-            ),
-        )
 
     def _tell_applied(self, repo: Repository, out: Outgoing, request_id: int, outcome: SyncOutcome) -> None:
         request = repo.request(request_id)
@@ -369,7 +345,7 @@ class ChangeApplier:
         )
         out.refresh(repo, request_id)
 
-    def _apply_extension(self, request_id: int, out: Outgoing) -> _Result:
+    def _apply_extension(self, request_id: int, out: Outgoing) -> RequestState:
         """An extension moves the end of a grant: nothing to write in the cluster."""
 
         def extend(repo: Repository) -> str | None:

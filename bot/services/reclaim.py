@@ -124,7 +124,9 @@ class ReclaimWatch:
                 detail=why,
             )
             if snapshot is not None and freed > 0:  # said with the close: recorded if and only if it commits
-                self._announce_end(repo, out, reclaim, reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=snapshot.hard))
+                self._announce_end(
+                    repo, out, reclaim, reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=snapshot.hard)
+                )
             return True
 
         if not self._db.run(claim):

@@ -577,20 +577,21 @@ class RequestService:
         if request.requester_id != user and not self._access.is_admin(user):
             raise UserError(f"Only the requester or an admin can cancel {format_request_id(request_id)}.")
 
+        out = self._announce.outgoing()
+
         def cancel(repo: Repository) -> None:
             now = self._clock.now()
             row = pending(repo, request_id)
             move_request(row, RequestState.CANCELLED, now=now)
             row.decided_at = now
             repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
+            out.thread(repo, request_id, say(":wastebasket: Cancelled by ", User(user), "."))
+            if user != row.requester_id:
+                out.direct(repo, row.requester_id, say(f"{format_request_id(request_id)} was cancelled by ", User(user), "."))
+            out.refresh(repo, request_id)
 
         self._db.run(cancel)
-        self._announce.thread(request_id, say(":wastebasket: Cancelled by ", User(user), "."))
-        if user != request.requester_id:
-            self._announce.direct(
-                request.requester_id, say(f"{format_request_id(request_id)} was cancelled by ", User(user), ".")
-            )
-        self._announce.refresh(request_id)
+        out.deliver()
         return f"{format_request_id(request_id)} is cancelled."
 
     def release(self, *, user: str, request_id: int) -> str:
@@ -627,6 +628,8 @@ class RequestService:
         if not self._access.is_admin(user):
             raise UserError("Only admins can retry a failed request.")
 
+        out = self._announce.outgoing()
+
         def reapprove(repo: Repository) -> None:
             now = self._clock.now()
             row = repo.request(request_id)
@@ -643,9 +646,10 @@ class RequestService:
             row.decided_at = now
             record_effect(repo, row, now=now)
             repo.record(at=now, actor=user, action="request_retried", namespace=row.namespace, request_id=request_id)
+            out.thread(repo, request_id, say(":repeat: Retry by ", User(user), "."))
 
         self._db.run(reapprove)
-        self._announce.thread(request_id, say(":repeat: Retry by ", User(user), "."))
+        out.deliver()
         state = self._applier.apply(request_id)
         return f"{format_request_id(request_id)} is {state}."
 

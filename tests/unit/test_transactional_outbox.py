@@ -49,7 +49,9 @@ def restart(world: World) -> None:
     world.services.reconciler.tick()
 
 
-def test_a_reclaim_closed_by_a_process_that_dies_at_once_is_still_announced(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_reclaim_closed_by_a_process_that_dies_at_once_is_still_announced(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
     world.submit("request ai-frontier-research -3 permanent slow down frontier work")
     world.database.run(lambda repo: repo.start_reclaim(namespace=FRONTIER, request_id=1, quota=1, used=4, at=world.clock.now()))
     world.cluster.add(FRONTIER, 1, used=1)
