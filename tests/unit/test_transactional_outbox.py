@@ -11,7 +11,7 @@ import pytest
 
 from bot.adapters.db.database import Database
 from bot.domain.lifecycle import RequestState, Verdict
-from bot.services.ports import Repository
+from bot.services.ports import QuotaRefusal, Repository
 from tests.unit.conftest import World
 
 T = TypeVar("T")
@@ -98,3 +98,34 @@ def test_an_apply_by_a_process_that_dies_at_once_is_still_told(world: World, mon
     assert "4 GPUs → *8 GPUs*" in world.replies()[1]
     assert "now has 8 GPUs" in world.dms("U0ALICE")[0]
     assert world.notifier.last_card().state == RequestState.APPLIED
+
+
+def dies_after_first_commit(database: Database, dead: Callable[[Repository], bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every transaction of the process (the outbox's own too) goes through ``run``: the process dies
+    right after the first one that leaves ``dead`` true has committed."""
+    run = database.run
+
+    def run_then_maybe_die(work: Callable[[Repository], T], *, attempts: int = 6) -> T:
+        result = run(work, attempts=attempts)
+        if run(dead):
+            monkeypatch.undo()  # the next process runs normally
+            raise SystemExit("killed right after the commit")
+        return result
+
+    monkeypatch.setattr(database, "run", run_then_maybe_die)
+
+
+def test_a_quota_alert_is_remembered_with_its_message_so_a_crash_neither_loses_nor_doubles_it(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu = "requests.nvidia.com/gpu"
+    message = f'pods "trainer-x" is forbidden: exceeded quota: compute-quota, requested: {gpu}=2, used: {gpu}=4, limited: {gpu}=4'
+    world.cluster.refusals = [QuotaRefusal(FRONTIER, "Job", "trainer", "uid-trainer", message, 3, None)]
+    dies_after_first_commit(world.database, lambda repo: bool(repo.outbox_streams_pending(["channel:C0FRONTIER"])), monkeypatch)
+    with pytest.raises(SystemExit):
+        world.services.blocked.check()
+
+    world.services.blocked.check()  # the next process's run
+    restart(world)
+    alerts = [s.text for s in world.notifier.of("post") if s.target == "C0FRONTIER"]
+    assert len(alerts) == 1 and "*Job trainer*" in alerts[0]

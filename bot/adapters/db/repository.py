@@ -429,9 +429,6 @@ class Repository:
         self.session.flush()
         return outage
 
-    def metrics_outage(self, outage_id: int) -> MetricsOutage | None:
-        return self.session.get(MetricsOutage, outage_id)
-
     # --- idle-GPU nudges -----------------------------------------------------------------------
 
     def idle_nudge(self, namespace: str) -> IdleNudge | None:
