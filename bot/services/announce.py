@@ -10,6 +10,12 @@ permanent refusal (channel_not_found, ...) is tried ``PERMANENT_TRIES`` times, t
 a log line and a counted error. A request-message update renders the request as it is at delivery,
 so only the latest state is ever sent and a decided request loses its buttons once Slack answers.
 
+A message decided with a state change is recorded in that change's transaction (``outgoing()``: an
+``Outgoing`` the transaction function records into, delivered once ``Database.run`` returned), so it
+exists if and only if the change commits: a process killed between the commit and the delivery leaves
+it for the reconcile tick. ``thread``/``direct``/``post``/``refresh`` record in a transaction of their
+own, for what no state change decides.
+
 The request message itself is posted at once (``post_card``): its ``ts`` anchors the thread. A post
 Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty until then).
 """
@@ -136,17 +142,21 @@ class Announcer:
             return
         except GpuQuotaError as error:
             log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
-            self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=""))
             team = card.shift.team_label if card.shift else "the source team"
-            self.thread(
-                card.request_id,
-                say(
-                    ":warning: The copy of this card could not be posted in ",
-                    Channel(copy.channel_id),
-                    f" ({error}); ",
-                    f"approvers of {team} do not see it there: send them this thread.",
-                ),
+            refused = say(
+                ":warning: The copy of this card could not be posted in ",
+                Channel(copy.channel_id),
+                f" ({error}); ",
+                f"approvers of {team} do not see it there: send them this thread.",
             )
+            out = self.outgoing()
+
+            def give_up(repo: Repository) -> None:
+                repo.set_copy_ref(card.request_id, ts="")
+                out.thread(repo, card.request_id, refused)
+
+            self._db.run(give_up)
+            out.deliver()
             return
         self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=ref.ts))
 

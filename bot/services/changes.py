@@ -143,16 +143,19 @@ class ChangeApplier:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def apply(self, request_id: int, *, resume: bool = False, leased: RequestRow | None = None) -> RequestState:
+    def apply(
+        self, request_id: int, *, resume: bool = False, leased: RequestRow | None = None, out: Outgoing | None = None
+    ) -> RequestState:
         """Apply an approved request; returns its state (applied, failed, or still approved while the
         cluster is unreachable).
 
         The quota is written first; the outcome is recorded for the thread and the requester in the
         transaction that records it, and delivered after. ``resume``: the reconcile takes over only a
         lapsed lease. ``leased``: the row as the transaction that approved it left it (``record_effect``
-        took the lease there), so the apply goes straight to the namespace's critical section.
+        took the lease there), so the apply goes straight to the namespace's critical section. ``out``:
+        what the caller recorded before (the approval's "Approved by"), delivered with the outcome.
         """
-        out = self._announce.outgoing()
+        out = out or self._announce.outgoing()
         with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
             state = self._apply(request_id, out, resume=resume, leased=leased)
             out.deliver()
@@ -163,6 +166,7 @@ class ChangeApplier:
         self,
         namespace: str,
         approve: Callable[[Repository, int | None], RequestRow],
+        out: Outgoing,
     ) -> tuple[RequestRow, RequestState | None]:
         """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
 
@@ -171,7 +175,7 @@ class ChangeApplier:
         it could not be read: the recheck goes by the database, and the apply reads for itself), and
         returns the row; the write is planned in the same transaction and, if the row is approved,
         made next from the same read, its resourceVersion the write's precondition. What ``approve``
-        and the apply record to say is delivered after, outside the section.
+        and the apply record in ``out`` is delivered after, outside the section.
         Returns the row and, when it was approved, the state the apply left it in.
         """
         with self._sync.exclusive(namespace):
@@ -190,7 +194,6 @@ class ChangeApplier:
             row, read = self._db.run(record)
             if row.state != RequestState.APPROVED:
                 return row, None
-            out = self._announce.outgoing()
             with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
                 state = self._apply_locked(row.id, namespace, out, lease=None, approved=row, read=read)
         out.deliver()

@@ -318,20 +318,8 @@ class OutboxHealth:
 
 
 class Outbox(Protocol):
-    """What the bot means to say in Slack, recorded first, then delivered in order per stream."""
-
-    def add(
-        self,
-        *,
-        stream: str,
-        kind: str,
-        now: datetime,
-        request_id: int | None = None,
-        target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
-        actions: list[dict[str, Any]] | None = None,
-        latest_only: bool = False,
-    ) -> None: ...
+    """What the bot means to say in Slack, recorded first (``Repository.add_outbox_entry``), then
+    delivered in order per stream."""
 
     def due_streams(self, now: datetime) -> list[str]: ...
 

@@ -500,15 +500,15 @@ class RequestService:
         state: RequestState | None = None
         if completes and request.kind == RequestKind.CHANGE:
             # The quota first: recorded, rechecked and written from one read; "Approved by" and the rest follow.
-            row, state = self._applier.approve_and_apply(request.namespace, record)
+            row, state = self._applier.approve_and_apply(request.namespace, record, out)
         else:
             row = self._db.run(record)
         DECISIONS.labels(verdict=str(verdict)).inc()
         display = format_request_id(request_id)
         if row.state == RequestState.APPROVED and state is None:
             # A shift or an extension: the quota first; "Approved by" (recorded before the outcome) goes with it.
-            state = self._applier.apply(request_id, leased=row)
-        out.deliver()
+            state = self._applier.apply(request_id, leased=row, out=out)
+        out.deliver()  # what the apply did not deliver already (a denial, an approval still short, a refusal)
         if verdict == Verdict.DENY:
             return f"You denied {display}."
         if row.state == RequestState.APPROVED:
