@@ -10,6 +10,12 @@ permanent refusal (channel_not_found, ...) is tried ``PERMANENT_TRIES`` times, t
 a log line and a counted error. A request-message update renders the request as it is at delivery,
 so only the latest state is ever sent and a decided request loses its buttons once Slack answers.
 
+A message decided with a state change is recorded in that change's transaction (``outgoing()``: an
+``Outgoing`` the transaction function records into, delivered once ``Database.run`` returned), so it
+exists if and only if the change commits: a process killed between the commit and the delivery leaves
+it for the reconcile tick. ``thread``/``direct``/``post``/``refresh`` record in a transaction of their
+own, for what no state change decides.
+
 The request message itself is posted at once (``post_card``): its ``ts`` anchors the thread. A post
 Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty until then).
 """
@@ -17,9 +23,9 @@ Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bot.clock import Clock, SystemClock
@@ -136,35 +142,45 @@ class Announcer:
             return
         except GpuQuotaError as error:
             log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
-            self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=""))
             team = card.shift.team_label if card.shift else "the source team"
-            self.thread(
-                card.request_id,
-                say(
-                    ":warning: The copy of this card could not be posted in ",
-                    Channel(copy.channel_id),
-                    f" ({error}); ",
-                    f"approvers of {team} do not see it there: send them this thread.",
-                ),
+            refused = say(
+                ":warning: The copy of this card could not be posted in ",
+                Channel(copy.channel_id),
+                f" ({error}); ",
+                f"approvers of {team} do not see it there: send them this thread.",
             )
+            out = self.outgoing()
+
+            def give_up(repo: Repository) -> None:
+                repo.set_copy_ref(card.request_id, ts="")
+                out.thread(repo, card.request_id, refused)
+
+            self._db.run(give_up)
+            out.deliver()
             return
         self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=ref.ts))
 
+    def outgoing(self) -> Outgoing:
+        """Messages to record in the caller's transaction and deliver after it commits."""
+        return Outgoing(drain=self._drain, now=self._clock.now)
+
     def refresh(self, request_id: int) -> None:
         """Re-render the request message (recorded; only the latest state is delivered)."""
-        stream = _card_stream(request_id)
-        self._outbox.add(stream=stream, kind="card", request_id=request_id, now=self._clock.now(), latest_only=True)
-        self._drain(stream)
+        self._say_alone(lambda out, repo: out.refresh(repo, request_id))
 
     def thread(self, request_id: int, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
-        """A reply in the request's thread; True once recorded (it is delivered at once or later)."""
-        return self._record(_thread_stream(request_id), "reply", text, actions, request_id=request_id)
+        """A reply in the request's thread, in a transaction of its own; True once recorded (it is
+        delivered at once or later). A reply decided with a state change goes through ``outgoing``."""
+        self._say_alone(lambda out, repo: out.thread(repo, request_id, text, actions=actions))
+        return True
 
     def direct(self, user_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
-        return self._record(f"dm:{user_id}", "direct", text, actions, target=user_id)
+        self._say_alone(lambda out, repo: out.direct(repo, user_id, text, actions=actions))
+        return True
 
     def post(self, channel_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
-        return self._record(f"channel:{channel_id}", "post", text, actions, target=channel_id)
+        self._say_alone(lambda out, repo: out.post(repo, channel_id, text, actions=actions))
+        return True
 
     def publish(self, channel_id: str, report: Report) -> MessageRef | None:
         try:
@@ -187,27 +203,10 @@ class Announcer:
 
     # --- the outbox ---------------------------------------------------------------------------
 
-    def _record(
-        self,
-        stream: str,
-        kind: str,
-        message: Notice,
-        actions: Sequence[Action],
-        *,
-        request_id: int | None = None,
-        target: str | None = None,
-    ) -> bool:
-        self._outbox.add(
-            stream=stream,
-            kind=kind,
-            request_id=request_id,
-            target=target,
-            notice=message.to_json(),
-            actions=[_action_json(a) for a in actions],
-            now=self._clock.now(),
-        )
-        self._drain(stream)
-        return True
+    def _say_alone(self, say: Callable[[Outgoing, Repository], None]) -> None:
+        out = self.outgoing()
+        self._db.run(lambda repo: say(out, repo))
+        out.deliver()
 
     def _drain(self, stream: str) -> int:
         """Deliver the stream's entries in order until one has to wait; how many were settled."""
@@ -273,6 +272,63 @@ class Announcer:
         log.error("giving up on outbox entry %d (%s) after %d tries: %s", entry.id, entry.stream, attempts, error)
         count_error("slack", "undeliverable")
         self._outbox.dead(entry.id, error=error, attempts=attempts)
+
+
+class Outgoing:
+    """Messages decided in one transaction, recorded in it (so they exist if and only if it commits)
+    and delivered after it (``deliver``), each stream in order as ever. A process that dies between
+    the commit and ``deliver`` leaves them in the outbox for the reconcile tick. A transaction run
+    again after a lost race records them again from scratch: only the attempt that commits counts."""
+
+    def __init__(self, *, drain: Callable[[str], int], now: Callable[[], datetime]) -> None:
+        self._drain = drain
+        self._now = now
+        self._streams: dict[str, None] = {}  # insertion-ordered: drained in the order first said
+
+    def thread(self, repo: Repository, request_id: int, text: Notice, *, actions: Sequence[Action] = ()) -> None:
+        """A reply in the request's thread (it waits for the request message when that has no ``ts`` yet)."""
+        self._add(repo, _thread_stream(request_id), "reply", notice=text, actions=actions, request_id=request_id)
+
+    def direct(self, repo: Repository, user_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> None:
+        self._add(repo, f"dm:{user_id}", "direct", notice=text, actions=actions, target=user_id)
+
+    def post(self, repo: Repository, channel_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> None:
+        self._add(repo, f"channel:{channel_id}", "post", notice=text, actions=actions, target=channel_id)
+
+    def refresh(self, repo: Repository, request_id: int) -> None:
+        """Re-render the request message (only the latest state is delivered)."""
+        self._add(repo, _card_stream(request_id), "card", request_id=request_id, latest_only=True)
+
+    def deliver(self) -> None:
+        """After the transaction committed: deliver what it recorded (what Slack does not take now waits
+        in the outbox for the reconcile tick)."""
+        streams, self._streams = list(self._streams), {}
+        for stream in streams:
+            self._drain(stream)
+
+    def _add(
+        self,
+        repo: Repository,
+        stream: str,
+        kind: str,
+        *,
+        notice: Notice | None = None,
+        actions: Sequence[Action] = (),
+        request_id: int | None = None,
+        target: str | None = None,
+        latest_only: bool = False,
+    ) -> None:
+        repo.add_outbox_entry(
+            stream=stream,
+            kind=kind,
+            now=self._now(),
+            request_id=request_id,
+            target=target,
+            notice=notice.to_json() if notice is not None else None,
+            actions=[_action_json(a) for a in actions],
+            latest_only=latest_only,
+        )
+        self._streams[stream] = None
 
 
 def _thread_stream(request_id: int) -> str:

@@ -15,14 +15,13 @@ import json
 import logging
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
 from functools import partial
 
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.domain.priority import GpuPod, WaitCause, wait_cause
 from bot.errors import GpuQuotaError
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
 from bot.services.text import Code, Notice, Part, Strong, Words, say
@@ -99,34 +98,23 @@ class BlockedWatch:
             if team is None or not team.notifications.blocked_workloads:
                 continue
             key = alert_key(refusal.namespace, refusal.kind, refusal.name)
-            if self._db.run(partial(_alerted, key=key)):
-                continue
-            if self._report(team.channel, refusal):
-                now = self._clock.now()
-                day = now.astimezone(self._policy.schedules.zone).date()
-                self._db.run(partial(_remember, key=key, namespace=refusal.namespace, at=now, quota_day=day))
+            out = self._announce.outgoing()
+            if self._db.run(partial(self._alert_quota, out=out, channel=team.channel, key=key, refusal=refusal)):
                 reported.append(key)
+            out.deliver()
         return reported
 
-    def _report(self, channel: str, refusal: QuotaRefusal) -> bool:
-        figures = shortfall(refusal.message)
-        more = f"+{figures.missing}" if figures else "+1"
-        detail = (
-            f" It asks for {figures.requested} GPU(s) while {figures.used} of {figures.limited} are in use." if figures else ""
-        )
-        # Workload names come from whoever created them: they are notice parts, escaped by the adapter.
-        text = say(
-            ":no_entry: ",
-            Strong(f"{refusal.kind} {refusal.name}"),
-            " in ",
-            Strong(refusal.namespace),
-            " cannot start pods: the GPU quota is full (",
-            Code("exceeded quota"),
-            f", {refusal.count} time{'s' if refusal.count != 1 else ''}).{detail} "
-            "Ask for more, or wait for running jobs to finish.",
-        )
-        value = json.dumps({"namespace": refusal.namespace, "gpus": more})
-        return self._announce.post(channel, text, actions=[Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")])
+    def _alert_quota(self, repo: Repository, *, out: Outgoing, channel: str, key: str, refusal: QuotaRefusal) -> bool:
+        """Remember the alert and record its message in one transaction (a crash between them can
+        neither lose the alert nor send it twice); False when it was alerted already."""
+        if repo.blocked_alerted(key):
+            return False
+        now = self._clock.now()
+        day = now.astimezone(self._policy.schedules.zone).date()
+        repo.remember_blocked_alert(key, namespace=refusal.namespace, at=now, quota_day=day)
+        text, actions = _quota_notice(refusal)
+        out.post(repo, channel, text, actions=actions)
+        return True
 
     def _check_scheduling(self) -> list[str]:
         if self._workloads is None or self._pods is None:
@@ -156,11 +144,25 @@ class BlockedWatch:
         for namespace, pods in sorted(waiting.items()):
             team = self._policy.team_of(namespace)
             assert team is not None
-            if self._announce.post(team.channel, _scheduling_notice(namespace, pods)):
-                for entry in pods:
-                    self._db.run(partial(_remember, key=entry.key, namespace=namespace, at=self._clock.now()))
-                    reported.append(entry.key)
+            out = self._announce.outgoing()
+            reported += self._db.run(
+                partial(self._alert_scheduling, out=out, channel=team.channel, namespace=namespace, pods=pods)
+            )
+            out.deliver()
         return reported
+
+    def _alert_scheduling(
+        self, repo: Repository, *, out: Outgoing, channel: str, namespace: str, pods: list[_Waiting]
+    ) -> list[str]:
+        """Remember the pods' alerts and record the one message about them in one transaction; the keys
+        told (none when another replica told them all meanwhile)."""
+        fresh = [entry for entry in pods if not repo.blocked_alerted(entry.key)]
+        if not fresh:
+            return []
+        for entry in fresh:
+            repo.remember_blocked_alert(entry.key, namespace=namespace, at=self._clock.now())
+        out.post(repo, channel, _scheduling_notice(namespace, fresh))
+        return [entry.key for entry in fresh]
 
     def _pending_pods(self, namespace: str) -> dict[str, GpuPod]:
         """The namespace's pending GPU pods by name; none when they cannot be read (the next check tries again)."""
@@ -172,6 +174,25 @@ class BlockedWatch:
             log.warning("cannot read the GPU pods of %s: %s", namespace, error)
             return {}
         return {pod.name: pod for pod in pods if pod.phase == "Pending"}
+
+
+def _quota_notice(refusal: QuotaRefusal) -> tuple[Notice, list[Action]]:
+    """The message to the team about a workload the quota keeps from starting, with its [Request more]."""
+    figures = shortfall(refusal.message)
+    more = f"+{figures.missing}" if figures else "+1"
+    detail = f" It asks for {figures.requested} GPU(s) while {figures.used} of {figures.limited} are in use." if figures else ""
+    # Workload names come from whoever created them: they are notice parts, escaped by the adapter.
+    text = say(
+        ":no_entry: ",
+        Strong(f"{refusal.kind} {refusal.name}"),
+        " in ",
+        Strong(refusal.namespace),
+        " cannot start pods: the GPU quota is full (",
+        Code("exceeded quota"),
+        f", {refusal.count} time{'s' if refusal.count != 1 else ''}).{detail} Ask for more, or wait for running jobs to finish.",
+    )
+    value = json.dumps({"namespace": refusal.namespace, "gpus": more})
+    return text, [Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")]
 
 
 @dataclass(frozen=True)
@@ -220,7 +241,3 @@ def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> Notice:
 
 def _alerted(repo: Repository, *, key: str) -> bool:
     return repo.blocked_alerted(key)
-
-
-def _remember(repo: Repository, *, key: str, namespace: str, at: datetime, quota_day: date | None = None) -> None:
-    repo.remember_blocked_alert(key, namespace=namespace, at=at, quota_day=quota_day)

@@ -21,7 +21,7 @@ from bot.domain.costs import (
 )
 from bot.domain.policy import People, Policy, Team
 from bot.errors import GpuQuotaError
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Repository, Transactions
 from bot.services.spend import SpendReader
@@ -130,22 +130,22 @@ class BudgetWatch:
             thresholds=team.budget.thresholds,
             already_sent=already,
         )
-        if not due or not self._claim(team.name, state, due):
+        if not due:
             return []
-        text = self._message(team, state, due)
-        if not self._announce.post(team.channel, text):
-            self._unclaim(team.name, state.month, due)  # told nobody: try again next run
+        out = self._announce.outgoing()
+        if not self._claim(team, state, due, out):
             return []
+        out.deliver()
         log.info("budget warning %s sent to %s (%.0f%%)", ",".join(due), team.name, state.percent)
         return due
 
-    def _claim(self, team: str, state: BudgetState, keys: list[str]) -> bool:
-        """Record the warnings before sending them; another run that recorded them first wins."""
+    def _claim(self, team: Team, state: BudgetState, keys: list[str], out: Outgoing) -> bool:
+        """Record the warnings and their message in one transaction; another run that recorded them first wins."""
         with self._db.transaction() as repo:
-            return repo.claim_budget_alerts(team, state.month, keys, percent=state.percent, at=self._clock.now())
-
-    def _unclaim(self, team: str, month: str, keys: list[str]) -> None:
-        self._db.run(lambda repo: repo.forget_budget_alerts(team, month, keys))
+            if not repo.claim_budget_alerts(team.name, state.month, keys, percent=state.percent, at=self._clock.now()):
+                return False
+            out.post(repo, team.channel, self._message(team, state, keys))
+            return True
 
     def _message(self, team: Team, state: BudgetState, keys: list[str]) -> Notice:
         currency = self._policy.pricing.currency

@@ -10,8 +10,7 @@ What can go wrong, and what happens:
 
 - a 409 from someone outside the bot: retried in the critical section with jittered backoff;
 - a temporary fault (5xx, timeout, refused connection): the request stays approved, the thread says
-  "waiting for the cluster" once, and the reconcile retries once the lease (the backoff) lapsed; after
-  the first fault the worker keeps the request until it has said so, so "Applied" always comes after;
+  "waiting for the cluster" once, and the reconcile retries once the lease (the backoff) lapsed;
 - a permanent refusal (403, 422, the namespace gone, a limit broken now): the request fails, its
   effect is taken back and the namespace converged to base + active grants in the same critical
   section, and the thread and the requester get the reason. An admin can retry it.
@@ -25,7 +24,6 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -37,22 +35,15 @@ from bot.domain.quota import below_usage_note, change_problem
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.ports import Action, ActionKind, Repository, Transactions
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_request
-from bot.services.shift_apply import (
-    ShiftApplier,
-    ShiftResult,
-    ShiftWaiting,
-    record_shift_effect,
-    return_source_in,
-    take_back_shift_effect,
-)
-from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
+from bot.services.shift_apply import ShiftApplier, record_shift_effect, return_source_in, take_back_shift_effect
+from bot.services.text import Code, Moment, Notice, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
 # A worker applying a request holds it this long; after that the reconcile takes it over.
@@ -124,44 +115,6 @@ def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: dat
     repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=reason)
 
 
-@dataclass(frozen=True)
-class _Applied:
-    outcome: SyncOutcome
-
-
-@dataclass(frozen=True)
-class _Extended:
-    pass
-
-
-@dataclass(frozen=True)
-class _Waiting:
-    reason: str
-    # The first temporary fault of this apply (the thread is told once): the lease the worker keeps
-    # until it has told it. None after later faults.
-    telling: datetime | None
-
-
-@dataclass(frozen=True)
-class _Failed:
-    reason: str
-
-
-@dataclass(frozen=True)
-class _Settled:
-    """Someone else finished (or is finishing) this apply: nothing to say here."""
-
-    state: RequestState
-
-
-@dataclass(frozen=True)
-class _Shifted:
-    result: ShiftResult
-
-
-_Result = _Applied | _Extended | _Waiting | _Failed | _Settled | _Shifted
-
-
 class ChangeApplier:
     def __init__(
         self,
@@ -185,32 +138,27 @@ class ChangeApplier:
             sync=sync,
             announcer=announcer,
             clock=clock,
-            wait=lambda request_id, reason: self._wait(request_id, reason).telling,
+            wait=self._wait,
         )
 
     # --- requests ----------------------------------------------------------------------------
 
     def apply(
-        self,
-        request_id: int,
-        *,
-        before_report: Callable[[], None] | None = None,
-        resume: bool = False,
-        leased: RequestRow | None = None,
+        self, request_id: int, *, resume: bool = False, leased: RequestRow | None = None, out: Outgoing | None = None
     ) -> RequestState:
         """Apply an approved request; returns its state (applied, failed, or still approved while the
         cluster is unreachable).
 
-        The quota is written first; ``before_report`` (the approver's "Approved by") runs right after,
-        and only then the outcome is told. ``resume``: the reconcile takes over only a lapsed lease.
-        ``leased``: the row as the transaction that approved it left it (``record_effect`` took the
-        lease there), so the apply goes straight to the namespace's critical section.
+        The quota is written first; the outcome is recorded for the thread and the requester in the
+        transaction that records it, and delivered after. ``resume``: the reconcile takes over only a
+        lapsed lease. ``leased``: the row as the transaction that approved it left it (``record_effect``
+        took the lease there), so the apply goes straight to the namespace's critical section. ``out``:
+        what the caller recorded before (the approval's "Approved by"), delivered with the outcome.
         """
+        out = out or self._announce.outgoing()
         with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
-            result = self._apply(request_id, resume=resume, leased=leased)
-            if before_report is not None:
-                before_report()
-            state = self._report(request_id, result)
+            state = self._apply(request_id, out, resume=resume, leased=leased)
+            out.deliver()
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
@@ -218,8 +166,7 @@ class ChangeApplier:
         self,
         namespace: str,
         approve: Callable[[Repository, int | None], RequestRow],
-        *,
-        before_report: Callable[[RequestRow], None],
+        out: Outgoing,
     ) -> tuple[RequestRow, RequestState | None]:
         """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
 
@@ -227,8 +174,8 @@ class ChangeApplier:
         approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
         it could not be read: the recheck goes by the database, and the apply reads for itself), and
         returns the row; the write is planned in the same transaction and, if the row is approved,
-        made next from the same read, its resourceVersion the write's precondition. Then, outside the
-        section, ``before_report(row)`` (the approver's "Approved by") and the outcome are told.
+        made next from the same read, its resourceVersion the write's precondition. What ``approve``
+        and the apply record in ``out`` is delivered after, outside the section.
         Returns the row and, when it was approved, the state the apply left it in.
         """
         with self._sync.exclusive(namespace):
@@ -248,27 +195,25 @@ class ChangeApplier:
             if row.state != RequestState.APPROVED:
                 return row, None
             with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
-                result = self._apply_locked(row.id, namespace, lease=None, approved=row, read=read)
-        with request_context(format_request_id(row.id)):
-            before_report(row)
-            state = self._report(row.id, result)
+                state = self._apply_locked(row.id, namespace, out, lease=None, approved=row, read=read)
+        out.deliver()
         APPLIES.labels(outcome=str(state)).inc()
         return row, state
 
-    def _apply(self, request_id: int, *, resume: bool, leased: RequestRow | None = None) -> _Result:
+    def _apply(self, request_id: int, out: Outgoing, *, resume: bool, leased: RequestRow | None = None) -> RequestState:
         request = leased if leased is not None else self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
         if request is None:
-            return _Settled(RequestState.APPROVED)
+            return RequestState.APPROVED
         if request.state != RequestState.APPROVED:
-            return _Settled(RequestState(request.state))
+            return RequestState(request.state)
         if request.kind == RequestKind.EXTENSION:
-            return self._apply_extension(request_id)
+            return self._apply_extension(request_id, out)
         # A resumed apply gives way if, while it queued for the namespace, another worker renewed the lease.
         lease = request.apply_lease_until if resume else None
         if request.kind == RequestKind.SHIFT:
-            return _Shifted(self._shifts.apply(request_id, lease=lease))
+            return self._shifts.apply(request_id, out, lease=lease)
         with self._sync.exclusive(request.namespace):
-            return self._apply_locked(request_id, request.namespace, lease=lease)
+            return self._apply_locked(request_id, request.namespace, out, lease=lease)
 
     def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> RequestRow | None:
         """Take (or renew) the apply lease; None when there is nothing to take (no such request, or
@@ -289,19 +234,20 @@ class ChangeApplier:
         self,
         request_id: int,
         namespace: str,
+        out: Outgoing,
         *,
         lease: datetime | None,
         approved: RequestRow | None = None,
         read: QuotaRead | None = None,
-    ) -> _Result:
+    ) -> RequestState:
         """``approved``: the row as the approval left it in this critical section (nothing to read again);
         ``read``: the quota as read in it."""
         request = approved or self._db.run(lambda repo: repo.request(request_id))
         assert request is not None
         if request.state != RequestState.APPROVED:
-            return _Settled(RequestState(request.state))  # a worker before us in the queue finished it
+            return RequestState(request.state)  # a worker before us in the queue finished it
         if lease is not None and request.apply_lease_until != lease:
-            return _Settled(RequestState.APPROVED)  # its first worker is still on it (it is waiting out a fault)
+            return RequestState.APPROVED  # its first worker is still on it (it is waiting out a fault)
         effect, permanent = request.delta, request.permanent
         max_gpus = self._policy.max_gpus(namespace)
 
@@ -315,56 +261,50 @@ class ChangeApplier:
         try:
             outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
-            return self._wait(request_id, str(error))
+            waiting = say(
+                ":hourglass_flowing_sand: Approved; waiting for the cluster: ",
+                str(error),
+                ". The bot keeps trying and says here when it is applied; nothing needs to be done.",
+            )
+            self._wait(request_id, str(error), out, waiting)
+            return RequestState.APPROVED
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
             reason = str(error)
-            self._db.run(lambda repo: self._fail_in(repo, request_id, reason))
+            self._db.run(lambda repo: self._fail_in(repo, out, request_id, reason))
             self._converge_after_failure(namespace, request_id)
-            return _Failed(reason)
-        self._db.run(lambda repo: mark_applied(repo, request_id, quota_after=outcome.after, effect=effect, now=self._clock.now()))
-        return _Applied(outcome)
+            return RequestState.FAILED
 
-    def _wait(self, request_id: int, reason: str) -> _Waiting:
-        """Keep the request approved and hand it to the reconcile after a backoff.
+        def applied(repo: Repository) -> None:
+            mark_applied(repo, request_id, quota_after=outcome.after, effect=effect, now=self._clock.now())
+            self._tell_applied(repo, out, request_id, outcome)
 
-        After the first fault the thread is told "waiting for the cluster": the worker keeps its lease
-        until it has recorded that (``_back_off`` starts the backoff then). Had the backoff started here,
-        a reconcile tick while the worker was still telling (a slow "Approved by" before it) could apply
-        the request and say "Applied" before "waiting"."""
+        self._db.run(applied)
+        return RequestState.APPLIED
 
-        def backoff(repo: Repository) -> tuple[int, datetime]:
+    def _wait(self, request_id: int, reason: str, out: Outgoing, waiting: Notice) -> None:
+        """Keep the request approved and hand it to the reconcile after a backoff; on the first temporary
+        fault of this apply the thread is told ``waiting``, in the same transaction."""
+
+        def backoff(repo: Repository) -> int:
             now = self._clock.now()
             request = repo.request(request_id)
             assert request is not None
             request.apply_attempts += 1
-            first = request.apply_attempts == 1
-            request.apply_lease_until = now + (APPLY_LEASE if first else self._backoff(request.apply_attempts))
+            ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
+            request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
             request.touch(now=now)
-            return request.apply_attempts, request.apply_lease_until
+            if request.apply_attempts == 1:
+                out.thread(repo, request_id, waiting)
+            return request.apply_attempts
 
-        attempts, lease = self._db.run(backoff)
+        attempts = self._db.run(backoff)
         log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
-        return _Waiting(reason, telling=lease if attempts == 1 else None)
 
-    def _backoff(self, attempts: int) -> timedelta:
-        ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (attempts - 1)).total_seconds()
-        return timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
-
-    def _back_off(self, request_id: int, held: datetime) -> None:
-        """The thread has been told it waits: the reconcile may take the request over after the backoff
-        (unless the lease is no longer the one this worker held: someone took the request over)."""
-
-        def release(repo: Repository) -> None:
-            request = repo.request(request_id)
-            if request is not None and request.state == RequestState.APPROVED and request.apply_lease_until == held:
-                request.apply_lease_until = self._clock.now() + self._backoff(request.apply_attempts)
-
-        self._db.run(release)
-
-    def _fail_in(self, repo: Repository, request_id: int, reason: str) -> None:
+    def _fail_in(self, repo: Repository, out: Outgoing, request_id: int, reason: str) -> None:
         request = repo.request(request_id)
         assert request is not None
         fail_request(repo, request, reason, now=self._clock.now())
+        self.tell_failed(repo, out, request, reason)
 
     def _converge_after_failure(self, namespace: str, request_id: int) -> None:
         """Still in the critical section: cluster = base + active grants, without the failed change."""
@@ -373,40 +313,10 @@ class ChangeApplier:
         except GpuQuotaError as error:  # the sweep and the next apply converge it later
             log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
 
-    def _report(self, request_id: int, result: _Result) -> RequestState:
-        if isinstance(result, _Shifted):
-            state = self._shifts.report(request_id, result.result)
-            if isinstance(result.result, ShiftWaiting) and result.result.telling is not None:
-                self._back_off(request_id, result.result.telling)
-            return state
-        if isinstance(result, _Applied):
-            self._report_applied(request_id, result.outcome)
-            return RequestState.APPLIED
-        if isinstance(result, _Extended):
-            self._report_extended(request_id)
-            return RequestState.APPLIED
-        if isinstance(result, _Waiting):
-            if result.telling is not None:
-                self._report_waiting(request_id, result.reason)
-                self._back_off(request_id, result.telling)
-            return RequestState.APPROVED
-        if isinstance(result, _Failed):
-            self.report_failed(request_id, result.reason)
-            return RequestState.FAILED
-        return result.state
-
-    def _report_waiting(self, request_id: int, reason: str) -> None:
-        self._announce.thread(
-            request_id,
-            say(
-                ":hourglass_flowing_sand: Approved; waiting for the cluster: ",
-                reason,
-                ". The bot keeps trying and says here when it is applied; nothing needs to be done.",
-            ),
-        )
-
-    def _report_applied(self, request_id: int, outcome: SyncOutcome) -> None:
-        card = self._announce.card(request_id)
+    def _tell_applied(self, repo: Repository, out: Outgoing, request_id: int, outcome: SyncOutcome) -> None:
+        request = repo.request(request_id)
+        assert request is not None
+        card = self._announce.card_of(repo, request)
         temporary = card.grant_ends_at is not None and not card.permanent
         parts: list[str | Part] = [
             ":white_check_mark: Applied: ",
@@ -429,15 +339,16 @@ class ChangeApplier:
         note = below_usage_note(new_hard=card.hard_after, used=outcome.used)
         if note:
             parts.append("\n" + note)
-        self._announce.thread(request_id, say(*parts))
+        out.thread(repo, request_id, say(*parts))
         until: list[str | Part] = [" until ", Moment(card.grant_ends_at), "."] if temporary and card.grant_ends_at else ["."]
-        self._announce.direct(
+        out.direct(
+            repo,
             card.requester_id,
             say(f"{card.display_id} is applied: ", Strong(card.namespace), f" now has {gpus(card.hard_after)}", *until),
         )
-        self._announce.refresh(request_id)
+        out.refresh(repo, request_id)
 
-    def _apply_extension(self, request_id: int) -> _Result:
+    def _apply_extension(self, request_id: int, out: Outgoing) -> RequestState:
         """An extension moves the end of a grant: nothing to write in the cluster."""
 
         def extend(repo: Repository) -> str | None:
@@ -448,6 +359,7 @@ class ChangeApplier:
             if grant is None or grant.state != GrantState.ACTIVE:
                 problem = f"the grant of {format_request_id(request.extends_request_id)} has already ended"
                 fail_request(repo, request, problem, now=now)
+                self.tell_failed(repo, out, request, problem)
                 return problem
             before = grant.ends_at
             grant.ends_at = max(grant.ends_at, now) + timedelta(seconds=request.duration_seconds or 0)
@@ -463,36 +375,38 @@ class ChangeApplier:
                 after={"ends_at": grant.ends_at.isoformat()},
                 detail=f"extends {format_request_id(request.extends_request_id)}",
             )
+            self._tell_extended(repo, out, request)
             return None
 
         problem = self._db.run(extend)
-        return _Failed(problem) if problem else _Extended()
+        return RequestState.FAILED if problem else RequestState.APPLIED
 
-    def _report_extended(self, request_id: int) -> None:
-        card = self._announce.card(request_id)
+    def _tell_extended(self, repo: Repository, out: Outgoing, request: RequestRow) -> None:
+        card = self._announce.card_of(repo, request)
         assert card.extends_id is not None and card.grant_ends_at is not None
         new_end = (f"{format_request_id(card.extends_id)} now ends ", Moment(card.grant_ends_at), ".")
-        self._announce.thread(request_id, say(":white_check_mark: Applied: ", *new_end))
-        self._announce.thread(card.extends_id, say(f"Extended by {card.display_id}: ", *new_end))
-        self._announce.direct(card.requester_id, say(f"{card.display_id} is applied: ", *new_end))
-        self._announce.refresh(request_id)
-        self._announce.refresh(card.extends_id)
+        out.thread(repo, request.id, say(":white_check_mark: Applied: ", *new_end))
+        out.thread(repo, card.extends_id, say(f"Extended by {card.display_id}: ", *new_end))
+        out.direct(repo, card.requester_id, say(f"{card.display_id} is applied: ", *new_end))
+        out.refresh(repo, request.id)
+        out.refresh(repo, card.extends_id)
 
-    def report_failed(self, request_id: int, reason: str) -> None:
-        """Tell the thread and the requester that a request failed, and why."""
-        log.error("applying %s failed: %s", format_request_id(request_id), reason)
-        card = self._announce.card(request_id)
-        self._announce.thread(
-            request_id,
+    def tell_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str) -> None:
+        """Record, in the transaction that failed ``request``, the thread's and the requester's word of it."""
+        log.error("applying %s failed: %s", format_request_id(request.id), reason)
+        card = self._announce.card_of(repo, request)
+        out.thread(
+            repo,
+            request.id,
             say(
                 f":x: Could not apply {card.display_id}: ",
                 reason,  # the API server's (or the policy's) words: shown as text, never as markup
                 "\nThe request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
             ),
-            actions=[Action(ActionKind.RETRY, "Retry", str(request_id), "primary")],
+            actions=[Action(ActionKind.RETRY, "Retry", str(request.id), "primary")],
         )
-        self._announce.direct(card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
-        self._announce.refresh(request_id)
+        out.direct(repo, card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
+        out.refresh(repo, request.id)
 
     def give_back_source(self, request_id: int, *, actor: str) -> bool:
         """A failed shift whose source was lowered: give the source its GPUs back (False: nothing to give)."""
@@ -553,28 +467,32 @@ class ChangeApplier:
                 )
             return False
 
+        out = self._announce.outgoing()
+
         def finish(repo: Repository) -> bool:
-            """The grant ends; a temporary shift's source gets its GPUs back in the same transaction."""
+            """The grant ends (and is told so); a temporary shift's source gets its GPUs back in the same transaction."""
             row = repo.grant(grant_id)
             assert row is not None
             move_grant(row, GrantState.ENDED)
             row.ended_at = self._clock.now()
             request = repo.request(row.request_id)
-            return request is not None and request.kind == RequestKind.SHIFT and return_source_in(repo, request, now=row.ended_at)
+            assert request is not None
+            self._tell_ended(repo, out, row, request, outcome)
+            return request.kind == RequestKind.SHIFT and return_source_in(repo, request, now=row.ended_at)
 
         source_back = self._db.run(finish)
-        self._report_ended(grant, outcome)
+        out.deliver()
         if source_back:
             self._shifts.report_returned(grant.request_id)
         return True
 
-    def _report_ended(self, grant: GrantRow, outcome: SyncOutcome) -> None:
-        card = self._announce.card(grant.request_id)
+    def _tell_ended(self, repo: Repository, out: Outgoing, grant: GrantRow, request: RequestRow, outcome: SyncOutcome) -> None:
+        card = self._announce.card_of(repo, request)
         how: list[str | Part] = ["expired"] if grant.end_reason == "expired" else ["released by ", User(grant.ended_by or "?")]
         before = "no quota" if outcome.before is None else gpus(outcome.before)
         summary = ("grant ", *how, ": ", Strong(grant.namespace), f" {before} → ", Strong(gpus(outcome.after)), ".")
         note = below_usage_note(new_hard=outcome.after, used=outcome.used)
-        self._announce.thread(grant.request_id, say(":hourglass: The ", *summary, *(["\n" + note] if note else [])))
+        out.thread(repo, grant.request_id, say(":hourglass: The ", *summary, *(["\n" + note] if note else [])))
         if grant.ended_by != card.requester_id:
-            self._announce.direct(card.requester_id, say(f"{card.display_id}: ", *summary))
-        self._announce.refresh(grant.request_id)
+            out.direct(repo, card.requester_id, say(f"{card.display_id}: ", *summary))
+        out.refresh(repo, grant.request_id)

@@ -103,9 +103,15 @@ class IdleWatch:
             f"{window.total_seconds() / 3600:g} h (highest {highest:.0%}): about {idle_hours:,.0f} idle GPU-hours, "
             f"{money(cost, self._policy.pricing.currency)} ({price.describe()}). Release what you do not use so others can have it.",
         )
-        if not self._announce.post(channel, text, actions=actions):
-            return False
-        self._db.run(lambda repo: repo.remember_idle_nudge(namespace, gpus=held, at=now))
+        out = self._announce.outgoing()
+
+        def nudge(repo: Repository) -> None:
+            """The episode remembered and its nudge recorded together: neither lost nor doubled by a crash."""
+            repo.remember_idle_nudge(namespace, gpus=held, at=now)
+            out.post(repo, channel, text, actions=actions)
+
+        self._db.run(nudge)
+        out.deliver()
         log.info("nudged %s about %s idle GPUs", namespace, held)
         return True
 

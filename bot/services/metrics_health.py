@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.policy import Policy
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.ports import Repository, Transactions
 from bot.services.text import Moment, say
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import MetricsOutage
 
 log = logging.getLogger(__name__)
 
@@ -29,41 +25,38 @@ class MetricsHealth:
     def failed(self, cause: str) -> None:
         """Record that a job could not read the metrics; tell the admins the first time only."""
         log.error("metrics unavailable: %s", cause)
+        out = self._announce.outgoing()
         with self._lock:
-            outage = self._db.run(lambda repo: self._open_or_start(repo, cause))
-            if outage.notified_at is not None or not self._policy.admin_channel:
-                return
-            text = say(
-                ":warning: GPU metrics unavailable since ",
-                Moment(outage.started_at),
-                f": {cause}. The bot keeps serving requests; digests catch up when Prometheus answers again.",
-            )
-            if self._announce.post(self._policy.admin_channel, text):
-                self._db.run(lambda repo: self._mark_notified(repo, outage.id))
+            self._db.run(lambda repo: self._open_or_start(repo, out, cause))
+        out.deliver()
 
     def recovered(self) -> None:
         """Close an open outage, and say so where the outage was announced."""
+        out = self._announce.outgoing()
         with self._lock:
-            outage = self._db.run(self._close)
-        if outage is not None and outage.notified_at is not None and self._policy.admin_channel:
-            self._announce.post(
-                self._policy.admin_channel,
-                say(":white_check_mark: GPU metrics are back (unavailable since ", Moment(outage.started_at), ")."),
-            )
+            self._db.run(lambda repo: self._close(repo, out))
+        out.deliver()
 
-    def _open_or_start(self, repo: Repository, cause: str) -> MetricsOutage:
+    def _open_or_start(self, repo: Repository, out: Outgoing, cause: str) -> None:
+        """The open outage (started now if none is); the admins are told, once, with the outage marked notified."""
         outage = repo.open_metrics_outage()
         if outage is None:
             outage = repo.start_metrics_outage(at=self._clock.now(), cause=cause)
-        return outage
+        if outage.notified_at is not None or not self._policy.admin_channel:
+            return
+        outage.notified_at = self._clock.now()
+        text = say(
+            ":warning: GPU metrics unavailable since ",
+            Moment(outage.started_at),
+            f": {cause}. The bot keeps serving requests; digests catch up when Prometheus answers again.",
+        )
+        out.post(repo, self._policy.admin_channel, text)
 
-    def _mark_notified(self, repo: Repository, outage_id: int) -> None:
-        outage = repo.metrics_outage(outage_id)
-        if outage is not None:
-            outage.notified_at = self._clock.now()
-
-    def _close(self, repo: Repository) -> MetricsOutage | None:
+    def _close(self, repo: Repository, out: Outgoing) -> None:
         outage = repo.open_metrics_outage()
-        if outage is not None:
-            outage.ended_at = self._clock.now()
-        return outage
+        if outage is None:
+            return
+        outage.ended_at = self._clock.now()
+        if outage.notified_at is not None and self._policy.admin_channel:
+            back = say(":white_check_mark: GPU metrics are back (unavailable since ", Moment(outage.started_at), ").")
+            out.post(repo, self._policy.admin_channel, back)

@@ -58,6 +58,23 @@ class Repository(Protocol):
         """Those of ``streams`` with an undelivered outbox entry, in the order given."""
         ...
 
+    def add_outbox_entry(
+        self,
+        *,
+        stream: str,
+        kind: str,
+        now: datetime,
+        request_id: int | None = None,
+        target: str | None = None,
+        notice: list[dict[str, str]] | None = None,
+        actions: list[dict[str, Any]] | None = None,
+        latest_only: bool = False,
+    ) -> None:
+        """Record an outbox entry in this transaction: it exists if and only if the transaction commits.
+        ``latest_only``: skip it when an unclaimed entry of the stream is already waiting (a card update
+        renders the request as it is at delivery, so one waiting is enough)."""
+        ...
+
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]: ...
 
     def count_requests_by_state(self) -> dict[str, int]: ...
@@ -183,8 +200,6 @@ class Repository(Protocol):
         """Close an open reclaim; False when it was closed already (by another replica)."""
         ...
 
-    def reopen_reclaim(self, reclaim_id: int) -> None: ...
-
     def home_tabs(self) -> Sequence[HomeTabRow]: ...
 
     def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None: ...
@@ -270,8 +285,6 @@ class Repository(Protocol):
         """A new open outage, with its id assigned."""
         ...
 
-    def metrics_outage(self, outage_id: int) -> MetricsOutage | None: ...
-
     def idle_nudge(self, namespace: str) -> IdleNudge | None: ...
 
     def snooze_idle_nudges(self, namespace: str, *, until: datetime, by: str) -> None: ...
@@ -305,20 +318,8 @@ class OutboxHealth:
 
 
 class Outbox(Protocol):
-    """What the bot means to say in Slack, recorded first, then delivered in order per stream."""
-
-    def add(
-        self,
-        *,
-        stream: str,
-        kind: str,
-        now: datetime,
-        request_id: int | None = None,
-        target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
-        actions: list[dict[str, Any]] | None = None,
-        latest_only: bool = False,
-    ) -> None: ...
+    """What the bot means to say in Slack, recorded first (``Repository.add_outbox_entry``), then
+    delivered in order per stream."""
 
     def due_streams(self, now: datetime) -> list[str]: ...
 

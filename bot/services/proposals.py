@@ -21,7 +21,7 @@ from bot.domain.policy import Policy
 from bot.domain.proposals import NamespaceUse, Proposal, propose
 from bot.services.announce import Announcer
 from bot.services.ledger import RECORDED, Ledger
-from bot.services.ports import Action, ActionKind, MetricsSource, QuotaCluster, Transactions
+from bot.services.ports import Action, ActionKind, MetricsSource, QuotaCluster, Repository, Transactions
 from bot.services.text import Notice, Strong, gpus, say
 
 log = logging.getLogger(__name__)
@@ -69,12 +69,19 @@ class ProposalService:
             uses, measured = self.measure(today)
             # A day the metrics did not see would read as GPUs nobody used: no proposal from a partial fortnight.
             proposals = propose(uses) if measured == WINDOW_DAYS else []
-            for index, proposal in enumerate(proposals, start=1):
-                self._announce.post(channel, proposal_notice(proposal, index, len(proposals)), actions=[propose_button(proposal)])
         except Exception:
             self._db.run(lambda repo: repo.release_digest(CLAIM_SCOPE, today))
             raise
-        self._db.run(lambda repo: repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now()))
+        out = self._announce.outgoing()
+
+        def post(repo: Repository) -> None:
+            """The proposals recorded with the day marked posted."""
+            for index, proposal in enumerate(proposals, start=1):
+                out.post(repo, channel, proposal_notice(proposal, index, len(proposals)), actions=[propose_button(proposal)])
+            repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now())
+
+        self._db.run(post)
+        out.deliver()
         log.info("proposals: %d shift(s) proposed from %d days of use", len(proposals), WINDOW_DAYS)
         if measured < WINDOW_DAYS:
             log.warning("proposals: only %d of the last %d days were measured; nothing proposed", measured, WINDOW_DAYS)

@@ -18,7 +18,7 @@ from bot.domain.policy import Policy
 from bot.domain.quota import QuotaSnapshot
 from bot.domain.reclaim import span_text
 from bot.errors import GpuQuotaError, NamespaceNotFound
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.text import Notice, Strong, gpus, say
 
@@ -93,7 +93,8 @@ class ReclaimWatch:
         return report
 
     def _finish(self, reclaim: _Open, snapshot: QuotaSnapshot | None) -> bool:
-        """Claim the end of the reclaim, then say it; False when another replica claimed it first.
+        """Claim the end of the reclaim and say it in the same transaction; False when another replica
+        claimed it first.
 
         Said only when jobs finishing freed GPUs: a quota (or namespace) gone, or raised by hand over
         usage, ends it quietly, in the audit trail only."""
@@ -108,6 +109,8 @@ class ReclaimWatch:
         else:
             why = f"{gpus(freed)} freed over {span} as jobs finished"
 
+        out = self._announce.outgoing()
+
         def claim(repo: Repository) -> bool:
             if not repo.finish_reclaim(reclaim.id, used=used, at=now):
                 return False  # another replica closed it
@@ -120,27 +123,25 @@ class ReclaimWatch:
                 after={"quota_gpus": snapshot.hard if snapshot else None, "used_gpus": used},
                 detail=why,
             )
+            if snapshot is not None and freed > 0:  # said with the close: recorded if and only if it commits
+                self._announce_end(
+                    repo, out, reclaim, reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=snapshot.hard)
+                )
             return True
 
         if not self._db.run(claim):
             return False
         log.info("reclaim in %s ended: %s", reclaim.namespace, why)
-        if snapshot is None or freed <= 0:
-            return True
-        try:
-            self._announce_end(reclaim, reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=snapshot.hard))
-        except Exception:
-            self._db.run(lambda repo: repo.reopen_reclaim(reclaim.id))  # the next run says it
-            raise
+        out.deliver()
         return True
 
-    def _announce_end(self, reclaim: _Open, notice: Notice) -> None:
+    def _announce_end(self, repo: Repository, out: Outgoing, reclaim: _Open, notice: Notice) -> None:
         if reclaim.request_id is not None:
-            self._announce.thread(reclaim.request_id, notice)
+            out.thread(repo, reclaim.request_id, notice)
             return
         team = self._policy.team_of(reclaim.namespace)
         if team is not None:
-            self._announce.post(team.channel, notice)
+            out.post(repo, team.channel, notice)
 
 
 def reclaim_notice(namespace: str, *, freed: int, span: str, quota: int) -> Notice:

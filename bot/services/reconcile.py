@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
@@ -101,52 +101,59 @@ class Reconciler:
             report.errors.append(f"{step.__name__}: {error}")
 
     def _expire_pending(self, report: TickReport) -> None:
-        def expire(repo: Repository) -> list[tuple[int, str]]:
+        timeout = self._policy.defaults.pending_timeout
+        out = self._announce.outgoing()
+
+        def expire(repo: Repository) -> list[int]:
             now = self._clock.now()
             expired = []
             for request in repo.pending_past_deadline(now):
                 move_request(request, RequestState.EXPIRED, now=now)
                 request.decided_at = now
                 repo.record(at=now, action="request_expired", namespace=request.namespace, request_id=request.id)
-                expired.append((request.id, request.requester_id))
+                text = f"{format_request_id(request.id)} expired: nobody decided within {_hours(timeout)}."
+                out.thread(repo, request.id, say(f":zzz: {text}"))
+                out.direct(repo, request.requester_id, say(f"{text} Ask again if you still need the GPUs."))
+                out.refresh(repo, request.id)
+                expired.append(request.id)
             return expired
 
-        timeout = self._policy.defaults.pending_timeout
-        for request_id, requester in self._db.run(expire):
-            report.expired.append(request_id)
-            text = f"{format_request_id(request_id)} expired: nobody decided within {_hours(timeout)}."
-            self._announce.thread(request_id, say(f":zzz: {text}"))
-            self._announce.direct(requester, say(f"{text} Ask again if you still need the GPUs."))
-            self._announce.refresh(request_id)
+        report.expired.extend(self._db.run(expire))
+        out.deliver()
 
     def _remind(self, report: TickReport) -> None:
-        def due(repo: Repository) -> list[tuple[int, int, str, datetime]]:
+        """Remind requesters of grants ending soon: marked reminded and said in one transaction."""
+        out = self._announce.outgoing()
+
+        def due(repo: Repository) -> list[int]:
             now = self._clock.now()
-            rows = []
+            reminded = []
             for grant in repo.grants_to_remind(now + self._policy.defaults.reminder_before):
                 if grant.ends_at <= now:
                     continue  # already over (the bot was down): it is ended below, never "goes back in 1 h"
                 grant.reminded_at = now
-                rows.append((grant.request_id, grant.gpus, grant.namespace, grant.ends_at))
-            return rows
+                request = repo.request(grant.request_id)
+                assert request is not None
+                out.direct(
+                    repo,
+                    request.requester_id,
+                    say(
+                        f":alarm_clock: {format_request_id(request.id)}: your {gpus(grant.gpus)} in ",
+                        Strong(grant.namespace),
+                        " go back ",
+                        Moment(grant.ends_at),
+                        ".",
+                    ),
+                    actions=[
+                        Action(ActionKind.EXTEND, "Extend", str(request.id), "primary"),
+                        Action(ActionKind.RELEASE, "Release now", str(request.id)),
+                    ],
+                )
+                reminded.append(request.id)
+            return reminded
 
-        for request_id, grant_gpus, namespace, ends_at in self._db.run(due):
-            card = self._announce.card(request_id)
-            self._announce.direct(
-                card.requester_id,
-                say(
-                    f":alarm_clock: {card.display_id}: your {gpus(grant_gpus)} in ",
-                    Strong(namespace),
-                    " go back ",
-                    Moment(ends_at),
-                    ".",
-                ),
-                actions=[
-                    Action(ActionKind.EXTEND, "Extend", str(request_id), "primary"),
-                    Action(ActionKind.RELEASE, "Release now", str(request_id)),
-                ],
-            )
-            report.reminded.append(request_id)
+        report.reminded.extend(self._db.run(due))
+        out.deliver()
 
     def _end_grants(self, report: TickReport) -> None:
         """End grants that are due, and retry (once a tick) the reverts that failed before."""

@@ -31,7 +31,7 @@ from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.cards import RequestCard
 from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
 from bot.services.ports import QuotaCluster, Repository, Transactions
@@ -459,6 +459,7 @@ class RequestService:
         # A shift's limit that can break by now is the source's: it must still hold the GPUs it gives.
         # A change's quota is read where it is written, in its namespace's critical section (below).
         current = self._current_quota(request.source_namespace or "") if completes and request.kind == RequestKind.SHIFT else None
+        out = self._announce.outgoing()  # what the decision says: recorded with it, delivered after the apply
 
         def record(repo: Repository, current: int | None = current) -> RequestRow:
             now = self._clock.now()
@@ -481,12 +482,17 @@ class RequestService:
             if verdict == Verdict.DENY:
                 move_request(row, RequestState.DENIED, now=now)
                 row.decided_at = now
-            elif len(row.approvals) >= row.approvals_required:
+                self._tell_denial(repo, out, row, user, reason)
+                return row
+            if len(row.approvals) >= row.approvals_required:
                 move_request(row, RequestState.APPROVED, now=now)
                 row.decided_at = now
+            self._tell_approval(repo, out, row, user)
+            if row.state == RequestState.APPROVED:
                 problem = self._recheck(repo, row, current)
                 if problem:
                     fail_request(repo, row, problem, now=now, recorded=False)
+                    self._applier.tell_failed(repo, out, row, problem)
                 else:
                     record_effect(repo, row, now=now)
             return row
@@ -494,29 +500,21 @@ class RequestService:
         state: RequestState | None = None
         if completes and request.kind == RequestKind.CHANGE:
             # The quota first: recorded, rechecked and written from one read; "Approved by" and the rest follow.
-            row, state = self._applier.approve_and_apply(
-                request.namespace, record, before_report=lambda approved: self._report_approval(approved, user)
-            )
+            row, state = self._applier.approve_and_apply(request.namespace, record, out)
         else:
             row = self._db.run(record)
         DECISIONS.labels(verdict=str(verdict)).inc()
         display = format_request_id(request_id)
+        if row.state == RequestState.APPROVED and state is None:
+            # A shift or an extension: the quota first; "Approved by" (recorded before the outcome) goes with it.
+            state = self._applier.apply(request_id, leased=row, out=out)
+        out.deliver()  # what the apply did not deliver already (a denial, an approval still short, a refusal)
         if verdict == Verdict.DENY:
-            because = (" Reason: ", reason) if reason else ()  # the denier's words: shown as text
-            self._announce.thread(request_id, say(":no_entry: Denied by ", User(user), ".", *because))
-            self._announce.direct(
-                row.requester_id, say(f"{display} was denied by ", User(user), ".", *because, " The thread has the discussion.")
-            )
-            self._announce.refresh(request_id)
             return f"You denied {display}."
         if row.state == RequestState.APPROVED:
-            if state is None:  # a shift or an extension: the quota first; "Approved by", the card and the DMs follow it
-                state = self._applier.apply(request_id, before_report=lambda: self._report_approval(row, user), leased=row)
             return f"You approved {display}; it is {state}."
-        self._report_approval(row, user)
         if row.state == RequestState.FAILED:
             assert row.failure_reason is not None
-            self._applier.report_failed(request_id, row.failure_reason)
             return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
 
@@ -529,11 +527,19 @@ class RequestService:
         if problem:
             raise UserError(problem)
 
-    def _report_approval(self, row: RequestRow, user: str) -> None:
-        self._announce.thread(
-            row.id, say(":+1: Approved by ", User(user), f" — {len(row.approvals)} of {row.approvals_required}.")
+    def _tell_approval(self, repo: Repository, out: Outgoing, row: RequestRow, user: str) -> None:
+        out.thread(repo, row.id, say(":+1: Approved by ", User(user), f" — {len(row.approvals)} of {row.approvals_required}."))
+        out.refresh(repo, row.id)
+
+    def _tell_denial(self, repo: Repository, out: Outgoing, row: RequestRow, user: str, reason: str) -> None:
+        because = (" Reason: ", reason) if reason else ()  # the denier's words: shown as text
+        out.thread(repo, row.id, say(":no_entry: Denied by ", User(user), ".", *because))
+        out.direct(
+            repo,
+            row.requester_id,
+            say(f"{format_request_id(row.id)} was denied by ", User(user), ".", *because, " The thread has the discussion."),
         )
-        self._announce.refresh(row.id)
+        out.refresh(repo, row.id)
 
     def _current_quota(self, namespace: str) -> int | None:
         """The quota in the cluster now; None when it cannot be read (the apply checks again anyway)."""
@@ -571,20 +577,21 @@ class RequestService:
         if request.requester_id != user and not self._access.is_admin(user):
             raise UserError(f"Only the requester or an admin can cancel {format_request_id(request_id)}.")
 
+        out = self._announce.outgoing()
+
         def cancel(repo: Repository) -> None:
             now = self._clock.now()
             row = pending(repo, request_id)
             move_request(row, RequestState.CANCELLED, now=now)
             row.decided_at = now
             repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
+            out.thread(repo, request_id, say(":wastebasket: Cancelled by ", User(user), "."))
+            if user != row.requester_id:
+                out.direct(repo, row.requester_id, say(f"{format_request_id(request_id)} was cancelled by ", User(user), "."))
+            out.refresh(repo, request_id)
 
         self._db.run(cancel)
-        self._announce.thread(request_id, say(":wastebasket: Cancelled by ", User(user), "."))
-        if user != request.requester_id:
-            self._announce.direct(
-                request.requester_id, say(f"{format_request_id(request_id)} was cancelled by ", User(user), ".")
-            )
-        self._announce.refresh(request_id)
+        out.deliver()
         return f"{format_request_id(request_id)} is cancelled."
 
     def release(self, *, user: str, request_id: int) -> str:
@@ -621,6 +628,8 @@ class RequestService:
         if not self._access.is_admin(user):
             raise UserError("Only admins can retry a failed request.")
 
+        out = self._announce.outgoing()
+
         def reapprove(repo: Repository) -> None:
             now = self._clock.now()
             row = repo.request(request_id)
@@ -637,9 +646,10 @@ class RequestService:
             row.decided_at = now
             record_effect(repo, row, now=now)
             repo.record(at=now, actor=user, action="request_retried", namespace=row.namespace, request_id=request_id)
+            out.thread(repo, request_id, say(":repeat: Retry by ", User(user), "."))
 
         self._db.run(reapprove)
-        self._announce.thread(request_id, say(":repeat: Retry by ", User(user), "."))
+        out.deliver()
         state = self._applier.apply(request_id)
         return f"{format_request_id(request_id)} is {state}."
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -35,11 +34,11 @@ from bot.domain.lifecycle import GrantState, RequestState, SourceLeg
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem, desired_gpus
 from bot.errors import GpuQuotaError, TemporaryError
-from bot.services.announce import Announcer
+from bot.services.announce import Announcer, Outgoing
 from bot.services.ports import Action, ActionKind, Repository, Transactions
 from bot.services.quota_sync import QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_request
-from bot.services.text import Moment, Part, Strong, gpus, say
+from bot.services.text import Moment, Notice, Part, Strong, gpus, say
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
@@ -149,36 +148,9 @@ def _take_back_target(repo: Repository, request: RequestRow, *, now: datetime) -
         repo.remove_grant(grant)
 
 
-# --- outcomes ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ShiftApplied:
-    source: SyncOutcome | None  # None: the source leg was applied by an earlier attempt
-    target: SyncOutcome
-
-
-@dataclass(frozen=True)
-class ShiftWaiting:
-    reason: str
-    telling: datetime | None  # the first fault: the lease the worker keeps until the thread is told
-
-
-@dataclass(frozen=True)
-class ShiftFailed:
-    reason: str
-    source_applied: bool  # the target leg failed: the source stays lowered
-
-
-@dataclass(frozen=True)
-class ShiftSettled:
-    state: RequestState
-
-
-ShiftResult = ShiftApplied | ShiftWaiting | ShiftFailed | ShiftSettled
-# Keeps a request approved after a temporary fault; on the first fault, the lease its worker keeps until
-# the thread is told (the caller then backs it off), else None.
-Wait = Callable[[int, str], datetime | None]
+# Keeps a request approved after a temporary fault and backs its lease off; on the first fault it
+# records ``waiting`` for the request's thread in the same transaction.
+Wait = Callable[[int, str, Outgoing, Notice], None]
 
 
 class ShiftApplier:
@@ -192,32 +164,36 @@ class ShiftApplier:
         self._clock = clock
         self._wait = wait
 
-    def apply(self, request_id: int, *, lease: datetime | None) -> ShiftResult:
-        """Apply an approved shift from the leg it reached: source, then target."""
+    def apply(self, request_id: int, out: Outgoing, *, lease: datetime | None) -> RequestState:
+        """Apply an approved shift from the leg it reached: source, then target; returns its state.
+        What it says is recorded in ``out`` with the state change it tells of."""
         request = self._db.run(lambda repo: repo.request(request_id))
         assert request is not None and request.source_namespace is not None
         source_outcome = None
         if request.source_state == SourceLeg.RECORDED:
             with self._sync.exclusive(request.source_namespace):
-                result = self._source_leg(request_id, request.source_namespace, lease)
-            if isinstance(result, ShiftResult):
+                result = self._source_leg(request_id, request.source_namespace, out, lease)
+            if isinstance(result, RequestState):
                 return result
             source_outcome = result  # None: a worker before us in the queue applied the source leg
         with self._sync.exclusive(request.namespace):
-            return self._target_leg(request_id, request.namespace, lease, source_outcome)
+            return self._target_leg(request_id, request.namespace, out, lease, source_outcome)
 
-    def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> RequestRow | ShiftSettled:
+    def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> RequestRow | RequestState:
+        """The request to apply, or the state it is settled in (by another worker)."""
         request = repo.request(request_id)
         assert request is not None
         if request.state != RequestState.APPROVED:
-            return ShiftSettled(RequestState(request.state))
+            return RequestState(request.state)
         if lease is not None and request.apply_lease_until != lease:
-            return ShiftSettled(RequestState.APPROVED)  # another worker holds it
+            return RequestState.APPROVED  # another worker holds it
         return request
 
-    def _source_leg(self, request_id: int, source: str, lease: datetime | None) -> SyncOutcome | ShiftResult | None:
+    def _source_leg(
+        self, request_id: int, source: str, out: Outgoing, lease: datetime | None
+    ) -> SyncOutcome | RequestState | None:
         current = self._db.run(lambda repo: self._current(repo, request_id, lease))
-        if isinstance(current, ShiftSettled):
+        if isinstance(current, RequestState):
             return current
         if current.source_state != SourceLeg.RECORDED:
             return None  # applied while this worker waited for the namespace: never lowered (nor the target recorded) twice
@@ -236,12 +212,12 @@ class ShiftApplier:
         try:
             outcome = self._sync.converge_locked(source, request_id=request_id, check=check)
         except TemporaryError as error:
-            return ShiftWaiting(str(error), self._wait(request_id, str(error)))
+            return self._waiting(request_id, str(error), out)
         except GpuQuotaError as error:
             reason = f"the source side ({source}) could not be lowered: {error}"
-            self._db.run(lambda repo: self._fail(repo, request_id, reason))
+            self._db.run(lambda repo: self._fail(repo, out, request_id, reason))
             self._converge_after_failure(source, request_id)
-            return ShiftFailed(reason, source_applied=False)
+            return RequestState.FAILED
         self._db.run(lambda repo: self._source_applied(repo, request_id, desired["before"], desired["after"]))
         return outcome
 
@@ -262,9 +238,11 @@ class ShiftApplier:
         )
         _record_target(repo, request, now=now)
 
-    def _target_leg(self, request_id: int, target: str, lease: datetime | None, source: SyncOutcome | None) -> ShiftResult:
+    def _target_leg(
+        self, request_id: int, target: str, out: Outgoing, lease: datetime | None, source: SyncOutcome | None
+    ) -> RequestState:
         current = self._db.run(lambda repo: self._current(repo, request_id, lease))
-        if isinstance(current, ShiftSettled):
+        if isinstance(current, RequestState):
             return current
         given, max_gpus = _given(current), self._policy.max_gpus(target)
 
@@ -274,24 +252,26 @@ class ShiftApplier:
         try:
             outcome = self._sync.converge_locked(target, request_id=request_id, check=check)
         except TemporaryError as error:
-            return ShiftWaiting(str(error), self._wait(request_id, str(error)))
+            return self._waiting(request_id, str(error), out)
         except GpuQuotaError as error:
             reason = f"the target side ({target}) could not be raised: {error}"
-            self._db.run(lambda repo: self._fail(repo, request_id, reason))
+            self._db.run(lambda repo: self._fail(repo, out, request_id, reason))
             self._converge_after_failure(target, request_id)
-            return ShiftFailed(reason, source_applied=True)
-        self._db.run(
-            lambda repo: mark_applied(
-                repo,
-                request_id,
-                quota_after=outcome.after,
-                effect=given,
-                now=self._clock.now(),
-            )
-        )
-        return ShiftApplied(source, outcome)
+            return RequestState.FAILED
 
-    def _fail(self, repo: Repository, request_id: int, reason: str) -> None:
+        def applied(repo: Repository) -> None:
+            mark_applied(repo, request_id, quota_after=outcome.after, effect=given, now=self._clock.now())
+            self._tell_applied(repo, out, request_id, source)
+
+        self._db.run(applied)
+        return RequestState.APPLIED
+
+    def _waiting(self, request_id: int, reason: str, out: Outgoing) -> RequestState:
+        waiting = say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", reason, ". The bot keeps trying.")
+        self._wait(request_id, reason, out, waiting)
+        return RequestState.APPROVED
+
+    def _fail(self, repo: Repository, out: Outgoing, request_id: int, reason: str) -> None:
         now = self._clock.now()
         request = repo.request(request_id)
         assert request is not None
@@ -301,6 +281,7 @@ class ShiftApplier:
         take_back_shift_effect(repo, request, now=now)
         detail = reason + (f"; the source side stays lowered ({request.source_from} -> {request.source_to})" if kept else "")
         repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request_id, detail=detail)
+        self._tell_failed(repo, out, request, reason, source_applied=kept)
 
     def _converge_after_failure(self, namespace: str, request_id: int) -> None:
         try:
@@ -310,24 +291,11 @@ class ShiftApplier:
 
     # --- telling people ----------------------------------------------------------------------------
 
-    def report(self, request_id: int, result: ShiftResult) -> RequestState:
-        if isinstance(result, ShiftApplied):
-            self._report_applied(request_id, result)
-            return RequestState.APPLIED
-        if isinstance(result, ShiftWaiting):
-            if result.telling is not None:
-                self._announce.thread(
-                    request_id,
-                    say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", result.reason, ". The bot keeps trying."),
-                )
-            return RequestState.APPROVED
-        if isinstance(result, ShiftFailed):
-            self._report_failed(request_id, result)
-            return RequestState.FAILED
-        return result.state
-
-    def _report_applied(self, request_id: int, result: ShiftApplied) -> None:
-        card = self._announce.card(request_id)
+    def _tell_applied(self, repo: Repository, out: Outgoing, request_id: int, source_outcome: SyncOutcome | None) -> None:
+        """``source_outcome``: the source leg's write (None: an earlier attempt made it)."""
+        request = repo.request(request_id)
+        assert request is not None
+        card = self._announce.card_of(repo, request)
         assert card.shift is not None and card.applied_from is not None and card.applied_to is not None
         source = card.shift
         parts: list[str | Part] = [
@@ -344,34 +312,34 @@ class ShiftApplier:
         if card.grant_ends_at is not None and not card.permanent:
             parts += ["\nThe shift ends ", Moment(card.grant_ends_at), f"; then {card.namespace} goes down first and "]
             parts += [f"{source.namespace} gets its GPUs back."]
-        note = below_usage_note(new_hard=source.after, used=result.source.used) if result.source else None
+        note = below_usage_note(new_hard=source.after, used=source_outcome.used) if source_outcome else None
         if note:
             parts += [f"\n{source.namespace}: ", note]
-        self._announce.thread(request_id, say(*parts))
-        self._announce.direct(card.requester_id, say(f"{card.display_id} is applied: ", *parts[1:]))
-        self._announce.refresh(request_id)
+        out.thread(repo, request_id, say(*parts))
+        out.direct(repo, card.requester_id, say(f"{card.display_id} is applied: ", *parts[1:]))
+        out.refresh(repo, request_id)
 
-    def _report_failed(self, request_id: int, result: ShiftFailed) -> None:
-        log.error("applying %s failed: %s", format_request_id(request_id), result.reason)
-        card = self._announce.card(request_id)
+    def _tell_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str, *, source_applied: bool) -> None:
+        log.error("applying %s failed: %s", format_request_id(request.id), reason)
+        card = self._announce.card_of(repo, request)
         assert card.shift is not None
-        if result.source_applied:
+        if source_applied:
             parts: list[str | Part] = [
                 f":x: {card.display_id}: the source side is applied (",
                 Strong(card.shift.namespace),
                 f" {gpus(card.shift.before)} → {gpus(card.shift.after)}) but ",
-                result.reason,
+                reason,
                 f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace});"
                 " Give back returns the GPUs to the source instead.",
             ]
         else:
-            parts = [f":x: Could not apply {card.display_id}: ", result.reason, ".\nNothing was changed; an admin can retry."]
-        actions = [Action(ActionKind.RETRY, "Retry", str(request_id), "primary")]
-        if result.source_applied:
-            actions.append(Action(ActionKind.RELEASE, "Give back", str(request_id)))
-        self._announce.thread(request_id, say(*parts), actions=actions)
-        self._announce.direct(card.requester_id, say(*parts))
-        self._announce.refresh(request_id)
+            parts = [f":x: Could not apply {card.display_id}: ", reason, ".\nNothing was changed; an admin can retry."]
+        actions = [Action(ActionKind.RETRY, "Retry", str(request.id), "primary")]
+        if source_applied:
+            actions.append(Action(ActionKind.RELEASE, "Give back", str(request.id)))
+        out.thread(repo, request.id, say(*parts), actions=actions)
+        out.direct(repo, card.requester_id, say(*parts))
+        out.refresh(repo, request.id)
 
     def give_back(self, request_id: int, *, actor: str) -> bool:
         """A failed shift whose source was lowered: the source's base gets the GPUs back, then it is converged."""

@@ -42,37 +42,19 @@ class OutboxStore:
         actions: list[dict[str, Any]] | None = None,
         latest_only: bool = False,
     ) -> None:
-        """Record an entry. ``latest_only``: skip it when an unclaimed entry of the stream is already
-        waiting (a card update renders the request as it is at delivery, so one waiting is enough)."""
-
-        def add(repo: Repository) -> None:
-            session = repo.session
-            if latest_only:
-                waiting = session.scalar(
-                    select(OutboxEntry.id).where(
-                        OutboxEntry.stream == stream,
-                        OutboxEntry.state == PENDING,
-                        or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
-                    )
-                )
-                if waiting is not None:
-                    return
-            session.add(
-                OutboxEntry(
-                    stream=stream,
-                    kind=kind,
-                    request_id=request_id,
-                    target=target,
-                    notice=notice,
-                    actions=actions or [],
-                    state=PENDING,
-                    attempts=0,
-                    last_error="",
-                    created_at=now,
-                )
+        """Record an entry in a transaction of its own (see ``Repository.add_outbox_entry``)."""
+        self._db.run(
+            lambda repo: repo.add_outbox_entry(
+                stream=stream,
+                kind=kind,
+                now=now,
+                request_id=request_id,
+                target=target,
+                notice=notice,
+                actions=actions,
+                latest_only=latest_only,
             )
-
-        self._db.run(add)
+        )
 
     def due_streams(self, now: datetime) -> list[str]:
         """Streams with a pending entry that may be tried now, oldest first."""

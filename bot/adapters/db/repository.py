@@ -26,6 +26,7 @@ from bot.adapters.db.models import (
     LedgerEntry,
     MetricsOutage,
     NamespaceRow,
+    OutboxEntry,
     QuotaBlockDay,
     Reclaim,
     RequestRow,
@@ -82,6 +83,45 @@ class Repository:
     def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
         found = set(self.session.scalars(statements.PENDING_STREAMS, {"streams": list(streams)}))
         return [stream for stream in streams if stream in found]
+
+    def add_outbox_entry(
+        self,
+        *,
+        stream: str,
+        kind: str,
+        now: datetime,
+        request_id: int | None = None,
+        target: str | None = None,
+        notice: list[dict[str, str]] | None = None,
+        actions: list[dict[str, Any]] | None = None,
+        latest_only: bool = False,
+    ) -> None:
+        if latest_only:
+            waiting = self.session.scalar(
+                select(OutboxEntry.id)
+                .where(
+                    OutboxEntry.stream == stream,
+                    OutboxEntry.state == "pending",
+                    or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
+                )
+                .limit(1)
+            )
+            if waiting is not None:
+                return
+        self.session.add(
+            OutboxEntry(
+                stream=stream,
+                kind=kind,
+                request_id=request_id,
+                target=target,
+                notice=notice,
+                actions=actions or [],
+                state="pending",
+                attempts=0,
+                last_error="",
+                created_at=now,
+            )
+        )
 
     def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
         query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
@@ -358,9 +398,6 @@ class Repository:
         )
         return self.session.execute(statement).rowcount == 1  # type: ignore[attr-defined]
 
-    def reopen_reclaim(self, reclaim_id: int) -> None:
-        self.session.execute(update(Reclaim).where(Reclaim.id == reclaim_id).values(finished_at=None, used_at_end=None))
-
     def home_tabs(self) -> Sequence[HomeTabRow]:
         return self.session.scalars(select(HomeTabRow).order_by(HomeTabRow.user_id)).all()
 
@@ -391,9 +428,6 @@ class Repository:
         self.session.add(outage)
         self.session.flush()
         return outage
-
-    def metrics_outage(self, outage_id: int) -> MetricsOutage | None:
-        return self.session.get(MetricsOutage, outage_id)
 
     # --- idle-GPU nudges -----------------------------------------------------------------------
 
