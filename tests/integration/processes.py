@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -17,6 +18,10 @@ from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
 
 ROOT = Path(__file__).parents[2]
 SANDBOX_POLICY = ROOT / "bot" / "sandbox" / "policy.yaml"
+# How long a ``gpu-quota-bot run`` may take to answer /readyz (imports, migrations, Slack's auth.test):
+# 2-4 s on an idle 2-core machine, 25-40 s with both cores busy. Waiting is bounded by the process
+# too: one that exits stops the wait at once.
+STARTUP_SECONDS = 120.0
 
 
 def bot_command(*args: str) -> list[str]:
@@ -38,6 +43,12 @@ def wait_for(condition: Callable[[], object], *, timeout: float = 20.0, what: st
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_until_ready(base: str, process: subprocess.Popen[Any]) -> None:
+    """Wait until the bot at ``base`` answers /readyz; fail at once if its process exits first."""
+    wait_for(lambda: ok(f"{base}/readyz") or process.poll() is not None, timeout=STARTUP_SECONDS, what="the bot to be ready")
+    assert process.poll() is None, f"the bot exited with {process.returncode} before it was ready"
 
 
 def free_port() -> int:

@@ -14,7 +14,7 @@ import requests
 from bot.adapters.db.migrate import upgrade
 from bot.sandbox.session import SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
-from tests.integration.processes import ROOT, ok, run_env, wait_for
+from tests.integration.processes import ROOT, run_env, wait_for, wait_until_ready
 
 
 def test_run_on_sqlite_at_head_imports_no_charting_alembic_or_psycopg(tmp_path: Path, stand_ins: tuple) -> None:
@@ -28,7 +28,7 @@ def test_run_on_sqlite_at_head_imports_no_charting_alembic_or_psycopg(tmp_path: 
     with log.open("w") as stderr:
         process = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=stderr, text=True)
     try:
-        wait_for(lambda: ok(f"{base}/readyz"), what="the bot to be ready")
+        wait_until_ready(base, process)
         side = SlackSide(signing_secret=SIGNING_SECRET, response_url_base=slack.response_url("r"), names={})
         body = side.slash_command(user_id="U0ALICE", text="request ai-frontier-research +1 for 1d a request")
         assert requests.post(f"{base}/slack/events", data=body, headers=side.sign(body), timeout=10).status_code == 200

@@ -12,7 +12,7 @@ import requests
 
 from bot.sandbox.session import BOT_TOKEN, SIGNING_SECRET
 from bot.sandbox.slack_client import SlackSide
-from tests.integration.processes import ROOT, bot_command, metric, ok, run_bot, run_env, wait_for
+from tests.integration.processes import ROOT, bot_command, metric, run_bot, run_env, wait_for, wait_until_ready
 
 
 def test_shell_demo_tells_the_whole_story() -> None:
@@ -60,7 +60,7 @@ def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins:
     base = f"http://127.0.0.1:{env['PORT']}"
     process = subprocess.Popen(bot_command("run"), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: ok(f"{base}/readyz"), what="the bot to be ready")
+        wait_until_ready(base, process)
         side = SlackSide(signing_secret=SIGNING_SECRET, response_url_base=slack.response_url("r"), names={})
         body = side.slash_command(user_id="U0ALICE", text="request ai-frontier-research +4 for 3d fine-tune")
         assert requests.post(f"{base}/slack/events", data=body, headers=side.sign(body), timeout=10).status_code == 200
