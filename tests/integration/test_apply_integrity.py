@@ -172,6 +172,7 @@ def test_refused_write_converges_the_namespace(tmp_path: Path, stand_ins: tuple,
         ledger.close()
 
 
+@pytest.mark.timeout(900)  # 10 restarts of the bot: 25 s here, 209 s seen on a loaded machine (the default is 300 s)
 def test_kill_loop(tmp_path: Path, stand_ins: tuple, bots: list[BotProcess]) -> None:
     """100 requests approved in 10 waves of 10; the bot is SIGKILLed once in each wave at a random moment.
 
