@@ -145,3 +145,20 @@ def test_a_rate_limit_waits_its_retry_after(tmp_path: Path, stand_in: SlackApiSt
     assert announcer.deliver_pending() == 0 and delivered(stand_in, "DU0ALICE") == []
     clock.advance(timedelta(seconds=1))
     assert announcer.deliver_pending() == 1 and delivered(stand_in, "DU0ALICE") == ["hello"]
+
+
+@pytest.mark.postgres
+def test_a_card_update_skipped_for_a_waiting_one_is_not_rendered_before_its_change_commits(postgres_url: str) -> None:
+    """``latest_only`` relies on the waiting card entry being rendered after the state change commits:
+    a replica draining the stream while the change's transaction is open must not send it."""
+    upgrade(postgres_url)
+    database, clock = Database.from_url(postgres_url), ManualClock(START)
+    store, stream, lease = OutboxStore(database), "card:7", timedelta(seconds=30)
+    store.add(stream=stream, kind="card", request_id=7, now=clock.now(), latest_only=True)  # waits (Slack was down)
+    with database.transaction() as repo:  # a state change of request 7 says its card changed
+        repo.add_outbox_entry(stream=stream, kind="card", request_id=7, now=clock.now(), latest_only=True)
+        during = store.claim_head(stream, now=clock.now(), lease=lease)  # another replica's drain, before the commit
+        if during is not None:
+            store.sent(during.id, now=clock.now())  # it rendered the card as it was before the change
+    assert store.claim_head(stream, now=clock.now(), lease=lease) is not None  # the changed card is still to be sent
+    database.dispose()

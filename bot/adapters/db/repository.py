@@ -97,6 +97,8 @@ class Repository:
         latest_only: bool = False,
     ) -> None:
         if latest_only:
+            # Locked until this transaction ends: a drain skips it (SKIP LOCKED) instead of rendering the
+            # card before this change commits; a claim that got in first makes it not waiting (re-checked).
             waiting = self.session.scalar(
                 select(OutboxEntry.id)
                 .where(
@@ -105,6 +107,7 @@ class Repository:
                     or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
                 )
                 .limit(1)
+                .with_for_update()
             )
             if waiting is not None:
                 return
