@@ -65,22 +65,22 @@ class ProposalService:
             return ProposalRun(today, skipped="no admin channel")
         if not self._db.run(lambda repo: repo.claim_digest(CLAIM_SCOPE, today, at=self._clock.now())):
             return ProposalRun(today, skipped="already posted today")
+        out = self._announce.outgoing()
         try:
             uses, measured = self.measure(today)
             # A day the metrics did not see would read as GPUs nobody used: no proposal from a partial fortnight.
             proposals = propose(uses) if measured == WINDOW_DAYS else []
-        except Exception:
+
+            def post(repo: Repository) -> None:
+                """The proposals recorded with the day marked posted."""
+                for index, proposal in enumerate(proposals, start=1):
+                    out.post(repo, channel, proposal_notice(proposal, index, len(proposals)), actions=[propose_button(proposal)])
+                repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now())
+
+            self._db.run(post)
+        except Exception:  # nothing recorded: the day is claimed again by the next run
             self._db.run(lambda repo: repo.release_digest(CLAIM_SCOPE, today))
             raise
-        out = self._announce.outgoing()
-
-        def post(repo: Repository) -> None:
-            """The proposals recorded with the day marked posted."""
-            for index, proposal in enumerate(proposals, start=1):
-                out.post(repo, channel, proposal_notice(proposal, index, len(proposals)), actions=[propose_button(proposal)])
-            repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now())
-
-        self._db.run(post)
         out.deliver()
         log.info("proposals: %d shift(s) proposed from %d days of use", len(proposals), WINDOW_DAYS)
         if measured < WINDOW_DAYS:

@@ -339,6 +339,37 @@ def test_a_proposal_never_gives_away_borrowed_gpus() -> None:
     assert run.proposals[0].source.quota == 4
 
 
+def test_proposals_whose_recording_fails_are_proposed_again_by_the_next_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The day's claim is given back when the proposals cannot be recorded (here the database drops the
+    connection): the next run proposes them, instead of the day counting as posted with nothing said."""
+    from sqlalchemy.exc import OperationalError
+
+    from bot.adapters.db.repository import Repository
+
+    raw = {**policy_dict(), "schedules": {"proposals": "0 8 * * 1"}}
+    jobs = make_jobs(raw, clock=ManualClock(datetime(2026, 11, 20, 9, 0, tzinfo=UTC)))  # 6-19 Nov measured
+    assert jobs.services.proposals is not None
+    for day in range(3):  # business was blocked by its quota 3 times
+        jobs.database.run(
+            lambda repo, d=day: repo.remember_blocked_alert(
+                f"b{d}", namespace="biz-model-serving", at=NOW, quota_day=date(2026, 11, 10 + d)
+            )
+        )
+
+    def connection_lost(*args: object, **kwargs: object) -> None:
+        raise OperationalError("UPDATE digest_runs", {}, Exception("server closed the connection unexpectedly"))
+
+    monkeypatch.setattr(Repository, "mark_digest_posted", connection_lost)
+    with pytest.raises(OperationalError):
+        jobs.services.proposals.run()
+    monkeypatch.undo()
+    assert jobs.posts("C0ADMIN") == []
+
+    run = jobs.services.proposals.run()
+    assert run.skipped is None and len(run.proposals) == 1
+    assert len(jobs.posts("C0ADMIN")) == 1
+
+
 def test_the_jobs_on_the_reconcile_interval_take_turns() -> None:
     """reconcile, home_tabs and reclaims all run every interval, a third of one apart (not on one tick,
     where they all wait for SQLite's one write lock and so does a click landing then)."""
