@@ -126,13 +126,15 @@ class BlockedWatch:
             return []
         waiting: dict[str, list[_Waiting]] = {}
         pending: dict[str, dict[str, GpuPod]] = {}  # read once per namespace and check
+        seen: set[str] = set()  # a pod has one event per message the scheduler gave it: alerted once
         for failure in failures:
             team = self._policy.team_of(failure.namespace)
             if team is None or not team.notifications.blocked_workloads:
                 continue
             key = alert_key(failure.namespace, "Pod", failure.pod)
-            if self._db.run(partial(_alerted, key=key)):
+            if key in seen or self._db.run(partial(_alerted, key=key)):
                 continue
+            seen.add(key)
             if failure.namespace not in pending:
                 pending[failure.namespace] = self._pending_pods(failure.namespace)
             pod = pending[failure.namespace].get(failure.pod)

@@ -108,6 +108,19 @@ def test_a_pod_waiting_for_gpus_is_reported_as_capacity_not_quota(slack: SlackOv
     assert "Request more" not in str(capacity_message.blocks)
 
 
+def test_a_pod_with_two_scheduling_events_is_alerted_once(slack: SlackOverHttp) -> None:
+    """The scheduler records a new event when its message changes (here a node joined): two events, one pod."""
+    box = slack.sandbox
+    kube(slack).add_pod(FRONTIER, "sweep-7", gpus=2, priority_class="low-priority-experiment", phase="Pending")
+    kube(slack).add_event(scheduling_failure_event(FRONTIER, "sweep-7", nodes=3))
+    kube(slack).add_event(scheduling_failure_event(FRONTIER, "sweep-7", nodes=4, count=2))
+
+    assert box.services.blocked.check() == [f"{FRONTIER}/Pod/sweep-7"]
+    assert box.services.blocked.check() == []
+    [alert] = [m.text for m in slack.channel_messages("C0FRONTIER") if "sweep-7" in m.text]
+    assert alert.count("*sweep-7*") == 1
+
+
 def test_the_stand_in_selects_pods_as_the_api_server_does() -> None:
     stand_in = KubeApiStandIn().start()
     try:
