@@ -46,17 +46,20 @@ def replica(url: str, stand_in: SlackApiStandIn, clock: ManualClock) -> Announce
 
 def record(url: str, clock: ManualClock, per_stream: int) -> None:
     """Entries as a replica records them when Slack is down (nothing delivered yet)."""
-    store = OutboxStore(Database.from_url(url))
+    database = Database.from_url(url)
     for number in range(per_stream):
         for stream in STREAMS:
             kind, target = stream.split(":")
-            store.add(
-                stream=stream,
-                kind="direct" if kind == "dm" else "post",
-                target=target,
-                notice=say(f"{stream} #{number}").to_json(),
-                now=clock.now(),
+            database.run(
+                lambda repo, stream=stream, kind=kind, target=target, number=number: repo.add_outbox_entry(
+                    stream=stream,
+                    kind="direct" if kind == "dm" else "post",
+                    target=target,
+                    notice=say(f"{stream} #{number}").to_json(),
+                    now=clock.now(),
+                )
             )
+    database.dispose()
 
 
 def delivered(stand_in: SlackApiStandIn, channel: str) -> list[str]:
@@ -154,7 +157,9 @@ def test_a_card_update_skipped_for_a_waiting_one_is_not_rendered_before_its_chan
     upgrade(postgres_url)
     database, clock = Database.from_url(postgres_url), ManualClock(START)
     store, stream, lease = OutboxStore(database), "card:7", timedelta(seconds=30)
-    store.add(stream=stream, kind="card", request_id=7, now=clock.now(), latest_only=True)  # waits (Slack was down)
+    database.run(  # waits (Slack was down)
+        lambda repo: repo.add_outbox_entry(stream=stream, kind="card", request_id=7, now=clock.now(), latest_only=True)
+    )
     with database.transaction() as repo:  # a state change of request 7 says its card changed
         repo.add_outbox_entry(stream=stream, kind="card", request_id=7, now=clock.now(), latest_only=True)
         during = store.claim_head(stream, now=clock.now(), lease=lease)  # another replica's drain, before the commit

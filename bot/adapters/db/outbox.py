@@ -30,32 +30,6 @@ class OutboxStore:
     def __init__(self, database: Database) -> None:
         self._db = database
 
-    def add(
-        self,
-        *,
-        stream: str,
-        kind: str,
-        now: datetime,
-        request_id: int | None = None,
-        target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
-        actions: list[dict[str, Any]] | None = None,
-        latest_only: bool = False,
-    ) -> None:
-        """Record an entry in a transaction of its own (see ``Repository.add_outbox_entry``)."""
-        self._db.run(
-            lambda repo: repo.add_outbox_entry(
-                stream=stream,
-                kind=kind,
-                now=now,
-                request_id=request_id,
-                target=target,
-                notice=notice,
-                actions=actions,
-                latest_only=latest_only,
-            )
-        )
-
     def due_streams(self, now: datetime) -> list[str]:
         """Streams with a pending entry that may be tried now, oldest first."""
 
