@@ -21,6 +21,7 @@ from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.world import sandbox_slack
 from bot.services.text import say
 from tests.integration.conftest import SlackOverHttp
+from tests.integration.processes import free_port
 
 ALICE = "U0ALICE"
 CHANNEL = "C0PLATFORM"
@@ -138,12 +139,27 @@ def test_a_proxy_that_asks_for_credentials_gets_those_in_its_url(
     proxy = ThreadingHTTPServer(("127.0.0.1", 0), _AuthenticatingProxy)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
         monkeypatch.setenv("HTTPS_PROXY", f"http://bot:s3cr%25t@127.0.0.1:{proxy.server_address[1]}")
         notifier(stand_in).post(CHANNEL, say("through the proxy"))
     finally:
         proxy.shutdown()
         proxy.server_close()
     assert posted(stand_in) == ["through the proxy"]
+
+
+def test_hosts_named_in_no_proxy_are_reached_directly(stand_in: SlackApiStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As urllib does: ``NO_PROXY`` hosts (an internal Slack gateway, say) skip the proxy; the others use it."""
+    closed = free_port()  # a proxy nothing answers at: any call sent to it fails
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{closed}")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.setenv("NO_PROXY", "example.internal,127.0.0.1")
+    notifier(stand_in).post(CHANNEL, say("straight to Slack"))
+    assert posted(stand_in) == ["straight to Slack"]
+    monkeypatch.setenv("NO_PROXY", "example.internal")
+    with pytest.raises(TemporaryError):
+        notifier(stand_in).post(CHANNEL, say("through the proxy nobody runs"))
 
 
 class _CountsItsFormatting(dict):  # type: ignore[type-arg]

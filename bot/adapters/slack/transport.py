@@ -19,7 +19,7 @@ from http.client import HTTPMessage
 from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.parse import unquote
-from urllib.request import Request
+from urllib.request import Request, proxy_bypass
 
 import urllib3
 from slack_bolt import BoltContext, Respond
@@ -42,10 +42,25 @@ def connection_pool(*, proxy: str | None, ssl_context: ssl.SSLContext | None) ->
         # Credentials in the proxy's URL, sent as urllib sends them (urllib3 leaves them to the caller).
         user, _, password = (url.auth or "").partition(":")
         headers = urllib3.make_headers(proxy_basic_auth=f"{unquote(user)}:{unquote(password)}") if user and password else None
-        return urllib3.ProxyManager(
+        return _ProxyUnlessNoProxy(
             url._replace(auth=None).url, proxy_headers=headers, maxsize=KEPT_PER_HOST, ssl_context=ssl_context
         )
     return urllib3.PoolManager(maxsize=KEPT_PER_HOST, ssl_context=ssl_context)
+
+
+class _ProxyUnlessNoProxy(urllib3.ProxyManager):
+    """Through the proxy, except to the hosts ``NO_PROXY`` names, which are reached directly (as urllib,
+    and so slack_sdk's own client, does; urllib3 leaves ``NO_PROXY`` to the caller)."""
+
+    def __init__(self, proxy_url: str, *, ssl_context: ssl.SSLContext | None, **kwargs: Any) -> None:
+        super().__init__(proxy_url, ssl_context=ssl_context, **kwargs)
+        self._direct = urllib3.PoolManager(maxsize=KEPT_PER_HOST, ssl_context=ssl_context)
+
+    def urlopen(self, method: str, url: str, redirect: bool = True, **kw: Any) -> urllib3.BaseHTTPResponse:  # type: ignore[override]  # as urllib3's own
+        host = urllib3.util.parse_url(url).host
+        if host and proxy_bypass(host):
+            return self._direct.urlopen(method, url, redirect=redirect, **kw)
+        return super().urlopen(method, url, redirect=redirect, **kw)
 
 
 def send(pool: urllib3.PoolManager, request: Request, *, timeout: float | None) -> urllib3.BaseHTTPResponse:
