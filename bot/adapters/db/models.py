@@ -287,6 +287,10 @@ class HomeTabRow(Base):
     last_audit_id: Mapped[int] = mapped_column(Integer)  # the newest audit event the published tab reflects
 
 
+# The states of an outbox entry.
+OUTBOX_PENDING, OUTBOX_SENT, OUTBOX_DEAD = "pending", "sent", "dead"
+
+
 class OutboxEntry(Base):
     """A thread reply, direct message, channel post or request-message update, until Slack has it.
 

@@ -17,11 +17,9 @@ from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.engine import CursorResult
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.models import OutboxEntry
+from bot.adapters.db.models import OUTBOX_DEAD, OUTBOX_PENDING, OUTBOX_SENT, OutboxEntry
 from bot.adapters.db.repository import Repository
 from bot.services.ports import Claimed, OutboxHealth
-
-PENDING, SENT, DEAD = "pending", "sent", "dead"
 
 
 class OutboxStore:
@@ -36,7 +34,7 @@ class OutboxStore:
         def due(repo: Repository) -> list[str]:
             query = (
                 select(OutboxEntry.stream)
-                .where(OutboxEntry.state == PENDING, or_(OutboxEntry.not_before.is_(None), OutboxEntry.not_before <= now))
+                .where(OutboxEntry.state == OUTBOX_PENDING, or_(OutboxEntry.not_before.is_(None), OutboxEntry.not_before <= now))
                 .group_by(OutboxEntry.stream)
                 .order_by(func.min(OutboxEntry.id))
             )
@@ -50,19 +48,19 @@ class OutboxStore:
         def claim(repo: Repository) -> Claimed | None:
             session = repo.session
             head = session.scalar(
-                select(func.min(OutboxEntry.id)).where(OutboxEntry.stream == stream, OutboxEntry.state == PENDING)
+                select(func.min(OutboxEntry.id)).where(OutboxEntry.stream == stream, OutboxEntry.state == OUTBOX_PENDING)
             )
             if head is None:
                 return None
             # Never SKIP LOCKED past the head: that would deliver the stream out of order.
             row = session.scalars(select(OutboxEntry).where(OutboxEntry.id == head).with_for_update(skip_locked=True)).first()
-            if row is None or row.state != PENDING or (row.not_before is not None and row.not_before > now):
+            if row is None or row.state != OUTBOX_PENDING or (row.not_before is not None and row.not_before > now):
                 return None
             guarded = (
                 update(OutboxEntry)
                 .where(
                     OutboxEntry.id == head,
-                    OutboxEntry.state == PENDING,
+                    OutboxEntry.state == OUTBOX_PENDING,
                     or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
                 )
                 .values(claimed_until=now + lease)
@@ -87,7 +85,7 @@ class OutboxStore:
         return self._db.run(claim)
 
     def sent(self, entry_id: int, *, now: datetime) -> None:
-        self._settle(entry_id, state=SENT, sent_at=now, claimed_until=None)
+        self._settle(entry_id, state=OUTBOX_SENT, sent_at=now, claimed_until=None)
 
     def release(self, entry_id: int) -> None:
         """Give the claim back without counting an attempt (the entry cannot be delivered yet)."""
@@ -97,7 +95,7 @@ class OutboxStore:
         self._settle(entry_id, not_before=at, last_error=error, attempts=attempts, claimed_until=None)
 
     def dead(self, entry_id: int, *, error: str, attempts: int) -> None:
-        self._settle(entry_id, state=DEAD, last_error=error, attempts=attempts, claimed_until=None)
+        self._settle(entry_id, state=OUTBOX_DEAD, last_error=error, attempts=attempts, claimed_until=None)
 
     def forget(self, *, sent_before: datetime, dead_before: datetime) -> int:
         """Delete sent entries settled before ``sent_before`` and dead ones recorded before
@@ -108,8 +106,8 @@ class OutboxStore:
                 delete(OutboxEntry)
                 .where(
                     or_(
-                        and_(OutboxEntry.state == SENT, OutboxEntry.sent_at < sent_before),
-                        and_(OutboxEntry.state == DEAD, OutboxEntry.created_at < dead_before),
+                        and_(OutboxEntry.state == OUTBOX_SENT, OutboxEntry.sent_at < sent_before),
+                        and_(OutboxEntry.state == OUTBOX_DEAD, OutboxEntry.created_at < dead_before),
                     )
                 )
                 .execution_options(synchronize_session=False)
@@ -125,7 +123,7 @@ class OutboxStore:
         def read(repo: Repository) -> OutboxHealth:
             session = repo.session
             rows = session.execute(select(OutboxEntry.state, func.count()).group_by(OutboxEntry.state))
-            oldest = session.scalar(select(func.min(OutboxEntry.created_at)).where(OutboxEntry.state == PENDING))
+            oldest = session.scalar(select(func.min(OutboxEntry.created_at)).where(OutboxEntry.state == OUTBOX_PENDING))
             return OutboxHealth(counts={state: number for state, number in rows}, oldest_pending_at=oldest)
 
         return self._db.run(read)

@@ -14,6 +14,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from bot.adapters.db import statements
 from bot.adapters.db.models import (
+    OUTBOX_PENDING,
     AuditRow,
     BlockedAlert,
     BudgetAlert,
@@ -103,7 +104,7 @@ class Repository:
                 select(OutboxEntry.id)
                 .where(
                     OutboxEntry.stream == stream,
-                    OutboxEntry.state == "pending",
+                    OutboxEntry.state == OUTBOX_PENDING,
                     or_(OutboxEntry.claimed_until.is_(None), OutboxEntry.claimed_until < now),
                 )
                 .limit(1)
@@ -119,7 +120,7 @@ class Repository:
                 target=target,
                 notice=notice,
                 actions=actions or [],
-                state="pending",
+                state=OUTBOX_PENDING,
                 attempts=0,
                 last_error="",
                 created_at=now,

@@ -12,7 +12,16 @@ from typing import cast
 
 from sqlalchemy import Table, bindparam, func, insert, select, update
 
-from bot.adapters.db.models import AuditRow, GrantRow, LedgerEntry, NamespaceRow, OutboxEntry, RequestRow, TeamSpend
+from bot.adapters.db.models import (
+    OUTBOX_PENDING,
+    AuditRow,
+    GrantRow,
+    LedgerEntry,
+    NamespaceRow,
+    OutboxEntry,
+    RequestRow,
+    TeamSpend,
+)
 from bot.domain.lifecycle import GrantState, RequestState
 
 _requests = RequestRow.__table__.c
@@ -74,7 +83,9 @@ SET_MESSAGE_REF = (
 
 # Which of these outbox streams have entries waiting.
 PENDING_STREAMS = (
-    select(_outbox.stream).where(_outbox.stream.in_(bindparam("streams", expanding=True)), _outbox.state == "pending").distinct()
+    select(_outbox.stream)
+    .where(_outbox.stream.in_(bindparam("streams", expanding=True)), _outbox.state == OUTBOX_PENDING)
+    .distinct()
 )
 
 # Whether the budget job's last measurement of ``month`` found the team at or over its budget.
