@@ -204,6 +204,13 @@ def test_a_submission_reads_no_request_row_again_however_many_grants_are_active(
     assert len([s for s in submission if "FROM grants" in s]) == 1
 
 
+def request_reads_before_deciding(statements: list[str]) -> list[str]:
+    """The reads of a request by id ahead of the transaction that records the decision."""
+    deciding = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO decisions"))
+    before = statements[: max(i for i, s in enumerate(statements[:deciding]) if s == "BEGIN IMMEDIATE")]
+    return [s for s in before if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]
+
+
 def statements_of_submitting(bot: Bot, text: str) -> list[str]:
     """The SQL statements the bot runs while Alice submits ``text`` (whitespace collapsed)."""
     return statements_of(bot, bot.side.slash_command(user_id=ALICE, text=text))
@@ -251,9 +258,7 @@ def test_an_approve_click_reads_its_request_once_before_the_transaction_that_dec
     )
     statements = statements_of(bot, click)
     assert bot.responses()[-1] == "You approved GQ-1; it is applied."
-    deciding = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO decisions"))
-    before = statements[: max(i for i, s in enumerate(statements[:deciding]) if s == "BEGIN IMMEDIATE")]
-    assert len([s for s in before if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]) == 1, before
+    assert len(request_reads_before_deciding(statements)) == 1, statements
 
 
 def test_a_typed_approve_reads_its_request_once_before_the_transaction_that_decides(bot: Bot) -> None:
@@ -262,7 +267,5 @@ def test_a_typed_approve_reads_its_request_once_before_the_transaction_that_deci
     (channel, ts), _ = next(iter(bot.box.slack.messages.items()))
     typed = bot.side.event(bot.side.thread_reply(user_id=LEE, channel_id=channel, thread_ts=ts, text="approve"))
     statements = statements_of(bot, typed)
-    deciding = next(i for i, s in enumerate(statements) if s.startswith("INSERT INTO decisions"))
-    before = statements[: max(i for i, s in enumerate(statements[:deciding]) if s == "BEGIN IMMEDIATE")]
-    assert len([s for s in before if s.startswith("SELECT") and "FROM requests WHERE requests.id =" in s]) == 1, before
+    assert len(request_reads_before_deciding(statements)) == 1, statements
     assert any("Approved by" in r.text for r in bot.box.slack.thread(channel, ts))
