@@ -127,7 +127,7 @@ class Approvals(_Frozen):
     )
     large_change: LargeChange | None = Field(default=None, description="More approvals for large changes; unset: none.")
     over_budget_extra: int = Field(
-        default=1, ge=0, description="One more approval (or this many) for increases while the team is over budget."
+        default=1, ge=0, description="Extra approvals an increase needs while the team is over budget."
     )
 
 
@@ -160,7 +160,10 @@ class Notifications(_Frozen):
     digest: bool = Field(default=True, description="The daily cost digest in the team's channel.")
     budget_warnings: bool = Field(default=True, description="Budget warnings at the budget's thresholds.")
     idle_nudges: bool = Field(default=True, description="Nudges about GPUs left idle for metrics.idle_window.")
-    blocked_workloads: bool = Field(default=True, description="A message (with Request more) when the quota refuses a workload.")
+    blocked_workloads: bool = Field(
+        default=True,
+        description="Messages about blocked workloads: refused by the quota (with Request more) or waiting for the scheduler.",
+    )
 
 
 class Team(_Frozen):
@@ -244,7 +247,9 @@ class Schedules(_Frozen):
     digest: Cron = Field(default="0 9 * * *", description="The daily cost digest, about yesterday.")
     budget_warnings: Cron = Field(default="5 * * * *", description="Budget warnings (hourly).")
     idle_nudges: Cron = Field(default="*/30 * * * *", description="Nudges about idle GPUs.")
-    blocked_workloads: Cron = Field(default="*/5 * * * *", description="Messages about workloads the quota blocks.")
+    blocked_workloads: Cron = Field(
+        default="*/5 * * * *", description="Checks for workloads the quota refuses or the scheduler cannot place."
+    )
     proposals: Cron | None = Field(
         default=None,
         description="Proposed shifts from the last 14 days, to the admin channel (needs admin_channel and PROMETHEUS_URL): off unless set.",
