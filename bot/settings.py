@@ -38,27 +38,72 @@ PLACEHOLDER_SECRETS = frozenset(
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
-    slack_bot_token: SecretStr | None = None
-    slack_signing_secret: SecretStr | None = None
-    slack_app_token: SecretStr | None = None
-    slack_mode: SlackMode | None = None  # unset: Socket Mode when SLACK_APP_TOKEN is set, else HTTP
-    slack_socket_ping_seconds: float = Field(default=2.0, ge=0.5, le=30)
-    slack_api_url: str = DEFAULT_SLACK_API_URL
-    database_url: str = "sqlite:///gpu-quota-bot.db"
-    gpu_quota_config: Path | None = None
-    kubeconfig: Path | None = None
-    port: int = Field(default=3000, ge=1, le=65535)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_format: Literal["json", "text"] = "json"
-    prometheus_url: str | None = None
-    prometheus_bearer_token: SecretStr | None = None
-    prometheus_username: str | None = None
-    prometheus_password: SecretStr | None = None
-    prometheus_ca_bundle: Path | None = None
-    prometheus_timeout_seconds: float = Field(default=120.0, gt=0, le=600)
-    reconcile_interval_seconds: int = Field(default=30, ge=5, le=3600)
-    sweep_interval_seconds: int = Field(default=600, ge=60, le=86400)
-    leader_check_seconds: float = Field(default=2.0, gt=0, le=60)
+    slack_bot_token: SecretStr | None = Field(default=None, description="Bot token, `xoxb-...` (required).")
+    slack_signing_secret: SecretStr | None = Field(
+        default=None,
+        description=(
+            "Verifies HTTP requests from Slack; empty or a placeholder (`changeme`, `xxx`, ...) stops start-up"
+            " (required in HTTP mode)."
+        ),
+    )
+    slack_app_token: SecretStr | None = Field(
+        default=None, description="App-level token `xapp-...` (`connections:write`): Socket Mode (required in Socket Mode)."
+    )
+    slack_mode: SlackMode | None = Field(
+        default=None,
+        description=(
+            "`socket` (a WebSocket the bot opens: no public URL, no Slack route over HTTP) or `http` (Slack calls"
+            " `POST /slack/events`); unset: `socket` when `SLACK_APP_TOKEN` is set, else `http`."
+        ),
+    )
+    slack_socket_ping_seconds: float = Field(
+        default=2.0,
+        ge=0.5,
+        le=30,
+        description="Socket Mode: ping Slack this often; a connection silent for twice as long is replaced.",
+    )
+    slack_api_url: str = Field(default=DEFAULT_SLACK_API_URL, description="Slack Web API base URL (GovSlack, a proxy, tests).")
+    database_url: str = Field(
+        default="sqlite:///gpu-quota-bot.db", description="SQLAlchemy URL; `postgresql://...` uses psycopg 3."
+    )
+    gpu_quota_config: Path | None = Field(default=None, description="The policy file (required): see below.")
+    kubeconfig: Path | None = Field(
+        default=None, description="Kubeconfig path; without it, `~/.kube/config`, else in-cluster config."
+    )
+    port: int = Field(
+        default=3000, ge=1, le=65535, description="`/healthz`, `/readyz`, `/metrics`; in HTTP mode also `/slack/events`."
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(default="INFO", description="The log level.")
+    log_format: Literal["json", "text"] = Field(
+        default="json", description="`json` (one object a line, request id included) or `text`."
+    )
+    prometheus_url: str | None = Field(
+        default=None,
+        description=(
+            "Prometheus for digests, budgets and nudges (none of them without it); Thanos Query, Grafana Mimir or"
+            " VictoriaMetrics work too (their Prometheus-compatible query endpoint)."
+        ),
+    )
+    prometheus_bearer_token: SecretStr | None = Field(default=None, description="Auth for a Prometheus behind a proxy.")
+    prometheus_username: str | None = Field(
+        default=None, description="Auth for a Prometheus behind a proxy, with `PROMETHEUS_PASSWORD`."
+    )
+    prometheus_password: SecretStr | None = Field(default=None, description="The password for `PROMETHEUS_USERNAME`.")
+    prometheus_ca_bundle: Path | None = Field(
+        default=None, description="CA bundle file for an https Prometheus with a private CA."
+    )
+    prometheus_timeout_seconds: float = Field(
+        default=120.0, gt=0, le=600, description="Per query (a month of a large cluster takes tens of seconds)."
+    )
+    reconcile_interval_seconds: int = Field(
+        default=30, ge=5, le=3600, description="Expiry, reminders, grant ends, retries, outbox delivery."
+    )
+    sweep_interval_seconds: int = Field(
+        default=600, ge=60, le=86400, description="Converge every managed namespace (adopts hand edits)."
+    )
+    leader_check_seconds: float = Field(
+        default=2.0, gt=0, le=60, description="How often a replica checks or tries for the leadership."
+    )
 
     @field_validator("slack_api_url")
     @classmethod

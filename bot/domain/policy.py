@@ -51,8 +51,10 @@ class _Frozen(BaseModel):
 class People(_Frozen):
     """Slack user ids (``U...``/``W...``) and user group ids (``S...``)."""
 
-    users: frozenset[str] = frozenset()
-    usergroups: frozenset[str] = frozenset()
+    users: frozenset[str] = Field(default=frozenset(), description="Slack user ids (U... or W...).")
+    usergroups: frozenset[str] = Field(
+        default=frozenset(), description="Slack user group ids (S...); membership is read from Slack for every decision."
+    )
 
     @property
     def empty(self) -> bool:
@@ -76,12 +78,15 @@ class People(_Frozen):
 
 
 class ManagedNamespace(_Frozen):
-    name: str
-    quota_name: str | None = None  # defaults.quota_name when unset
-    max_gpus: int | None = Field(default=None, ge=0)  # overrides the team's max_gpus_per_namespace
-    default_quota: int | None = Field(default=None, ge=0)  # GPUs when the cluster has no quota yet
-    # PriorityClasses temporary grants are meant for; overrides the team's list (None: the team's).
-    borrowed_priority_classes: PriorityClassNames | None = None
+    name: str = Field(description="The Kubernetes namespace (a plain string entry is this name alone).")
+    quota_name: str | None = Field(default=None, description="The ResourceQuota the bot edits here; unset: defaults.quota_name.")
+    max_gpus: int | None = Field(default=None, ge=0, description="Overrides the team's limits.max_gpus_per_namespace.")
+    default_quota: int | None = Field(
+        default=None, ge=0, description="GPUs when the cluster has no quota yet; unset: defaults.default_quota."
+    )
+    borrowed_priority_classes: PriorityClassNames | None = Field(
+        default=None, description="PriorityClasses temporary grants are meant for; overrides the team's list (unset: the team's)."
+    )
 
     @field_validator("name")
     @classmethod
@@ -96,60 +101,95 @@ def _namespace(value: Any) -> Any:
 
 
 class Limits(_Frozen):
-    max_gpus_per_namespace: int = Field(default=64, ge=0)
-    max_duration: Duration = timedelta(days=14)
+    """What a request may ask for; checked at submission, when the last approval lands and when the quota is written."""
+
+    max_gpus_per_namespace: int = Field(default=64, ge=0, description="A request may not take a namespace above this.")
+    max_duration: Duration = Field(
+        default=timedelta(days=14), description="Longest temporary grant, from its start to its end with every extension."
+    )
 
 
 class LargeChange(_Frozen):
-    above_gpus: int = Field(ge=1)
-    required: int = Field(ge=1)
+    """Changes of more than ``above_gpus`` GPUs need ``required`` approvals, each through the confirmation form."""
+
+    above_gpus: int = Field(ge=1, description="A change of more than this many GPUs (up or down) is large.")
+    required: int = Field(ge=1, description="Approvals a large change needs.")
 
 
 class Approvals(_Frozen):
-    temporary: int = Field(default=1, ge=1)
-    permanent: int = Field(default=1, ge=1)
-    large_change: LargeChange | None = None
-    over_budget_extra: int = Field(default=1, ge=0)
+    """How many distinct approvers a request needs (never the requester)."""
+
+    temporary: int = Field(default=1, ge=1, description="Approvals a temporary change needs.")
+    permanent: int = Field(
+        default=1,
+        ge=1,
+        description="Approvals a permanent change needs; each is given through a form (quota now -> after, monthly cost), never one click.",
+    )
+    large_change: LargeChange | None = Field(default=None, description="More approvals for large changes; unset: none.")
+    over_budget_extra: int = Field(
+        default=1, ge=0, description="Extra approvals an increase needs while the team is over budget."
+    )
 
 
 class AutoApprove(_Frozen):
     """Temporary increases the bot approves alone: see ``auto_approval`` for the whole rule."""
 
-    max_gpus: int = Field(ge=1)  # auto-approved GPUs active in a namespace at once, this request included
-    max_duration: Duration  # longest auto-approved grant, extensions included
-    max_gpu_hours_per_day: float | None = Field(default=None, gt=0)  # per team and calendar day (schedules.timezone)
+    max_gpus: int = Field(
+        ge=1, description="Auto-approved GPUs active in a namespace at once, all requests together (this one included)."
+    )
+    max_duration: Duration = Field(
+        description="Longest auto-approved grant, extensions included (a 4h grant extended by 2h waits for a person)."
+    )
+    max_gpu_hours_per_day: float | None = Field(
+        default=None, gt=0, description="Auto-approved GPU-hours per team and calendar day (schedules.timezone); unset: no cap."
+    )
 
 
 class Budget(_Frozen):
-    monthly: float = Field(gt=0)
-    thresholds: tuple[int, ...] = (50, 80, 100)
+    """The team's monthly budget: warnings at its thresholds, one more approval for increases once it is spent."""
+
+    monthly: float = Field(gt=0, description="The monthly budget, in pricing.currency.")
+    thresholds: tuple[int, ...] = Field(
+        default=(50, 80, 100), description="Percent of the monthly budget that trigger a warning (once each a month)."
+    )
 
 
 class Notifications(_Frozen):
     """Which scheduled messages a team gets (all on by default)."""
 
-    digest: bool = True
-    budget_warnings: bool = True
-    idle_nudges: bool = True
-    blocked_workloads: bool = True
+    digest: bool = Field(default=True, description="The daily cost digest in the team's channel.")
+    budget_warnings: bool = Field(default=True, description="Budget warnings at the budget's thresholds.")
+    idle_nudges: bool = Field(default=True, description="Nudges about GPUs left idle for metrics.idle_window.")
+    blocked_workloads: bool = Field(
+        default=True,
+        description="Messages about blocked workloads: refused by the quota (with Request more) or waiting for the scheduler.",
+    )
 
 
 class Team(_Frozen):
-    name: str = ""  # filled from the mapping key
-    display_name: str = ""
-    channel: str
-    namespaces: tuple[Annotated[ManagedNamespace, BeforeValidator(_namespace)], ...]
-    approvers: People
-    members: People = People()  # who may request; empty means anyone in the workspace
-    owners: People = People()  # mentioned in budget warnings; approvers when empty
-    limits: Limits = Limits()
-    approvals: Approvals = Approvals()
-    auto_approve: AutoApprove | None = None
-    budget: Budget | None = None
-    notifications: Notifications = Notifications()
-    # PriorityClasses temporary grants are meant for: request cards warn about running GPU pods of a
-    # higher class. Empty: no check.
-    borrowed_priority_classes: PriorityClassNames = ()
+    name: str = Field(default="", description="Filled from the mapping key (the team's id); not set in the file.")
+    display_name: str = Field(default="", description="The team's name in messages; unset: its key.")
+    channel: str = Field(description="Where requests are posted and decided (invite the bot there).")
+    namespaces: tuple[Annotated[ManagedNamespace, BeforeValidator(_namespace)], ...] = Field(
+        description="The namespaces the team owns (only these are ever touched): names, or mappings with per-namespace overrides."
+    )
+    approvers: People = Field(description="Who may approve or deny (besides admins); never their own requests.")
+    members: People = Field(default=People(), description="Who may request; empty means anyone in the workspace.")
+    owners: People = Field(default=People(), description="Mentioned in budget warnings; approvers when empty.")
+    limits: Limits = Field(default=Limits(), description="Max GPUs per namespace, max duration of a grant.")
+    approvals: Approvals = Field(default=Approvals(), description="How many distinct approvers a request needs.")
+    auto_approve: AutoApprove | None = Field(
+        default=None, description="Temporary increases the bot approves alone; unset: a person decides every request."
+    )
+    budget: Budget | None = Field(default=None, description="The monthly budget and its warnings; unset: no budget.")
+    notifications: Notifications = Field(default=Notifications(), description="Switch scheduled messages off for this team.")
+    borrowed_priority_classes: PriorityClassNames = Field(
+        default=(),
+        description=(
+            "PriorityClasses temporary grants are meant for: request cards warn about running GPU pods of a"
+            " higher class (or one the cluster does not know). Empty: no check."
+        ),
+    )
 
     @property
     def label(self) -> str:
@@ -165,9 +205,13 @@ class Team(_Frozen):
 
 
 class Pricing(_Frozen):
-    currency: str = "USD"
-    default_per_gpu_hour: float = Field(default=0.95, ge=0)  # OpenCost's default GPU price
-    models: dict[str, float] = {}
+    """The cost shown on requests and in digests."""
+
+    currency: str = Field(default="USD", description="The currency of prices and budgets.")
+    default_per_gpu_hour: float = Field(
+        default=0.95, ge=0, description="The price of a GPU-hour of a model not listed (OpenCost's default GPU price)."
+    )
+    models: dict[str, float] = Field(default={}, description="Price per GPU-hour per GPU model, by DCGM's modelName label.")
 
     def price_for(self, model: str | None) -> float:
         return self.models.get(model or "", self.default_per_gpu_hour)
@@ -192,15 +236,24 @@ Cron = Annotated[str, BeforeValidator(_cron)]
 class Schedules(_Frozen):
     """When the scheduled jobs run: cron expressions in ``timezone`` (an IANA name)."""
 
-    timezone: str = "UTC"
-    # The cost ledger records each finished day soon after it ends (the Prometheus work of the day),
-    # so the digest, budgets and exports read the database only.
-    ledger: Cron = "20 0 * * *"
-    digest: Cron = "0 9 * * *"
-    budget_warnings: Cron = "5 * * * *"
-    idle_nudges: Cron = "*/30 * * * *"
-    blocked_workloads: Cron = "*/5 * * * *"
-    proposals: Cron | None = None  # proposed shifts from the last 14 days, to the admin channel: off unless set
+    timezone: str = Field(default="UTC", description="IANA name; days and months of digests and budgets are calendar days here.")
+    ledger: Cron = Field(
+        default="20 0 * * *",
+        description=(
+            "The cost ledger records each finished day soon after it ends (the Prometheus work of the day),"
+            " so the digest, budgets and exports read the database only."
+        ),
+    )
+    digest: Cron = Field(default="0 9 * * *", description="The daily cost digest, about yesterday.")
+    budget_warnings: Cron = Field(default="5 * * * *", description="Budget warnings (hourly).")
+    idle_nudges: Cron = Field(default="*/30 * * * *", description="Nudges about idle GPUs.")
+    blocked_workloads: Cron = Field(
+        default="*/5 * * * *", description="Checks for workloads the quota refuses or the scheduler cannot place."
+    )
+    proposals: Cron | None = Field(
+        default=None,
+        description="Proposed shifts from the last 14 days, to the admin channel (needs admin_channel and PROMETHEUS_URL): off unless set.",
+    )
 
     @field_validator("timezone")
     @classmethod
@@ -219,21 +272,42 @@ class Schedules(_Frozen):
 class Metrics(_Frozen):
     """How GPU usage is read from Prometheus."""
 
-    # The scrape interval of kube-state-metrics and the DCGM exporter. The bot measures each exporter's
-    # real sample spacing from Prometheus; this is the fallback, and check-config says when they differ.
-    sample_interval: Duration = timedelta(seconds=30)
-    # A GPU sample under this utilisation is idle (idle GPU-hours count samples, not daily averages).
-    idle_threshold_percent: float = Field(default=5.0, ge=0, le=100)
-    idle_window: Duration = timedelta(hours=6)
-    team_label: str | None = None  # kube_namespace_labels label naming a namespace's team, e.g. "team"
-    cost_center_label: str | None = None  # the label naming its cost center in the ledger export, e.g. "cost-center"
+    sample_interval: Duration = Field(
+        default=timedelta(seconds=30),
+        description=(
+            "The scrape interval of kube-state-metrics and the DCGM exporter. The bot measures each exporter's"
+            " real sample spacing from Prometheus; this is the fallback, and check-config says when they differ."
+        ),
+    )
+    idle_threshold_percent: float = Field(
+        default=5.0,
+        ge=0,
+        le=100,
+        description="A GPU sample under this utilisation is idle (idle GPU-hours count samples, not daily averages).",
+    )
+    idle_window: Duration = Field(default=timedelta(hours=6), description="Nudge a namespace whose GPUs stayed idle this long.")
+    team_label: str | None = Field(
+        default=None,
+        description="kube_namespace_labels label naming a namespace's team, e.g. team (gives unmanaged namespaces a team in the summary).",
+    )
+    cost_center_label: str | None = Field(
+        default=None,
+        description="The label naming a namespace's cost center in the ledger export (cost export), e.g. cost-center.",
+    )
 
 
 class Defaults(_Frozen):
-    quota_name: str = "compute-quota"
-    pending_timeout: Duration = timedelta(hours=24)
-    reminder_before: Duration = timedelta(hours=1)
-    default_quota: int = Field(default=0, ge=0)
+    """Settings of every managed namespace and request, unless a namespace overrides them."""
+
+    quota_name: str = Field(
+        default="compute-quota", description="The ResourceQuota the bot edits in each namespace (created if missing)."
+    )
+    pending_timeout: Duration = Field(default=timedelta(hours=24), description="Undecided requests expire after this.")
+    reminder_before: Duration = Field(
+        default=timedelta(hours=1),
+        description="Requesters are reminded (with Extend / Release buttons) this long before a grant ends.",
+    )
+    default_quota: int = Field(default=0, ge=0, description="GPUs of a managed namespace that has no quota yet.")
 
 
 class ShiftApproval(StrEnum):
@@ -244,19 +318,34 @@ class ShiftApproval(StrEnum):
 class Shifts(_Frozen):
     """How a shift (GPUs moved from one namespace to another) is approved, and where its card goes."""
 
-    approval: ShiftApproval = ShiftApproval.EACH_TEAM
-    channel: str | None = None  # one channel for the card; unset: both teams' channels (admin: the admin channel)
+    approval: ShiftApproval = Field(
+        default=ShiftApproval.EACH_TEAM,
+        description="each_team: one approver of the source team and one of the target team; admin: one admin.",
+    )
+    channel: str | None = Field(
+        default=None,
+        description=(
+            "One channel for the card; unset: the target team's channel, with a copy and the buttons in the"
+            " source team's channel (approval admin: the admin channel)."
+        ),
+    )
 
 
 class Policy(_Frozen):
-    defaults: Defaults = Defaults()
-    pricing: Pricing = Pricing()
-    schedules: Schedules = Schedules()
-    metrics: Metrics = Metrics()
-    admins: People = People()
-    admin_channel: str | None = None
-    shifts: Shifts = Shifts()
-    teams: dict[str, Team]
+    """The whole policy file."""
+
+    defaults: Defaults = Field(default=Defaults(), description="Settings of every managed namespace and request.")
+    pricing: Pricing = Field(default=Pricing(), description="The cost shown on requests and in digests.")
+    schedules: Schedules = Field(default=Schedules(), description="When the scheduled jobs run.")
+    metrics: Metrics = Field(default=Metrics(), description="How GPU use is read from Prometheus (PROMETHEUS_URL).")
+    admins: People = Field(
+        default=People(), description="May decide for every team, retry failed applies, see every audit trail."
+    )
+    admin_channel: str | None = Field(
+        default=None, description="Organisation-wide notices (hand edits adopted, digests, proposals); unset: none."
+    )
+    shifts: Shifts = Field(default=Shifts(), description="How a shift is approved, and where its card goes.")
+    teams: dict[str, Team] = Field(description="The teams, by id: the namespaces they own, who requests and who approves.")
 
     @field_validator("teams", mode="before")
     @classmethod
