@@ -20,11 +20,11 @@ from slack_sdk import WebClient
 
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import make_web_client, slack_call
-from bot.cli import SettingsProblem, check_database, load_cluster
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError
 from bot.settings import Settings, SettingsError, load_settings
+from bot.startup_checks import SettingsProblem, check_database, load_cluster
 
 
 def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> int:

@@ -8,6 +8,7 @@ module (``bot.bootstrap``) and the entry points import everything. Imports under
 from __future__ import annotations
 
 import ast
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -43,6 +44,60 @@ def offending(paths: list[Path], *prefixes: str, type_only_too: bool = False) ->
         if bad:
             result[str(path.relative_to(ROOT))] = bad
     return result
+
+
+def module_graph(package: Path) -> dict[str, set[str]]:
+    """Each module of ``package`` (a folder under ROOT) and the modules of that package it imports,
+    type-only imports included (a circle of types is a circle of ideas too)."""
+    modules: dict[str, Path] = {}
+    for path in package.rglob("*.py"):
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    graph = {}
+    for name, path in modules.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                imported.add(node.module)
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {m for m in imported if m in modules and m != name}
+    return graph
+
+
+def import_circle(package: Path) -> list[str]:
+    """One circle of imports among the modules of ``package`` (the first module repeated at its end), or []."""
+    try:
+        TopologicalSorter(module_graph(package)).prepare()
+    except CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_no_import_circle_anywhere_in_bot() -> None:
+    assert import_circle(ROOT / "bot") == []
+
+
+def test_handlers_import_no_other_handler() -> None:
+    """Shared replies live in ``handlers.replies``; a listener module never reaches into another one."""
+    graph = module_graph(ROOT / "handlers")
+    shared = {"handlers", "handlers.replies", "handlers.outcome"}
+    crossing = {name: sorted(imported - shared) for name, imported in graph.items() if name not in shared and imported - shared}
+    assert crossing == {}
+
+
+def test_the_circle_check_finds_a_circle_through_type_only_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.c import C\n")
+    (package / "c.py").write_text("from pkg.a import something\n")
+    circle = import_circle(package)
+    assert circle[0] == circle[-1] and set(circle) == {"pkg.a", "pkg.b", "pkg.c"}
+    (package / "c.py").write_text("import json\n")
+    assert import_circle(package) == []
 
 
 def test_handlers_and_jobs_never_import_the_wiring_module() -> None:
