@@ -71,11 +71,11 @@ def load_cluster(
     kubeconfig: Path | None, *, setting: str = "KUBECONFIG", timeout: tuple[float, float] = (5.0, 20.0)
 ) -> KubernetesCluster:
     """The cluster client, or SettingsProblem naming ``setting`` when the configuration is missing or corrupt."""
-    from bot.adapters.kube import KubernetesCluster
+    from bot.bootstrap import connect_cluster
 
     if kubeconfig is not None and not kubeconfig.is_file():
         raise SettingsProblem(f"{setting} {kubeconfig}: no such file")
     try:
-        return KubernetesCluster.from_environment(kubeconfig, timeout=timeout)
+        return connect_cluster(kubeconfig, timeout=timeout)
     except GpuQuotaError as error:
         raise SettingsProblem(f"{setting}: {error}") from None

@@ -100,6 +100,47 @@ def test_the_circle_check_finds_a_circle_through_type_only_imports(tmp_path: Pat
     assert import_circle(package) == []
 
 
+# How adapters are made: ``Class.factory(...)`` and plain constructors.
+ADAPTER_FACTORIES = {("Database", "from_url"), ("KubernetesCluster", "from_environment"), ("PrometheusMetrics", "connect")}
+ADAPTER_CONSTRUCTORS = {
+    "make_web_client",
+    "SlackNotifier",
+    "SlackDirectory",
+    "SlackHomeTabs",
+    "KubernetesCluster",
+    "PrometheusMetrics",
+}
+
+
+def adapters_built(path: Path) -> list[str]:
+    """The adapter factories and constructors ``path`` calls, as ``line: name``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+            if (function.value.id, function.attr) in ADAPTER_FACTORIES:
+                found.append(f"{node.lineno}: {function.value.id}.{function.attr}")
+        elif isinstance(function, ast.Name) and function.id in ADAPTER_CONSTRUCTORS:
+            found.append(f"{node.lineno}: {function.id}")
+    return found
+
+
+def test_adapters_are_built_in_the_bootstrap_only() -> None:
+    """``run``, the shell and the CLIs get their database, cluster, Prometheus and Slack from ``bot.bootstrap``."""
+    paths = [p for folder in ("bot", "handlers", "jobs") for p in sorted((ROOT / folder).rglob("*.py"))]
+    outside = [p for p in paths if p != ROOT / "bot" / "bootstrap.py" and (ROOT / "bot" / "adapters") not in p.parents]
+    built = {str(p.relative_to(ROOT)): adapters_built(p) for p in outside}
+    assert {path: calls for path, calls in built.items() if calls} == {}
+
+
+def test_the_adapter_check_sees_factories_and_constructors(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text("a = Database.from_url(u)\nb = SlackNotifier(client)\nc = Database.something(u)\nd = other(u)\n")
+    assert adapters_built(module) == ["1: Database.from_url", "2: SlackNotifier"]
+
+
 def test_handlers_and_jobs_never_import_the_wiring_module() -> None:
     """Not even for types: the ``Services`` they receive lives with the services."""
     paths = sorted((ROOT / "handlers").glob("*.py")) + sorted((ROOT / "jobs").glob("*.py"))
