@@ -45,7 +45,7 @@ from bench.digest_scale import DAYS, MONTH, STEP, TEAMS, backfilled_prometheus, 
 from bot.adapters.db.database import Database  # noqa: E402
 from bot.adapters.db.models import Base, LedgerDay, LedgerEntry  # noqa: E402
 from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
-from bot.bootstrap import build_services  # noqa: E402
+from bot.bootstrap import SlackPorts, build_services  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
 from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
@@ -78,9 +78,7 @@ def measure(server: PrometheusServer, namespaces: int, *, first: datetime = MONT
         policy=the_policy,
         database=database,
         cluster=FakeCluster(),
-        notifier=FakeNotifier(),
-        home_tabs=FakeHomeTabs(),
-        directory=FakeDirectory(),
+        slack=SlackPorts(notifier=FakeNotifier(), directory=FakeDirectory(), home_tabs=FakeHomeTabs()),
         clock=clock,
         metrics=metrics,
     )

@@ -1,22 +1,32 @@
 """The one place that wires everything: settings, database, cluster, Slack, services, Bolt app.
 
-It builds the ``Services`` container (``bot.services.container``) that handlers and jobs receive;
-they never import this module.
-
-Nothing is built at import time; ``build_services`` and ``build_bolt_app`` are called by the CLI
-(``run``, ``shell``, ``digest``) and by the tests with whatever adapters they need.
+Every adapter is built here (``open_database``, ``connect_cluster``, ``connect_metrics``,
+``slack_client`` and ``slack_ports``), and every service (``build_services``, ``build_digest``,
+``build_ledger``): ``run``, the shell, ``digest``, ``ledger``, ``cost`` and ``check-config`` use these,
+and so do the tests, with whatever adapters they need. It builds the ``Services`` container
+(``bot.services.container``) that handlers and jobs receive; they never import this module.
+Nothing is built at import time.
 """
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from slack_bolt import App
 
 from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
+from bot.adapters.db.migrate import upgrade_if_behind
+from bot.adapters.db.models import Base
+from bot.adapters.kube import KubernetesCluster
+from bot.adapters.prometheus import PrometheusMetrics
+from bot.adapters.slack.home import SlackHomeTabs
+from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.adapters.slack.transport import PooledWebClient, share_connections
-from bot.clock import Clock
+from bot.clock import Clock, SystemClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
 from bot.services.access import Access
@@ -43,6 +53,62 @@ from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
 from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
+from bot.settings import Settings
+
+
+def open_database(url: str, *, migrate: Callable[[str], object] = upgrade_if_behind) -> Database:
+    """The bot's database at ``url``, its schema brought up to date first (``migrate``)."""
+    migrate(url)
+    return Database.from_url(url)
+
+
+def scratch_database() -> Database:
+    """An empty database in memory with the bot's tables (``digest --print`` on the sandbox's figures)."""
+    database = Database.from_url("sqlite://")
+    Base.metadata.create_all(database.engine)
+    return database
+
+
+def connect_cluster(kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0)) -> KubernetesCluster:
+    """The cluster: ``kubeconfig`` (or ``KUBECONFIG``, ``~/.kube/config``), else the in-cluster identity."""
+    return KubernetesCluster.from_environment(kubeconfig, timeout=timeout)
+
+
+def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
+    """Prometheus when PROMETHEUS_URL is set; without it there are no digests, budgets or nudges."""
+    if not settings.prometheus_url:
+        return None
+    basic = None
+    if settings.prometheus_username and settings.prometheus_password:
+        basic = (settings.prometheus_username, settings.prometheus_password.get_secret_value())
+    return PrometheusMetrics.connect(
+        settings.prometheus_url,
+        interval=policy.metrics.sample_interval,
+        idle_threshold=policy.metrics.idle_threshold_percent / 100,
+        bearer_token=settings.prometheus_bearer_token.get_secret_value() if settings.prometheus_bearer_token else None,
+        basic_auth=basic,
+        ca_bundle=settings.prometheus_ca_bundle,
+        timeout=settings.prometheus_timeout_seconds,
+    )
+
+
+def slack_client(token: str | None, *, base_url: str, context: ssl.SSLContext | None = None) -> PooledWebClient:
+    """The bot's Web API client (kept-alive connections, rate limits retried); ``context``: the certificates it trusts."""
+    return make_web_client(token, base_url=base_url, ssl=context)
+
+
+@dataclass(frozen=True)
+class SlackPorts:
+    """What the services say and read through Slack."""
+
+    notifier: Notifier
+    directory: Directory
+    home_tabs: HomePublisher
+
+
+def slack_ports(client: PooledWebClient) -> SlackPorts:
+    """The Slack adapters, all on one client."""
+    return SlackPorts(notifier=SlackNotifier(client), directory=SlackDirectory(client), home_tabs=SlackHomeTabs(client))
 
 
 def build_services(
@@ -50,9 +116,7 @@ def build_services(
     policy: Policy,
     database: Database,
     cluster: QuotaCluster,
-    notifier: Notifier,
-    directory: Directory,
-    home_tabs: HomePublisher,
+    slack: SlackPorts,
     clock: Clock,
     metrics: MetricsSource | None = None,
     workloads: Workloads | None = None,
@@ -64,7 +128,7 @@ def build_services(
     cluster = CapacityCachingCluster(
         cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
     )
-    access = Access(policy, directory)
+    access = Access(policy, slack.directory)
     sync = QuotaSync(
         policy=policy,
         cluster=cluster,
@@ -75,7 +139,7 @@ def build_services(
     )
     # Without a Workloads reader (tests of other things), status and cards show no pods.
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
-    announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock, pods=pods)
+    announcer = Announcer(notifier=slack.notifier, policy=policy, database=database, clock=clock, pods=pods)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
     pricer = Pricer(policy=policy, database=database, cluster=cluster, clock=clock)
     digest = budget = idle = ledger = proposals = None
@@ -83,7 +147,7 @@ def build_services(
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
         spend = SpendReader(policy=policy, metrics=metrics, ledger=ledger)
-        digest = build_digest(
+        digest = _digest(
             policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart, ledger=ledger
         )
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
@@ -127,7 +191,9 @@ def build_services(
             policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock, workloads=workloads, pods=pods
         ),
         reclaims=ReclaimWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
-        home=HomeService(policy=policy, database=database, access=access, queries=queries, publisher=home_tabs, clock=clock),
+        home=HomeService(
+            policy=policy, database=database, access=access, queries=queries, publisher=slack.home_tabs, clock=clock
+        ),
         inbox=EventInbox(database=database, clock=clock),
         shifts=ShiftService(
             policy=policy,
@@ -154,13 +220,31 @@ def build_digest(
     policy: Policy,
     metrics: MetricsSource,
     database: Database,
+    clock: Clock | None = None,
+    notifier: Notifier | None = None,
+) -> DigestService:
+    """The digest service on its own (``digest``), reading finished days from the cost ledger; without a
+    notifier it builds reports (``digest --print``) but cannot post them."""
+    clock = clock or SystemClock()
+    announcer = Announcer(notifier=notifier, policy=policy, database=database, clock=clock) if notifier is not None else None
+    return _digest(policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer)
+
+
+def build_ledger(*, policy: Policy, database: Database, metrics: MetricsSource | None, clock: Clock | None = None) -> Ledger:
+    """The cost ledger on its own (``ledger backfill`` records days from ``metrics``; ``cost export`` only reads)."""
+    return Ledger(policy=policy, metrics=metrics, database=database, clock=clock or SystemClock())
+
+
+def _digest(
+    *,
+    policy: Policy,
+    metrics: MetricsSource,
+    database: Database,
     clock: Clock,
-    announcer: Announcer | None = None,
+    announcer: Announcer | None,
     chart: Callable[..., bytes] = daily_cost_chart,
     ledger: Ledger | None = None,
 ) -> DigestService:
-    """The digest service, reading finished days from the cost ledger; without an announcer it builds
-    reports (``digest --print``) but cannot post them."""
     health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
     ledger = ledger or Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
     return DigestService(

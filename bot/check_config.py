@@ -19,12 +19,13 @@ from typing import Any
 from slack_sdk import WebClient
 
 from bot.adapters.prometheus import PrometheusMetrics
-from bot.adapters.slack.notifier import make_web_client, slack_call
-from bot.cli import SettingsProblem, check_database, load_cluster
+from bot.adapters.slack.notifier import slack_call
+from bot.bootstrap import connect_metrics, slack_client
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError
 from bot.settings import Settings, SettingsError, load_settings
+from bot.startup_checks import SettingsProblem, check_database, load_cluster
 
 
 def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> int:
@@ -90,7 +91,7 @@ def _slack(settings: Settings, policy: Policy, out: Callable[[str], None]) -> li
     if settings.slack_bot_token is None:
         out("skipped the Slack users, groups and channels: SLACK_BOT_TOKEN is not set")
         return []
-    client = make_web_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    client = slack_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
     try:
         slack_call("check SLACK_BOT_TOKEN", client.auth_test)
     except GpuQuotaError as error:
@@ -138,9 +139,7 @@ def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) 
     if not settings.prometheus_url:
         out("skipped Prometheus: PROMETHEUS_URL is not set (no digests, budgets or idle nudges)")
         return []
-    from bot.server import metrics_source
-
-    metrics = metrics_source(settings, policy)
+    metrics = connect_metrics(settings, policy)
     assert metrics is not None
     try:
         present = metrics.series_present(

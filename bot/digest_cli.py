@@ -15,20 +15,15 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade_if_behind
-from bot.adapters.db.models import Base
 from bot.adapters.slack.blocks import report_blocks
-from bot.adapters.slack.notifier import SlackNotifier, make_web_client
-from bot.bootstrap import build_digest
+from bot.bootstrap import build_digest, connect_metrics, open_database, scratch_database, slack_client, slack_ports
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError, UserError
 from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.world import CHANNELS, PEOPLE, sandbox_policy
-from bot.server import metrics_source
-from bot.services.announce import Announcer
-from bot.services.digest import DigestService, NoMetrics
+from bot.services.digest import NoMetrics
 from bot.services.ports import MetricsSource, Report
 from bot.settings import Settings, SettingsError, load_settings
 
@@ -59,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     policy = load_policy(settings.gpu_quota_config) if settings.gpu_quota_config else sandbox_policy()
     clock = SystemClock()
-    metrics: MetricsSource | None = metrics_source(settings, policy)
+    metrics: MetricsSource | None = connect_metrics(settings, policy)
     notes = []
     if metrics is None:
         metrics = HistoryMetrics(sandbox_history(clock.now()), idle_threshold=policy.metrics.idle_threshold_percent / 100)
@@ -83,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
 def _print(
     settings: Settings, policy: Policy, metrics: MetricsSource, day: date, team: str | None, chart_dir: Path, notes: list[str]
 ) -> int:
-    service = _service(policy, metrics, _database(settings, sandbox=settings.gpu_quota_config is None), notifier=None)
+    service = build_digest(
+        policy=policy, metrics=metrics, database=_database(settings, sandbox=settings.gpu_quota_config is None)
+    )
     digest = service.build(day)
     for note in notes:
         print(f"# {note}")
@@ -111,8 +108,10 @@ def _post(settings: Settings, policy: Policy, metrics: MetricsSource, day: date,
     if settings.slack_bot_token is None:
         print("gpu-quota-bot: SLACK_BOT_TOKEN is needed to post", file=sys.stderr)
         return 2
-    client = make_web_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
-    service = _service(policy, metrics, _database(settings, sandbox=False), notifier=SlackNotifier(client))
+    client = slack_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    service = build_digest(
+        policy=policy, metrics=metrics, database=_database(settings, sandbox=False), notifier=slack_ports(client).notifier
+    )
     posted = service.publish(day, teams=[team] if team else None)
     print(f"posted the digests of {day}: {', '.join(posted) or 'nothing new (already posted)'}")
     return 0
@@ -120,14 +119,4 @@ def _post(settings: Settings, policy: Policy, metrics: MetricsSource, day: date,
 
 def _database(settings: Settings, *, sandbox: bool) -> Database:
     """The bot's database (for the grants ending soon and the posted-digest records), or an empty one."""
-    if sandbox:
-        database = Database.from_url("sqlite://")
-        Base.metadata.create_all(database.engine)
-        return database
-    upgrade_if_behind(settings.database_url)
-    return Database.from_url(settings.database_url)
-
-
-def _service(policy: Policy, metrics: MetricsSource, database: Database, *, notifier: SlackNotifier | None) -> DigestService:
-    announcer = Announcer(notifier=notifier, policy=policy, database=database) if notifier is not None else None
-    return build_digest(policy=policy, metrics=metrics, database=database, clock=SystemClock(), announcer=announcer)
+    return scratch_database() if sandbox else open_database(settings.database_url)

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade_if_behind
+from bot.bootstrap import build_ledger, connect_metrics, open_database
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
-from bot.services.ledger import Ledger, day_ranges, export_rows
+from bot.services.ledger import day_ranges, export_rows
 from bot.settings import Settings, SettingsError, load_settings
 
 EXPORT_FIELDS = (
@@ -60,16 +60,14 @@ def run_ledger(args: argparse.Namespace) -> int:
         settings, policy = _setup()
         if not settings.prometheus_url:
             return _fail("ledger backfill needs PROMETHEUS_URL (it records what Prometheus holds)")
-        from bot.server import metrics_source
-
-        metrics = metrics_source(settings, policy)
+        metrics = connect_metrics(settings, policy)
         assert metrics is not None
         clock = SystemClock()
         yesterday = (clock.now().astimezone(policy.schedules.zone) - timedelta(days=1)).date()
         last = min(args.last or yesterday, yesterday)
         if args.first > last:
             return _fail(f"nothing to backfill: --from {args.first} is after {last}, the last finished day")
-        ledger = Ledger(policy=policy, metrics=metrics, database=_database(settings), clock=clock)
+        ledger = build_ledger(policy=policy, metrics=metrics, database=_database(settings), clock=clock)
         days = [args.first + timedelta(days=i) for i in range((last - args.first).days + 1)]
         done = ledger.record(days)
     except _Problem as problem:
@@ -86,7 +84,7 @@ def run_ledger(args: argparse.Namespace) -> int:
 def run_cost(args: argparse.Namespace) -> int:
     try:
         settings, policy = _setup()
-        ledger = Ledger(policy=policy, metrics=None, database=_database(settings), clock=SystemClock())
+        ledger = build_ledger(policy=policy, metrics=None, database=_database(settings))
         rows = export_rows(ledger, args.month, currency=policy.pricing.currency)
     except _Problem as problem:
         return _fail(str(problem))
@@ -121,8 +119,7 @@ def _setup() -> tuple[Settings, Policy]:
 
 
 def _database(settings: Settings) -> Database:
-    upgrade_if_behind(settings.database_url)
-    return Database.from_url(settings.database_url)
+    return open_database(settings.database_url)
 
 
 def _month(text: str) -> date:

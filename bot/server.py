@@ -25,16 +25,20 @@ from sqlalchemy import text
 
 import jobs
 from bot.adapters.db.database import Database
-from bot.adapters.db.migrate import upgrade_if_behind
-from bot.adapters.kube import KubernetesCluster
-from bot.adapters.prometheus import PrometheusMetrics
-from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import WebApp
-from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client, slack_call
+from bot.adapters.slack.notifier import slack_call
 from bot.adapters.slack.socket_mode import SocketModeConnection, bolt_handler
-from bot.bootstrap import build_bolt_app, build_services
+from bot.bootstrap import (
+    build_bolt_app,
+    build_services,
+    connect_cluster,
+    connect_metrics,
+    open_database,
+    slack_client,
+    slack_ports,
+)
 from bot.clock import SystemClock
-from bot.domain.policy import Policy, load_policy
+from bot.domain.policy import load_policy
 from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
 from bot.leadership import LeaderLoop, leadership_for
@@ -64,13 +68,12 @@ def serve() -> int:
     configure_logging(level=settings.log_level, fmt=settings.log_format)
     assert settings.gpu_quota_config is not None and settings.slack_bot_token is not None
     policy = load_policy(settings.gpu_quota_config)
-    upgrade_if_behind(settings.database_url)
-    database = Database.from_url(settings.database_url)
+    database = open_database(settings.database_url)
     try:
-        cluster = KubernetesCluster.from_environment(settings.kubeconfig)
+        cluster = connect_cluster(settings.kubeconfig)
     except GpuQuotaError as error:
         return fail(f"KUBECONFIG / in-cluster config: {error}")
-    client = make_web_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
+    client = slack_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
     try:
         identity = slack_call("check SLACK_BOT_TOKEN", client.auth_test)
     except GpuQuotaError as error:
@@ -84,7 +87,7 @@ def serve() -> int:
         except GpuQuotaError as error:
             return fail(f"SLACK_APP_TOKEN / SLACK_API_URL: {error}")
 
-    metrics = metrics_source(settings, policy)
+    metrics = connect_metrics(settings, policy)
     if metrics is None:
         log.warning("PROMETHEUS_URL is not set: no cost digests, budget warnings or idle-GPU nudges")
     services = build_services(
@@ -92,9 +95,7 @@ def serve() -> int:
         database=database,
         cluster=cluster,
         workloads=cluster,
-        notifier=SlackNotifier(client),
-        directory=SlackDirectory(client),
-        home_tabs=SlackHomeTabs(client),
+        slack=slack_ports(client),
         clock=SystemClock(),
         metrics=metrics,
     )
@@ -159,24 +160,6 @@ def _lead(scheduler: BackgroundScheduler, services: Services) -> None:
         scheduler.add_job(
             jobs.run_job, args=["digest_catch_up", services.digest.run], id="digest_catch_up", replace_existing=True
         )
-
-
-def metrics_source(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
-    """Prometheus when PROMETHEUS_URL is set; without it there are no digests, budgets or nudges."""
-    if not settings.prometheus_url:
-        return None
-    basic = None
-    if settings.prometheus_username and settings.prometheus_password:
-        basic = (settings.prometheus_username, settings.prometheus_password.get_secret_value())
-    return PrometheusMetrics.connect(
-        settings.prometheus_url,
-        interval=policy.metrics.sample_interval,
-        idle_threshold=policy.metrics.idle_threshold_percent / 100,
-        bearer_token=settings.prometheus_bearer_token.get_secret_value() if settings.prometheus_bearer_token else None,
-        basic_auth=basic,
-        ca_bundle=settings.prometheus_ca_bundle,
-        timeout=settings.prometheus_timeout_seconds,
-    )
 
 
 def _serve_http(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]

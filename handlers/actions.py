@@ -20,8 +20,8 @@ from bot.errors import GpuQuotaError
 from bot.executor import BUSY
 from bot.services.ports import ActionKind
 from bot.services.requests import Confirmation
-from handlers.commands import open_extend_form, open_form, open_shift_form, open_view, say
 from handlers.outcome import attempt
+from handlers.replies import open_extend_form, open_request_form, open_shift_form, open_view, reply_privately
 
 if TYPE_CHECKING:
     from bot.executor import TrackingExecutor
@@ -41,7 +41,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
         user = click.user_id
 
         if click.kind == ActionKind.REQUEST_MORE:
-            open_form(services, user, click.prefill(), client, respond, trigger_id=click.trigger_id, channel_id=None)
+            open_request_form(services, user, click.prefill(), client, respond, trigger_id=click.trigger_id, channel_id=None)
             return
         if click.kind == ActionKind.PROPOSE_SHIFT:
             proposal = click.shift_prefill()
@@ -109,7 +109,7 @@ def answerer(services: Services, body: dict[str, Any], respond: Respond) -> Call
         if click_surface(body) == "home":
             services.home.publish(user, notice=text)
         else:
-            say(respond, text)
+            reply_privately(respond, text)
 
     return answer
 

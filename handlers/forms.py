@@ -23,8 +23,8 @@ from bot.domain.durations import parse_duration
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
 from bot.executor import BUSY
-from handlers.commands import submitted_text
 from handlers.outcome import attempt
+from handlers.replies import submitted_text
 
 if TYPE_CHECKING:
     from bot.executor import TrackingExecutor
@@ -50,16 +50,19 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
         title: str,
         progress: str,
         outcome: Callable[[], str],
+        what: str,
         busy_field: str | None,
     ) -> None:
-        """Show ``progress`` in the ack and the outcome later; when busy, keep the form open with a note."""
+        """Show ``progress`` in the ack and the ``outcome`` (or why it failed) later; when busy, keep the form
+        open with a note."""
+        user = str((body.get("user") or {}).get("id", ""))
         busy: Callable[[], object] = (
             (lambda: ack(response_action="errors", errors={busy_field: BUSY}))
             if busy_field
             else (lambda: ack(response_action="update", view=notice_view(title, BUSY)))
         )
         work.hand_off(
-            lambda: show(client, body, notice_view(title, outcome())),
+            lambda: show(client, body, notice_view(title, attempt(outcome, user=user, what=what))),
             ack=lambda: ack(response_action="update", view=notice_view(title, progress)),
             busy_ack=busy,
         )
@@ -77,11 +80,8 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title="GPU quota request",
             progress=SUBMITTING,
-            outcome=lambda: attempt(
-                lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
-                user=form.user_id,
-                what="request form",
-            ),
+            outcome=lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
+            what="request form",
             busy_field=ids.REASON_BLOCK,
         )
 
@@ -99,11 +99,8 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title="Shift GPUs",
             progress=SUBMITTING,
-            outcome=lambda: attempt(
-                lambda: submitted_text(services.shifts.submit(requester=form.user_id, draft=draft)),
-                user=form.user_id,
-                what="shift form",
-            ),
+            outcome=lambda: submitted_text(services.shifts.submit(requester=form.user_id, draft=draft)),
+            what="shift form",
             busy_field=ids.REASON_BLOCK,
         )
 
@@ -126,18 +123,15 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title="Extend a grant",
             progress=SUBMITTING,
-            outcome=lambda: attempt(
-                lambda: submitted_text(
-                    services.requests.extend(
-                        requester=form.user_id,
-                        request_id=request_id,
-                        duration=duration,
-                        reason=form.values.get(ids.REASON_BLOCK, ""),
-                    )
-                ),
-                user=form.user_id,
-                what="extend form",
+            outcome=lambda: submitted_text(
+                services.requests.extend(
+                    requester=form.user_id,
+                    request_id=request_id,
+                    duration=duration,
+                    reason=form.values.get(ids.REASON_BLOCK, ""),
+                )
             ),
+            what="extend form",
             busy_field=ids.REASON_BLOCK,
         )
 
@@ -159,11 +153,10 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title="Deny a request",
             progress=":hourglass_flowing_sand: Denying…",
-            outcome=lambda: attempt(
-                lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason),
-                user=form.user_id,
-                what="deny form",
+            outcome=lambda: services.requests.decide(
+                user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason
             ),
+            what="deny form",
             busy_field=ids.REASON_BLOCK,
         )
 
@@ -181,11 +174,8 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title=f"Approve {format_request_id(request_id)}",
             progress=":hourglass_flowing_sand: Recording your approval…",
-            outcome=lambda: attempt(
-                lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
-                user=form.user_id,
-                what=f"approval form of {format_request_id(request_id)}",
-            ),
+            outcome=lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
+            what=f"approval form of {format_request_id(request_id)}",
             busy_field=None,  # the form has no field to show it on
         )
 

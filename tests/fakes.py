@@ -9,10 +9,9 @@ from dataclasses import dataclass, field, replace
 from bot.adapters.slack.mrkdwn import render
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
-from bot.services.cards import RequestCard
-from bot.services.home import HomeView
 from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal, Report
 from bot.services.text import Notice
+from bot.services.views import HomeView, RequestCard
 
 
 class FakeCluster:

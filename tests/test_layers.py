@@ -8,6 +8,7 @@ module (``bot.bootstrap``) and the entry points import everything. Imports under
 from __future__ import annotations
 
 import ast
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -43,6 +44,101 @@ def offending(paths: list[Path], *prefixes: str, type_only_too: bool = False) ->
         if bad:
             result[str(path.relative_to(ROOT))] = bad
     return result
+
+
+def module_graph(package: Path) -> dict[str, set[str]]:
+    """Each module of ``package`` (a folder under ROOT) and the modules of that package it imports,
+    type-only imports included (a circle of types is a circle of ideas too)."""
+    modules: dict[str, Path] = {}
+    for path in package.rglob("*.py"):
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    graph = {}
+    for name, path in modules.items():
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module is not None:
+                imported.add(node.module)
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+        graph[name] = {m for m in imported if m in modules and m != name}
+    return graph
+
+
+def import_circle(package: Path) -> list[str]:
+    """One circle of imports among the modules of ``package`` (the first module repeated at its end), or []."""
+    try:
+        TopologicalSorter(module_graph(package)).prepare()
+    except CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_no_import_circle_anywhere_in_bot() -> None:
+    assert import_circle(ROOT / "bot") == []
+
+
+def test_handlers_import_no_other_handler() -> None:
+    """Shared replies live in ``handlers.replies``; a listener module never reaches into another one."""
+    graph = module_graph(ROOT / "handlers")
+    shared = {"handlers", "handlers.replies", "handlers.outcome"}
+    crossing = {name: sorted(imported - shared) for name, imported in graph.items() if name not in shared and imported - shared}
+    assert crossing == {}
+
+
+def test_the_circle_check_finds_a_circle_through_type_only_imports(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.c import C\n")
+    (package / "c.py").write_text("from pkg.a import something\n")
+    circle = import_circle(package)
+    assert circle[0] == circle[-1] and set(circle) == {"pkg.a", "pkg.b", "pkg.c"}
+    (package / "c.py").write_text("import json\n")
+    assert import_circle(package) == []
+
+
+# How adapters are made: ``Class.factory(...)`` and plain constructors.
+ADAPTER_FACTORIES = {("Database", "from_url"), ("KubernetesCluster", "from_environment"), ("PrometheusMetrics", "connect")}
+ADAPTER_CONSTRUCTORS = {
+    "make_web_client",
+    "SlackNotifier",
+    "SlackDirectory",
+    "SlackHomeTabs",
+    "KubernetesCluster",
+    "PrometheusMetrics",
+}
+
+
+def adapters_built(path: Path) -> list[str]:
+    """The adapter factories and constructors ``path`` calls, as ``line: name``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+            if (function.value.id, function.attr) in ADAPTER_FACTORIES:
+                found.append(f"{node.lineno}: {function.value.id}.{function.attr}")
+        elif isinstance(function, ast.Name) and function.id in ADAPTER_CONSTRUCTORS:
+            found.append(f"{node.lineno}: {function.id}")
+    return found
+
+
+def test_adapters_are_built_in_the_bootstrap_only() -> None:
+    """``run``, the shell and the CLIs get their database, cluster, Prometheus and Slack from ``bot.bootstrap``."""
+    paths = [p for folder in ("bot", "handlers", "jobs") for p in sorted((ROOT / folder).rglob("*.py"))]
+    outside = [p for p in paths if p != ROOT / "bot" / "bootstrap.py" and (ROOT / "bot" / "adapters") not in p.parents]
+    built = {str(p.relative_to(ROOT)): adapters_built(p) for p in outside}
+    assert {path: calls for path, calls in built.items() if calls} == {}
+
+
+def test_the_adapter_check_sees_factories_and_constructors(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text("a = Database.from_url(u)\nb = SlackNotifier(client)\nc = Database.something(u)\nd = other(u)\n")
+    assert adapters_built(module) == ["1: Database.from_url", "2: SlackNotifier"]
 
 
 def test_handlers_and_jobs_never_import_the_wiring_module() -> None:

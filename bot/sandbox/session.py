@@ -14,11 +14,8 @@ from slack_bolt import App, BoltResponse
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
-from bot.adapters.kube import KubernetesCluster
-from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.http import bolt_request
-from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
-from bot.bootstrap import build_bolt_app, build_services
+from bot.bootstrap import build_bolt_app, build_services, connect_cluster, open_database, slack_client, slack_ports
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
@@ -79,18 +76,15 @@ class Sandbox:
             kubeconfig = self.kube.write_kubeconfig(
                 Path(self._tmp.name) / "kubeconfig", certificate_authority=self._tls.cert if self._tls else None
             )
-        upgrade(self._database_url)
-        self.database = Database.from_url(self._database_url)
-        client = make_web_client(BOT_TOKEN, base_url=self.slack.api_url, ssl=self._tls.client_context() if self._tls else None)
-        cluster = KubernetesCluster.from_environment(kubeconfig, timeout=self._kube_timeout)
+        self.database = open_database(self._database_url, migrate=upgrade)
+        client = slack_client(BOT_TOKEN, base_url=self.slack.api_url, context=self._tls.client_context() if self._tls else None)
+        cluster = connect_cluster(kubeconfig, timeout=self._kube_timeout)
         self.services = build_services(
             policy=self.policy,
             database=self.database,
             cluster=cluster,
             workloads=cluster,
-            notifier=SlackNotifier(client),
-            directory=SlackDirectory(client),
-            home_tabs=SlackHomeTabs(client),
+            slack=slack_ports(client),
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),
             retry_delays=self._retry_delays,

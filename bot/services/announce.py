@@ -33,10 +33,11 @@ from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.observability import count_error
-from bot.services.cards import RequestCard, card_for, source_copy
+from bot.services.cards import card_for, source_copy
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
 from bot.services.text import Channel, Notice, say
+from bot.services.views import RequestCard
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow

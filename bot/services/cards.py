@@ -6,84 +6,17 @@ after the apply, when a grant ends) and always tells the whole current story.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import Policy
 from bot.domain.quota import CapacityImpact
+from bot.services.views import RequestCard, ShiftSide
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
-    from bot.services.pods import PodsInView
-
-
-@dataclass(frozen=True)
-class ShiftSide:
-    """The source of a shift: where the GPUs come from, its quota before -> after (as asked, then as made)."""
-
-    namespace: str
-    team_label: str
-    before: int
-    after: int
-    applied: bool  # the source's quota is lowered in the cluster
-    returned: bool  # a temporary shift ended and the source has its GPUs back
-    used: int | None = None  # GPUs in use in the source when it was asked
-    channel_id: str | None = None  # the copy of the card in the source team's channel
-    message_ts: str | None = None
-
-
-@dataclass(frozen=True)
-class RequestCard:
-    request_id: int
-    kind: RequestKind
-    state: RequestState
-    namespace: str
-    team_label: str
-    requester_id: str
-    amount_text: str
-    delta: int
-    hard_before: int
-    used_before: int | None
-    duration: timedelta | None
-    reason: str
-    approvals: tuple[str, ...]
-    approvals_required: int
-    denied_by: str | None
-    auto_approved: bool
-    capacity: CapacityImpact | None
-    cost: float | None
-    cost_basis: str | None
-    currency: str
-    decide_by: datetime
-    grant_ends_at: datetime | None
-    grant_state: GrantState | None
-    extends_id: int | None
-    failure_reason: str | None
-    channel_id: str
-    message_ts: str | None
-    auto_note: str | None = None  # which auto-approval rule allowed it, or what kept it for a person
-    # The before -> after actually applied (recomputed at apply time; may differ from when asked).
-    applied_from: int | None = None
-    applied_to: int | None = None
-    # While pending: the namespace's GPU pods by priority class, read when the card is rendered.
-    pods: PodsInView | None = None
-    shift: ShiftSide | None = None  # a shift's source side (the fields above describe the target)
-    thread_in: str | None = None  # set on the copy of a shift's card: the channel of the card with the thread
-
-    @property
-    def display_id(self) -> str:
-        return format_request_id(self.request_id)
-
-    @property
-    def hard_after(self) -> int:
-        return self.hard_before + self.delta
-
-    @property
-    def permanent(self) -> bool:
-        return self.duration is None
 
 
 def source_copy(card: RequestCard) -> RequestCard | None:

@@ -9,7 +9,6 @@ event about their namespaces or their requests).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from bot.clock import Clock
 from bot.domain.lifecycle import RequestState
@@ -17,28 +16,10 @@ from bot.domain.policy import Policy, Team
 from bot.errors import GpuQuotaError
 from bot.services.access import Access
 from bot.services.ports import HomePublisher, Transactions
-from bot.services.queries import NamespaceStatus, PendingLine, Queries, pending_line
+from bot.services.queries import Queries, pending_line
+from bot.services.views import HomeView, TeamSpendLine
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class TeamSpendLine:
-    team_label: str
-    month: str  # 2026-11
-    spent: float
-    budget: float
-
-
-@dataclass(frozen=True)
-class HomeView:
-    user_id: str
-    currency: str
-    quotas: tuple[NamespaceStatus, ...]
-    spend: tuple[TeamSpendLine, ...]
-    mine: tuple[PendingLine, ...]  # pending requests the person made
-    to_decide: tuple[PendingLine, ...]  # pending requests the person may approve or deny
-    notice: str = ""  # the outcome of what the person just did from the tab
 
 
 class HomeService:

@@ -14,29 +14,17 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from bot.domain.policy import Policy
-from bot.domain.priority import ClassWarning, GpuPod, PodMix, borrowed_class_warnings, pod_mix
+from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.errors import GpuQuotaError
 from bot.services.ports import Workloads
+from bot.services.views import PodsInView
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _CLASSES = "\0priorityclasses"  # the cache key of the PriorityClass list (never a namespace name)
-
-
-@dataclass(frozen=True)
-class PodsInView:
-    """A namespace's GPU pods (name, GPUs, class, phase, start) and their mix by class and, when the policy
-    names classes for borrowed GPUs, what falls outside them; or why the pods could not be read."""
-
-    mix: PodMix
-    pods: tuple[GpuPod, ...] = ()
-    allowed: tuple[str, ...] = ()
-    warnings: tuple[ClassWarning, ...] = ()
-    error: str | None = None
 
 
 class PodView:

@@ -19,8 +19,8 @@ from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot
-from bot.services.cards import RequestCard
 from bot.services.text import Notice
+from bot.services.views import HomeView, RequestCard
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import (
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
         RequestRow,
         TeamSpend,
     )
-    from bot.services.home import HomeView
 
 T = TypeVar("T")
 

@@ -3,74 +3,18 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
-from bot.domain.reclaim import over_quota
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
-from bot.services.pods import PodsInView, PodView
+from bot.services.pods import PodView
 from bot.services.ports import QuotaCluster, Transactions
+from bot.services.views import AuditLine, GrantLine, NamespaceStatus, PendingLine
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class GrantLine:
-    request_id: int
-    gpus: int
-    ends_at: datetime
-    state: GrantState
-
-
-@dataclass(frozen=True)
-class PendingLine:
-    request_id: int
-    namespace: str
-    amount_text: str
-    delta: int
-    duration: timedelta | None
-    requester_id: str
-    approvals: int
-    approvals_required: int
-    decide_by: datetime
-    source_namespace: str | None = None  # a shift: where its GPUs come from (``namespace`` is where they go)
-
-
-@dataclass(frozen=True)
-class NamespaceStatus:
-    namespace: str
-    team_label: str
-    quota_name: str
-    hard: int | None  # None: no GPU quota in the cluster (or unreadable: see error)
-    used: int | None
-    base: int | None
-    grants: tuple[GrantLine, ...]
-    pending: tuple[PendingLine, ...]
-    error: str | None = None
-    pods: PodsInView | None = None  # the GPU pods by priority class; None when unknown or not read
-    reclaiming_since: datetime | None = None  # the quota was lowered below usage then; running pods keep their GPUs
-
-    @property
-    def over_quota(self) -> int:
-        """GPUs in use beyond the quota (a lowered quota evicts nothing)."""
-        return over_quota(self.hard, self.used)
-
-
-@dataclass(frozen=True)
-class AuditLine:
-    at: datetime
-    actor: str
-    action: str
-    namespace: str | None
-    request_id: int | None
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-    detail: str
 
 
 class Queries:

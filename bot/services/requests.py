@@ -32,10 +32,10 @@ from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer, Outgoing
-from bot.services.cards import RequestCard
 from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
+from bot.services.views import RequestCard
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow

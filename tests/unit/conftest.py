@@ -7,7 +7,7 @@ import pytest
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base, RequestRow
-from bot.bootstrap import build_services
+from bot.bootstrap import SlackPorts, build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.policy import Policy, parse_policy
@@ -96,9 +96,9 @@ def make_world(raw: dict) -> World:  # type: ignore[type-arg]
         policy=policy,
         database=database,
         cluster=cluster,
-        notifier=notifier,
-        home_tabs=FakeHomeTabs(),
-        directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}),
+        slack=SlackPorts(
+            notifier=notifier, directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}), home_tabs=FakeHomeTabs()
+        ),
         clock=clock,
         retry_delays=(0.5, 1.0),
         sleep=sleeps.append,

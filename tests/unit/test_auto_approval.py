@@ -14,7 +14,7 @@ from sqlalchemy import event
 
 from bot.adapters.db import statements
 from bot.adapters.slack import blocks
-from bot.bootstrap import build_services
+from bot.bootstrap import SlackPorts, build_services
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.policy import AutoApprovalCheck, PolicyError, auto_approval, parse_policy
@@ -233,9 +233,9 @@ def test_a_total_asked_for_on_one_replica_counts_from_what_another_replica_wrote
         policy=world.policy,
         database=world.database,
         cluster=world.cluster,
-        notifier=FakeNotifier(),
-        home_tabs=FakeHomeTabs(),
-        directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}),
+        slack=SlackPorts(
+            notifier=FakeNotifier(), directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}), home_tabs=FakeHomeTabs()
+        ),
         clock=world.clock,
         retry_delays=(0.5, 1.0),
         sleep=world.sleeps.append,

@@ -12,9 +12,8 @@ from bot.domain.commands import GpuAmount, RequestDraft
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
-from bot.services.cards import RequestCard
-from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind, Report, ReportSection
+from bot.services.views import PodsInView, RequestCard
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
 

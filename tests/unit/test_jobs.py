@@ -11,7 +11,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base
 from bot.adapters.slack.mrkdwn import render
-from bot.bootstrap import build_services
+from bot.bootstrap import SlackPorts, build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import Verdict
@@ -91,9 +91,7 @@ def make_jobs(raw: dict, database: Database | None = None, clock: ManualClock | 
         policy=parse_policy(raw),
         database=database,
         cluster=cluster,
-        notifier=notifier,
-        home_tabs=FakeHomeTabs(),
-        directory=FakeDirectory(),
+        slack=SlackPorts(notifier=notifier, directory=FakeDirectory(), home_tabs=FakeHomeTabs()),
         clock=clock,
         metrics=metrics,
         sleep=lambda _: None,

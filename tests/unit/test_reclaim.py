@@ -10,7 +10,7 @@ from bot.adapters.slack.blocks import status_lines
 from bot.adapters.slack.events import ButtonClick
 from bot.domain.reclaim import over_quota, span_text
 from bot.services.ports import ActionKind
-from bot.services.queries import NamespaceStatus
+from bot.services.views import NamespaceStatus
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -33,12 +33,10 @@ from sqlalchemy.orm import sessionmaker
 from sqlalchemy.orm.exc import StaleDataError
 from sqlalchemy.pool import StaticPool
 
+from bot.adapters.db.outbox import OutboxStore
 from bot.adapters.db.repository import Repository
 from bot.errors import LostRace
 from bot.executor import WORKERS
-
-if TYPE_CHECKING:
-    from bot.adapters.db.outbox import OutboxStore
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -156,8 +154,6 @@ class Database:
 
     def outbox(self) -> OutboxStore:
         """The Slack outbox kept in this database."""
-        from bot.adapters.db.outbox import OutboxStore  # it builds on this module
-
         return OutboxStore(self)
 
     def dispose(self) -> None:

@@ -10,22 +10,30 @@ so delivery is at least once in that case only (Slack has no idempotency key for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.engine import CursorResult
 
-from bot.adapters.db.database import Database
 from bot.adapters.db.models import OUTBOX_DEAD, OUTBOX_PENDING, OUTBOX_SENT, OutboxEntry
 from bot.adapters.db.repository import Repository
 from bot.services.ports import Claimed, OutboxHealth
+
+T = TypeVar("T")
+
+
+class RunsTransactions(Protocol):
+    """What the store needs of ``Database``: its units of work, on this adapter's repository."""
+
+    def run(self, work: Callable[[Repository], T], *, attempts: int = ...) -> T: ...
 
 
 class OutboxStore:
     """Implements ``bot.services.ports.Outbox``."""
 
-    def __init__(self, database: Database) -> None:
+    def __init__(self, database: RunsTransactions) -> None:
         self._db = database
 
     def due_streams(self, now: datetime) -> list[str]:

@@ -25,11 +25,9 @@ from bot.domain.commands import clean_text, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
-from bot.services.cards import RequestCard
-from bot.services.pods import PodsInView
 from bot.services.ports import Action, ActionKind, Report
-from bot.services.queries import AuditLine, NamespaceStatus, PendingLine
 from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
+from bot.services.views import AuditLine, NamespaceStatus, PendingLine, PodsInView, RequestCard
 
 Block = dict[str, Any]
 

@@ -22,9 +22,9 @@ from bot.adapters.slack.blocks import (
 )
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.commands import format_request_id
-from bot.services.home import HomeView
 from bot.services.ports import ActionKind
 from bot.services.text import money
+from bot.services.views import HomeView
 
 # Each request waiting for a decision takes two blocks (its line and its buttons); keep room for the rest.
 MAX_DECISIONS_SHOWN = 10

@@ -26,9 +26,9 @@ from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.transport import PooledWebClient
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
-from bot.services.cards import RequestCard
 from bot.services.ports import Action, MessageRef, Report
 from bot.services.text import Notice
+from bot.services.views import RequestCard
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
