@@ -32,6 +32,11 @@ class TemporaryError(GpuQuotaError):
         self.delay = delay
 
 
+class RateLimited(TemporaryError):
+    """The service asked to be called again only after ``delay`` seconds (HTTP 429 with Retry-After):
+    waited exactly that long, never more by a backoff of ours."""
+
+
 class NamespaceNotFound(UserError):
     """The namespace does not exist in the cluster."""
 

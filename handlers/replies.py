@@ -43,6 +43,11 @@ def reply_privately(respond: Respond, answer: str | list[str], *, header: str | 
 def submitted_text(submitted: Any) -> str:
     """What the requester sees right after submitting."""
     where = render(Notice((Channel(submitted.channel_id),)))
+    if submitted.post_waits:
+        return (
+            f":hourglass_flowing_sand: {submitted.display_id} is saved; Slack asked the bot to slow down, so its card "
+            f"appears in {where} in a moment."
+        )
     if submitted.post_error:
         return (
             f":warning: {submitted.display_id} is saved, but Slack would not post it in {where}: {submitted.post_error}. "

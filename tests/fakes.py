@@ -148,6 +148,10 @@ class FakeNotifier:
         self.sent.append(Sent("report", channel_id, report.title, report.actions, report=report))
         return MessageRef(channel_id, f"{next(self._ts)}.000")
 
+    def delete(self, ref: MessageRef) -> None:
+        self._check("delete")
+        self.sent.append(Sent("delete", f"{ref.channel_id}/{ref.ts}"))
+
     def of(self, kind: str) -> list[Sent]:
         return [s for s in self.sent if s.kind == kind]
 

@@ -1,6 +1,6 @@
 """A Slack Web API stand-in that records what the bot sends, for the shell and the tests.
 
-It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``conversations.open``,
+It answers the methods the bot uses (``chat.postMessage``, ``chat.update``, ``chat.delete``, ``conversations.open``,
 ``views.open``/``update``, ``usergroups.users.list``, ``auth.test``, the three-step file upload)
 and ``response_url`` posts, keeps the resulting messages (threads included), and can be told to
 fail a method the way Slack does (``{"ok": false, "error": ...}``, HTTP 429 with Retry-After, HTTP
@@ -31,7 +31,7 @@ class Recorded:
     """One thing the bot made appear in Slack, in order."""
 
     seq: int
-    kind: str  # message | update | response | view_open | view_update | file
+    kind: str  # message | update | delete | response | view_open | view_update | file
     channel: str | None = None
     ts: str | None = None
     thread_ts: str | None = None
@@ -274,6 +274,13 @@ class SlackApiStandIn:
         self.records.append(
             Recorded(seq=next(self._seq), kind="update", channel=key[0], ts=key[1], text=original.text, blocks=original.blocks)
         )
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def _api_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (str(params.get("channel")), str(params.get("ts")))
+        if self.messages.pop(key, None) is None:
+            return {"ok": False, "error": "message_not_found"}
+        self.records.append(Recorded(seq=next(self._seq), kind="delete", channel=key[0], ts=key[1]))
         return {"ok": True, "channel": key[0], "ts": key[1]}
 
     def _api_conversations_open(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ already happened, nor lose what the audit says happened. So every thread reply, 
 channel post and request-message update is first recorded in the outbox (the ``Outbox`` port) and then
 delivered, in order per stream (a request's thread, its message, a person, a channel): at once when
 Slack takes it, otherwise by the reconcile tick (``deliver_pending``). A reply waits while the
-request message has no ``ts`` yet; a 429 waits its ``Retry-After``, a 5xx or timeout backs off; a
+request message has no ``ts`` yet; a 429 waits exactly its ``Retry-After``, a 5xx or timeout backs off; a
 permanent refusal (channel_not_found, ...) is tried ``PERMANENT_TRIES`` times, then marked dead with
 a log line and a counted error. A request-message update renders the request as it is at delivery,
 so only the latest state is ever sent and a decided request loses its buttons once Slack answers.
@@ -17,7 +17,17 @@ it for the reconcile tick. ``thread``/``direct``/``post``/``refresh`` record in 
 own, for what no state change decides.
 
 The request message itself is posted at once (``post_card``): its ``ts`` anchors the thread. A post
-Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty until then).
+Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty until then). One card
+per request, across threads and replicas: only the holder of the request row's post claim posts it
+(a conditional UPDATE takes it: no ``ts`` yet, claim free or lapsed; the creating transaction writes
+the row claimed by its submitter), and a ``ts`` is stored only while none is. A 429 is never slept
+through: its Retry-After becomes the earliest time anyone posts again, and the reconcile posts it then.
+A card posted by a claim that had lapsed meanwhile loses the compare-and-set to the card stored first
+and is deleted. What Slack cannot dedupe: a process killed after Slack accepted the post and before
+the ``ts`` was stored leaves a card nobody knows of; once the claim lapses (``LEASE``) the reconcile
+posts another, and the first stays in the channel with live buttons (a click on it still decides the
+request, whose replies go to the stored card's thread). A shift's copy for the source team has its
+own claim, the same way.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from bot.clock import Clock, SystemClock
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
-from bot.errors import GpuQuotaError, TemporaryError
+from bot.errors import GpuQuotaError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
 from bot.services.pods import PodView
@@ -44,7 +54,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Longer than one Slack call with the SDK's connection retries, so a live deliverer keeps its claim.
+# Longer than one Slack call with the SDK's connection retries (none sleeps on a 429), so a live
+# deliverer or card poster keeps its claim.
 LEASE = timedelta(minutes=2)
 FIRST_BACKOFF = timedelta(seconds=5)
 MAX_BACKOFF = timedelta(minutes=5)
@@ -102,26 +113,38 @@ class Announcer:
             extended_end = grant.ends_at if grant else None
         return card_for(request, self._policy, extended_grant_ends_at=extended_end)
 
-    def post_card(self, request_id: int, *, card: RequestCard | None = None) -> str | None:
-        """Post the request message once and remember where; returns the Slack error on failure.
+    def new_card_claim(self) -> datetime:
+        """The post claim a new request's row is written with: its submitter posts the card right after
+        the commit (``post_card(..., claimed=True)``), and nobody else before this time."""
+        return self._clock.now() + LEASE
 
-        ``card``: the card as the caller's transaction just rendered it (saves reading the row again).
+    def post_card(self, request_id: int, *, card: RequestCard | None = None, claimed: bool = False) -> GpuQuotaError | None:
+        """Post the request message once and remember where; returns Slack's error when it did not take the
+        post (``RateLimited``: the reconcile posts it after the Retry-After); None when it is posted (also
+        when already, or by someone else).
+
+        ``card``: the card as the caller's transaction just rendered it (saves reading the row again);
+        ``claimed``: that transaction wrote the row with the post claim (``new_card_claim``).
         Replies and updates recorded before the ``ts`` was known are delivered right after."""
-        card = self._with_pods(card) if card is not None else self.card(request_id)
-        if card.message_ts is not None:
+        if not claimed and not self._claim(request_id, copy=False):
             return None
+        card = self._with_pods(card) if card is not None else self.card(request_id)
         try:
-            ref = self._notifier.post_request(card)
+            ref = self._post_claimed(card, copy=False)
         except GpuQuotaError as error:
             log.error("could not post %s in %s: %s", card.display_id, card.channel_id, error)
-            return str(error)
+            return error
 
-        def remember(repo: Repository) -> list[str]:
-            repo.set_message_ref(request_id, channel_id=ref.channel_id, ts=ref.ts)
+        def remember(repo: Repository) -> list[str] | None:
+            if not repo.set_message_ref(request_id, channel_id=ref.channel_id, ts=ref.ts):
+                return None
             # Usually nothing waits for a new message: one read says so, instead of a claim per stream.
             return repo.outbox_streams_pending([_card_stream(request_id), _thread_stream(request_id)])
 
         pending = self._db.run(remember)
+        if pending is None:
+            self._withdraw(ref, card.display_id)
+            return None
         self.post_copy(request_id, card=card)
         for stream in pending:
             self._drain(stream)
@@ -130,14 +153,15 @@ class Announcer:
     def post_copy(self, request_id: int, *, card: RequestCard | None = None) -> None:
         """A shift's card also goes to the source team's channel (its thread stays with the first card).
 
-        Slack down (5xx, 429, timeout): left for the reconcile job to post later. A refusal (channel not
-        found, bot not in it): said once in the thread, and the copy is given up (``source_message_ts`` "")."""
+        Slack down (5xx, 429, timeout): left for the reconcile job to post later (a 429: not before its
+        Retry-After). A refusal (channel not found, bot not in it): said once in the thread, and the copy
+        is given up (``source_message_ts`` "")."""
         card = card or self.card(request_id)
         copy = source_copy(card)
-        if copy is None or copy.message_ts is not None:
+        if copy is None or copy.message_ts is not None or not self._claim(request_id, copy=True):
             return
         try:
-            ref = self._notifier.post_request(copy)
+            ref = self._post_claimed(copy, copy=True)
         except TemporaryError as error:
             log.warning("could not post the copy of %s in %s yet: %s", card.display_id, copy.channel_id, error)
             return
@@ -153,13 +177,39 @@ class Announcer:
             out = self.outgoing()
 
             def give_up(repo: Repository) -> None:
-                repo.set_copy_ref(card.request_id, ts="")
-                out.thread(repo, card.request_id, refused)
+                if repo.set_copy_ref(card.request_id, ts=""):  # else another poster's copy is stored
+                    out.thread(repo, card.request_id, refused)
 
             self._db.run(give_up)
             out.deliver()
             return
-        self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=ref.ts))
+        if not self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=ref.ts)):
+            self._withdraw(ref, f"the copy of {card.display_id}")
+
+    def _claim(self, request_id: int, *, copy: bool) -> bool:
+        now = self._clock.now()
+        return self._db.run(lambda repo: repo.claim_post(request_id, copy=copy, now=now, until=now + LEASE))
+
+    def _post_claimed(self, card: RequestCard, *, copy: bool) -> MessageRef:
+        """Post a card whose claim this process holds; when Slack does not take it, the claim ends: nobody
+        posts it before the Retry-After of a 429 (or the wait a 5xx or timeout hints at; the reconcile posts
+        it then), a refusal leaves the next reconcile tick free to try."""
+        try:
+            return self._notifier.post_request(card)
+        except GpuQuotaError as error:
+            wait = timedelta(seconds=error.delay) if isinstance(error, TemporaryError) else timedelta(0)
+            not_before = self._clock.now() + wait
+            self._db.run(lambda repo: repo.release_post(card.request_id, copy=copy, not_before=not_before))
+            raise
+
+    def _withdraw(self, ref: MessageRef, what: str) -> None:
+        """Delete a card this process posted after another poster's was stored (its claim had lapsed)."""
+        log.warning("%s was posted twice (a claim lapsed while Slack answered): deleting %s", what, ref.ts)
+        try:
+            self._notifier.delete(ref)
+        except GpuQuotaError as error:
+            log.error("could not delete the second card of %s (%s in %s): %s", what, ref.ts, ref.channel_id, error)
+            count_error("slack", "undeliverable")
 
     def outgoing(self) -> Outgoing:
         """Messages to record in the caller's transaction and deliver after it commits."""
@@ -225,7 +275,11 @@ class Announcer:
         try:
             delivered = self._send(entry)
         except TemporaryError as error:
-            delay = max(timedelta(seconds=error.delay), min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (attempts - 1)))
+            # A rate limit: exactly the Retry-After Slack asked for; other faults: backed off.
+            backoff = min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (attempts - 1))
+            delay = (
+                timedelta(seconds=error.delay) if isinstance(error, RateLimited) else max(timedelta(seconds=error.delay), backoff)
+            )
             log.warning("Slack did not take outbox entry %d (%s) yet, retrying in %s: %s", entry.id, entry.stream, delay, error)
             self._outbox.retry_later(entry.id, at=now + delay, error=str(error), attempts=attempts)
             return False

@@ -49,8 +49,18 @@ class Repository(Protocol):
 
     def request(self, request_id: int) -> RequestRow | None: ...
 
-    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> None:
-        """Where the request's message is in Slack, written without reading the row (its version bumped)."""
+    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> bool:
+        """Where the request's message is in Slack, written without reading the row (its version bumped) and
+        its post claim ended; False (nothing written) when a message is stored already."""
+        ...
+
+    def claim_post(self, request_id: int, *, copy: bool, now: datetime, until: datetime) -> bool:
+        """Hold the right to post the request's card (``copy``: a shift's copy, once the card is posted)
+        until ``until``; False when it is posted, or claimed (or waiting for Slack) past ``now``."""
+        ...
+
+    def release_post(self, request_id: int, *, copy: bool, not_before: datetime) -> None:
+        """End a post claim that did not post: nobody posts it again before ``not_before``."""
         ...
 
     def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
@@ -80,15 +90,18 @@ class Repository(Protocol):
 
     def pending_past_deadline(self, now: datetime) -> Sequence[RequestRow]: ...
 
-    def unposted_requests(self) -> Sequence[RequestRow]: ...
-
-    def unposted_copies(self, created_before: datetime) -> Sequence[int]:
-        """Pending shifts created before ``created_before`` whose card is posted but whose copy for the
-        source team is not (nor given up)."""
+    def unposted_requests(self, now: datetime) -> Sequence[int]:
+        """Requests without a message in Slack that nobody is posting (nor waiting for Slack) at ``now``."""
         ...
 
-    def set_copy_ref(self, request_id: int, *, ts: str) -> None:
-        """Where the copy of a shift's card is (``""``: refused by Slack, given up)."""
+    def unposted_copies(self, now: datetime) -> Sequence[int]:
+        """Pending shifts whose card is posted but whose copy for the source team is not (nor given up),
+        and that nobody is posting (nor waiting for Slack) at ``now``."""
+        ...
+
+    def set_copy_ref(self, request_id: int, *, ts: str) -> bool:
+        """Where the copy of a shift's card is (``""``: refused by Slack, given up), its claim ended; False
+        (nothing written) when one is stored already."""
         ...
 
     def approved_unleased(self, now: datetime) -> Sequence[RequestRow]: ...
@@ -538,6 +551,10 @@ class Notifier(Protocol):
 
     def publish(self, channel_id: str, report: Report) -> MessageRef:
         """A report (a digest), with its attachment uploaded in the same channel."""
+        ...
+
+    def delete(self, ref: MessageRef) -> None:
+        """Delete a message the bot posted (a card that lost the race to be the request's)."""
         ...
 
 

@@ -192,13 +192,13 @@ class Reconciler:
             report.resumed.append(request_id)
 
     def _repost(self, report: TickReport) -> None:
-        for request_id in self._db.run(lambda repo: [r.id for r in repo.unposted_requests()]):
+        """Cards (and shift copies) Slack did not take, or a crash came before, that nobody is posting; the
+        post claim keeps out one whose post is in flight or whose Retry-After runs (``Announcer.post_card``)."""
+        now = self._clock.now()
+        for request_id in self._db.run(lambda repo: list(repo.unposted_requests(now))):
             if self._announce.post_card(request_id) is None:
                 report.reposted.append(request_id)
-        # The copy of a shift's card that Slack was down for, or a crash came before; not one whose first
-        # post is still in flight (a minute is far longer than one Slack call with its retries).
-        settled = self._clock.now() - timedelta(minutes=1)
-        for request_id in self._db.run(lambda repo: list(repo.unposted_copies(settled))):
+        for request_id in self._db.run(lambda repo: list(repo.unposted_copies(now))):
             self._announce.post_copy(request_id)
 
     def _deliver(self, report: TickReport) -> None:

@@ -27,7 +27,7 @@ from bot.domain.policy import (
     needs_confirmation,
 )
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost, change_problem, desired_gpus
-from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.errors import GpuQuotaError, NamespaceNotFound, RateLimited, UserError
 from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
@@ -58,6 +58,16 @@ class Submitted:
     state: RequestState
     approvals_required: int
     post_error: str | None  # Slack refused the message; the reconcile job posts it later
+    post_waits: bool = False  # Slack asked to wait (429): the reconcile job posts it after the Retry-After
+
+    @classmethod
+    def of(
+        cls, request_id: int, channel_id: str, state: RequestState, approvals_required: int, post: GpuQuotaError | None
+    ) -> Submitted:
+        """The outcome, with what ``Announcer.post_card`` answered for the card."""
+        waits = isinstance(post, RateLimited)
+        error = None if post is None or waits else str(post)
+        return cls(request_id, channel_id, state, approvals_required, error, waits)
 
     @property
     def display_id(self) -> str:
@@ -266,6 +276,7 @@ class RequestService:
                 created_at=now,
                 updated_at=now,
                 decide_by=now + self._policy.defaults.pending_timeout,
+                post_claimed_until=self._announce.new_card_claim(),
             )
             repo.record(
                 at=now,
@@ -296,11 +307,11 @@ class RequestService:
             log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
             if request.auto_note:
                 log.info("%s", request.auto_note)
-            post_error = self._announce.post_card(request.id, card=card)
+            post_error = self._announce.post_card(request.id, card=card, claimed=True)
             state = RequestState(request.state)
             if request.auto_approved:
                 state = self._applier.apply(request.id)  # claimed again: the card was posted since
-        return Submitted(request.id, request.channel_id, state, request.approvals_required, post_error)
+        return Submitted.of(request.id, request.channel_id, state, request.approvals_required, post_error)
 
     def _auto_approval(
         self, repo: Repository, new: _NewRequest, *, now: datetime, over_budget: bool, within_capacity: bool

@@ -108,6 +108,7 @@ class ShiftService:
                 created_at=now,
                 updated_at=now,
                 decide_by=now + self._policy.defaults.pending_timeout,
+                post_claimed_until=self._announce.new_card_claim(),
             )
             repo.record(
                 at=now,
@@ -134,8 +135,8 @@ class ShiftService:
             draft.target,
             requester,
         )
-        post_error = self._announce.post_card(request_id)
-        return Submitted(request_id, channel, RequestState.PENDING, required, post_error)
+        post_error = self._announce.post_card(request_id, claimed=True)
+        return Submitted.of(request_id, channel, RequestState.PENDING, required, post_error)
 
     def _side(self, namespace: str) -> _Side:
         team = self._policy.team_of(namespace)

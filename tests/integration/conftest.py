@@ -79,7 +79,9 @@ class SlackOverHttp:
         return [r.text for r in self.records("response")]
 
     def channel_messages(self, channel: str) -> list[Recorded]:
-        return [r for r in self.records("message") if r.channel == channel and not r.thread_ts]
+        """The messages in ``channel`` (not in threads, not deleted), in order."""
+        shown = self.sandbox.slack.messages
+        return [r for r in self.records("message") if r.channel == channel and not r.thread_ts and (channel, r.ts) in shown]
 
     def request_message(self, channel: str = "C0FRONTIER") -> Recorded:
         messages = self.channel_messages(channel)

@@ -89,3 +89,21 @@ def test_the_reconcile_tick_forgets_sent_entries_after_a_week_and_keeps_waiting_
     health = outbox.health()
     assert "sent" not in health.counts and health.counts["pending"] >= 1
     assert health.oldest_pending_at is not None
+
+
+def test_a_reply_slack_rate_limited_goes_out_once_its_retry_after_is_over(slack: SlackOverHttp, clock: ManualClock) -> None:
+    """Slack asks for 2 s: the reply waits exactly that (no backoff of the bot's own on top)."""
+    slack.command(ALICE, REQUEST)
+    message = slack.request_message("C0FRONTIER")
+    slack.sandbox.slack.fail("chat.postMessage", "ratelimited", status=429, retry_after=2, channel="C0FRONTIER")
+    slack.click(LEE, slack.buttons(message)["Approve"], message)
+    assert slack.thread(message) == []
+
+    clock.advance(timedelta(seconds=1))
+    slack.sandbox.services.reconciler.tick()
+    assert slack.thread(message) == []
+    clock.advance(timedelta(seconds=1))
+    slack.sandbox.services.reconciler.tick()
+    thread = slack.thread(message)
+    assert len(thread) == 2, thread
+    assert thread[0] == ":+1: Approved by <@U0LEE> — 1 of 1." and thread[1].startswith(":white_check_mark: Applied:")

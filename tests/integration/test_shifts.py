@@ -502,7 +502,7 @@ def test_a_copy_slack_was_down_for_is_posted_by_the_reconcile(slack: SlackOverHt
     card = slack.request_message("C0BIZ")
     assert slack.channel_messages("C0FRONTIER") == [] and slack.thread(card) == []  # not refused: nothing to say
     slack.sandbox.services.reconciler.tick()
-    assert slack.channel_messages("C0FRONTIER") == []  # not while its first post may still be in flight
+    assert slack.channel_messages("C0FRONTIER") == []  # not before the wait Slack's 500 hints at (1 s)
     slack.sandbox.clock.advance(timedelta(minutes=2))  # type: ignore[attr-defined]
     slack.sandbox.services.reconciler.tick()
     [copy] = slack.channel_messages("C0FRONTIER")

@@ -144,11 +144,16 @@ def test_slack_refusing_the_post_keeps_the_request(slack: SlackOverHttp) -> None
     assert "GPU quota request GQ-1" in slack.current_text(slack.request_message())
 
 
-def test_rate_limits_are_waited_out(slack: SlackOverHttp) -> None:
-    slack.sandbox.slack.fail("chat.postMessage", "ratelimited", status=429, retry_after=1)
+def test_a_rate_limited_card_is_posted_once_its_retry_after_is_over(slack: SlackOverHttp, clock: ManualClock) -> None:
+    """No worker sleeps through a 429: the requester hears the card is coming, the reconcile posts it."""
+    slack.sandbox.slack.fail("chat.postMessage", "ratelimited", status=429, retry_after=20)
     slack.command(ALICE, REQUEST)
-    assert slack.responses()[-1].startswith(":inbox_tray: GQ-1 submitted")
-    assert len(slack.sandbox.slack.calls_of("chat.postMessage")) >= 2
+    assert slack.responses()[-1].startswith(":hourglass_flowing_sand: GQ-1 is saved; Slack asked the bot to slow down")
+    clock.advance(timedelta(seconds=19))
+    assert slack.sandbox.services.reconciler.tick().reposted == []
+    clock.advance(timedelta(seconds=1))
+    assert slack.sandbox.services.reconciler.tick().reposted == [1]
+    assert len(slack.channel_messages("C0FRONTIER")) == 1
 
 
 def test_reminder_buttons_extend_and_release(slack: SlackOverHttp, clock: ManualClock) -> None:

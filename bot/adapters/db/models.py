@@ -91,6 +91,9 @@ class RequestRow(Base):
     # Where it lives in Slack:
     channel_id: Mapped[str] = mapped_column(String(32))
     message_ts: Mapped[str | None] = mapped_column(String(32))
+    # Nobody posts the card before this time: a poster's claim (its lease) or Slack's Retry-After. Only
+    # the one who holds it posts, and a ts is stored only while none is (bot.services.announce).
+    post_claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # Extensions point at the request whose grant they extend:
     extends_request_id: Mapped[int | None] = mapped_column(ForeignKey("requests.id"))
     failure_reason: Mapped[str | None] = mapped_column(Text)
@@ -110,6 +113,7 @@ class RequestRow(Base):
     source_used: Mapped[int | None] = mapped_column(Integer)  # GPUs in use in the source when asked
     source_channel_id: Mapped[str | None] = mapped_column(String(32))  # the card's copy for the source team
     source_message_ts: Mapped[str | None] = mapped_column(String(32))
+    copy_claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)  # as post_claimed_until, for the copy
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -78,8 +78,33 @@ class Repository:
     def request(self, request_id: int) -> RequestRow | None:
         return self.session.get(RequestRow, request_id, options=[selectinload(RequestRow.decisions)])
 
-    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> None:
-        self.session.execute(statements.SET_MESSAGE_REF, {"request_id": request_id, "new_ts": ts, "new_channel": channel_id})
+    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> bool:
+        values = {"request_id": request_id, "new_ts": ts, "new_channel": channel_id}
+        return _changed(self.session.execute(statements.SET_MESSAGE_REF, values))
+
+    def claim_post(self, request_id: int, *, copy: bool, now: datetime, until: datetime) -> bool:
+        # One conditional UPDATE: of two posters (threads, replicas) the database lets one change the row;
+        # on PostgreSQL the other waits for its commit, reads the row again and finds the claim taken.
+        claimed, posted = _post_columns(copy)
+        unposted = [posted.is_(None)] + (
+            [RequestRow.message_ts.is_not(None), RequestRow.source_channel_id.is_not(None)] if copy else []
+        )
+        result = self.session.execute(
+            update(RequestRow)
+            .where(RequestRow.id == request_id, *unposted, or_(claimed.is_(None), claimed <= now))
+            .values({claimed: until})
+            .execution_options(synchronize_session=False)
+        )
+        return _changed(result)
+
+    def release_post(self, request_id: int, *, copy: bool, not_before: datetime) -> None:
+        claimed, posted = _post_columns(copy)
+        self.session.execute(
+            update(RequestRow)
+            .where(RequestRow.id == request_id, posted.is_(None))
+            .values({claimed: not_before})
+            .execution_options(synchronize_session=False)
+        )
 
     def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
         found = set(self.session.scalars(statements.PENDING_STREAMS, {"streams": list(streams)}))
@@ -138,28 +163,29 @@ class Repository:
         query = select(RequestRow).where(RequestRow.state == RequestState.PENDING, RequestRow.decide_by <= now)
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
-    def unposted_requests(self) -> Sequence[RequestRow]:
+    def unposted_requests(self, now: datetime) -> Sequence[int]:
         """Requests Slack never accepted a message for (it was down, or the channel was wrong)."""
-        query = select(RequestRow).where(RequestRow.message_ts.is_(None)).order_by(RequestRow.id)
-        return self.session.scalars(query).all()
+        query = select(RequestRow.id).where(RequestRow.message_ts.is_(None), _claim_free(RequestRow.post_claimed_until, now))
+        return self.session.scalars(query.order_by(RequestRow.id)).all()
 
-    def unposted_copies(self, created_before: datetime) -> Sequence[int]:
+    def unposted_copies(self, now: datetime) -> Sequence[int]:
         query = select(RequestRow.id).where(
-            RequestRow.created_at < created_before,
             RequestRow.state == RequestState.PENDING,
             RequestRow.message_ts.is_not(None),
             RequestRow.source_channel_id.is_not(None),
             RequestRow.source_message_ts.is_(None),
+            _claim_free(RequestRow.copy_claimed_until, now),
         )
         return self.session.scalars(query.order_by(RequestRow.id)).all()
 
-    def set_copy_ref(self, request_id: int, *, ts: str) -> None:
-        self.session.execute(
+    def set_copy_ref(self, request_id: int, *, ts: str) -> bool:
+        result = self.session.execute(
             update(RequestRow)
-            .where(RequestRow.id == request_id)
-            .values(source_message_ts=ts)
+            .where(RequestRow.id == request_id, RequestRow.source_message_ts.is_(None))
+            .values(source_message_ts=ts, copy_claimed_until=None)
             .execution_options(synchronize_session=False)
         )
+        return _changed(result)
 
     def approved_unleased(self, now: datetime) -> Sequence[RequestRow]:
         """Approved requests no live worker is applying: its lease lapsed (a crash, a lost replica, or
@@ -590,3 +616,19 @@ class Repository:
         """The GPU-hours ``namespace`` had of each model over [first, last]."""
         rows = self.session.execute(statements.LEDGER_MODEL_HOURS, {"namespace": namespace, "first": first, "last": last})
         return {model: float(hours or 0.0) for model, hours in rows}
+
+
+def _post_columns(copy: bool) -> tuple[Any, Any]:
+    """The claim and the ts column of a request's card, or of its copy for a shift's source team."""
+    if copy:
+        return RequestRow.copy_claimed_until, RequestRow.source_message_ts
+    return RequestRow.post_claimed_until, RequestRow.message_ts
+
+
+def _claim_free(column: Any, now: datetime) -> ColumnElement[bool]:
+    return or_(column.is_(None), column <= now)
+
+
+def _changed(result: Any) -> bool:
+    """Whether a conditional UPDATE of one row found it."""
+    return bool(result.rowcount == 1)

@@ -74,11 +74,17 @@ LEDGER_MODEL_HOURS = (
     .group_by(_ledger.model)
 )
 
-# Where a request's message is; the version moves as the ORM's version counter would.
+# Where a request's message is, unless one is stored already (its poster's claim ends); the version moves
+# as the ORM's version counter would.
 SET_MESSAGE_REF = (
     update(cast(Table, RequestRow.__table__))
-    .where(_requests.id == bindparam("request_id"))
-    .values(message_ts=bindparam("new_ts"), channel_id=bindparam("new_channel"), version=_requests.version + 1)
+    .where(_requests.id == bindparam("request_id"), _requests.message_ts.is_(None))
+    .values(
+        message_ts=bindparam("new_ts"),
+        channel_id=bindparam("new_channel"),
+        post_claimed_until=None,
+        version=_requests.version + 1,
+    )
 )
 
 # Which of these outbox streams have entries waiting.

@@ -1,10 +1,12 @@
 """The Slack Web API behind ``Notifier`` and ``Directory``.
 
 ``SlackApiError`` and connection failures become the bot's error kinds here; nothing above this
-module imports ``slack_sdk``. Rate limits of the request message post and of reports are waited out
-by the SDK's ``RateLimitErrorRetryHandler`` (installed by ``make_web_client``). Replies, direct
-messages, posts and message updates come from the outbox, which honours ``Retry-After`` itself: for
-them a 429 surfaces at once as a TemporaryError, so no worker thread sleeps through a rate limit.
+module imports ``slack_sdk``. Rate limits of reports are waited out by the SDK's
+``RateLimitErrorRetryHandler`` (installed by ``make_web_client``). Request messages (cards), replies,
+direct messages, posts and message updates are not: a 429 surfaces at once as ``RateLimited`` with its
+Retry-After, so no worker thread sleeps through a rate limit and the caller decides when to try again
+(the outbox for what it delivers, the post claim for cards: a card post asleep in the SDK while a
+reconcile tick re-posted the card once left two cards).
 Notices are rendered to mrkdwn here (``mrkdwn.render``), at delivery.
 """
 
@@ -24,7 +26,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, R
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.transport import PooledWebClient
-from bot.errors import PermanentError, TemporaryError
+from bot.errors import PermanentError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.ports import Action, MessageRef, Report
 from bot.services.text import Notice
@@ -67,6 +69,8 @@ def slack_call(action: str, call: Callable[[], T]) -> T:
         if code in _TEMPORARY or (error.response is not None and error.response.status_code >= 500):
             count_error("slack", "temporary")
             retry_after = float((error.response.headers or {}).get("Retry-After", 1)) if error.response is not None else 1.0
+            if error.response is not None and error.response.status_code == 429:
+                raise RateLimited(message, delay=retry_after) from None
             raise TemporaryError(message, delay=retry_after) from None
         count_error("slack", "permanent")
         raise PermanentError(message) from None
@@ -79,7 +83,8 @@ def slack_call(action: str, call: Callable[[], T]) -> T:
 class SlackNotifier:
     def __init__(self, client: PooledWebClient) -> None:
         self._client = client
-        # The outbox's client: the same Slack and connections, without the rate-limit retry that would sleep in place.
+        # Cards' and the outbox's client: the same Slack and connections, without the rate-limit retry that
+        # would sleep in place.
         self._outbox = client.with_retries([ConnectionErrorRetryHandler(max_retry_count=2)])
         self._dm_channels: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -87,11 +92,17 @@ class SlackNotifier:
     def post_request(self, card: RequestCard) -> MessageRef:
         response = slack_call(
             f"post {card.display_id} in <#{card.channel_id}>",
-            lambda: self._client.chat_postMessage(
+            lambda: self._outbox.chat_postMessage(
                 channel=card.channel_id, text=request_fallback_text(card), blocks=request_message(card)
             ),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
+
+    def delete(self, ref: MessageRef) -> None:
+        slack_call(
+            f"delete the message {ref.ts} in <#{ref.channel_id}>",
+            lambda: self._outbox.chat_delete(channel=ref.channel_id, ts=ref.ts),
+        )
 
     def update_request(self, card: RequestCard) -> None:
         ts = card.message_ts
