@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import timedelta
 
@@ -147,6 +148,23 @@ def test_unknown_and_missing_namespaces(slack: SlackOverHttp) -> None:
     slack.sandbox.kube.delete_namespace("biz-model-serving")
     slack.command(BOB, "request biz-model-serving +1 for 1d x")
     assert "does not exist in the cluster" in slack.responses()[-1]
+
+
+def test_the_bot_reads_no_namespace_the_policy_does_not_name(slack: SlackOverHttp) -> None:
+    """The chart grants ``namespaces get`` for the policy's names only (the stand-in enforces no RBAC:
+    its request log is what an API server would authorise)."""
+    slack.command(ALICE, "request nonexistent +1 for 1d x")
+    slack.command(ALICE, "request kube-system +1 for 1d x")
+    slack.sandbox.kube.delete_namespace("biz-model-serving")
+    slack.command(BOB, "request biz-model-serving +1 for 1d x")
+    slack.command(ALICE, REQUEST)
+    slack.click(LEE, slack.buttons(slack.request_message())["Approve"], slack.request_message())
+    slack.command(ALICE, "status")
+    slack.sandbox.services.reconciler.tick()
+    assert "does not exist in the cluster" in slack.responses()[2]  # the namespace was read, by name
+    reads = [path for method, path, _, _ in slack.sandbox.kube.log if re.fullmatch(r"/api/v1/namespaces(/[^/]+)?", path)]
+    assert reads and set(reads) <= {"/api/v1/namespaces/ai-frontier-research", "/api/v1/namespaces/biz-model-serving"}
+    assert all(method != "GET" or path != "/api/v1/namespaces" for method, path, _, _ in slack.sandbox.kube.log)
 
 
 def test_incomplete_command_opens_the_prefilled_form(slack: SlackOverHttp) -> None:
