@@ -1,7 +1,8 @@
 """Buttons: Approve (one click, or a confirmation form for permanent and large changes) and Deny (a
-form asking why) on the request message and the App Home tab, Retry in its thread, Extend / Release
-in reminders, Snooze and Release on idle-GPU nudges, Request more on quota-blocked workload alerts,
-Propose shift on a proposal (opens the shift form prefilled; nothing is submitted by the click)."""
+form asking why; both refuse at the click whoever may not decide) on the request message and the App
+Home tab, Retry in its thread, Extend / Release in reminders, Snooze and Release on idle-GPU nudges,
+Request more on quota-blocked workload alerts, Propose shift on a proposal (opens the shift form
+prefilled; nothing is submitted by the click)."""
 
 from __future__ import annotations
 
@@ -70,6 +71,15 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             open_extend_form(client, respond, click.trigger_id, request_id)
             return
         if click.kind == ActionKind.DENY:
+            # As Approve does: whom the form's submission would refuse is refused at the click.
+            refused = attempt(
+                lambda: services.requests.check_deniable(user=user, request_id=request_id),
+                user=user,
+                what=f"deny on GQ-{request_id}",
+            )
+            if refused is not None:
+                answer(refused)
+                return
             open_view(
                 client,
                 answer,

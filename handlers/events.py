@@ -91,7 +91,15 @@ def decide_in_thread(
     """The same rules as a click; a refusal is answered in the thread, to the person who typed."""
     verdict = Verdict.APPROVE if decision.approve else Verdict.DENY
     if verdict == Verdict.DENY and not decision.reason:
-        # As the Deny button's form does: the requester should learn why.
+        # As the Deny button does: refused first (nobody is asked for a reason for nothing), then asked why.
+        refused = attempt(
+            lambda: services.requests.check_deniable(user=reply.user_id, request_id=request_id),
+            user=reply.user_id,
+            what=f"typed deny on GQ-{request_id}",
+        )
+        if refused is not None:
+            answer_in_thread(client, reply, f"<@{reply.user_id}> {refused}")
+            return
         log.info("typed deny on GQ-%s by %s without a reason; nothing decided", request_id, reply.user_id)
         answer_in_thread(
             client,

@@ -398,25 +398,39 @@ class RequestService:
                 return confirmation
             return self._decide(user, request_id, Verdict.APPROVE, reason.strip(), loaded=request)
 
-    def _confirmation(self, user: str, request: RequestRow) -> Confirmation | None:
-        request_id = request.id
-        team = self._policy.teams.get(request.team)
+    def check_deniable(self, *, user: str, request_id: int) -> None:
+        """Refuse at the Deny click whom submitting the deny form would refuse, so nobody types a reason
+        for nothing; ``decide`` checks again when the form is submitted (the right may be gone by then)."""
+        with request_context(format_request_id(request_id)):
+            request = self._load(request_id)
+            self._check_decider(user, request, Verdict.DENY)
+            check_first_decision(request, user)
+
+    def _check_decider(self, user: str, request: RequestRow, verdict: Verdict) -> None:
+        """A UserError unless ``user`` may decide ``request`` now: still pending, not their own, and a
+        decider of its team (of both teams' side, for a shift)."""
         if request.state != RequestState.PENDING:
             raise Refusal(already_decided(request))
         if request.requester_id == user:
-            raise UserError(f"You cannot approve your own request {format_request_id(request_id)}.")
+            raise UserError(own_request(request.id, verdict))
         if request.kind == RequestKind.SHIFT:
-            self._check_shift_decider(user, request, Verdict.APPROVE)
-            return None  # the card already shows both sides against the quotas as asked
+            self._check_shift_decider(user, request, verdict)
+            return
+        team = self._policy.teams.get(request.team)
         if team is None or not self._access.may_decide(user, team):
             raise UserError(
-                f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
+                f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request.id)}."
             )
+
+    def _confirmation(self, user: str, request: RequestRow) -> Confirmation | None:
+        request_id = request.id
+        self._check_decider(user, request, Verdict.APPROVE)
+        if request.kind == RequestKind.SHIFT:
+            return None  # the card already shows both sides against the quotas as asked
+        team = self._policy.teams[request.team]  # a request of a team the policy lost was refused above
         if not needs_confirmation(team, delta=request.delta, permanent=request.permanent):
             return None
-        earlier = next((d for d in request.decisions if d.user_id == user), None)
-        if earlier is not None:
-            raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+        check_first_decision(request, user)
         try:
             snapshot = self._cluster.read_quota(request.namespace, self._policy.quota_name(request.namespace))
         except GpuQuotaError as error:
@@ -457,14 +471,7 @@ class RequestService:
     def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str, *, loaded: RequestRow | None = None) -> str:
         """``loaded``: the request as the caller just read it (its checks are repeated in the transaction)."""
         request = loaded or self._load(request_id)
-        team = self._policy.teams.get(request.team)
-        if request.state == RequestState.PENDING and request.requester_id != user and request.kind == RequestKind.SHIFT:
-            self._check_shift_decider(user, request, verdict)
-        elif request.state == RequestState.PENDING and request.requester_id != user:
-            if team is None or not self._access.may_decide(user, team):
-                raise UserError(
-                    f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request_id)}."
-                )
+        self._check_decider(user, request, verdict)
         # Read only when this approval may complete the request: its limits are checked against now.
         completes = verdict == Verdict.APPROVE and len(request.approvals) + 1 >= request.approvals_required
         # A shift's limit that can break by now is the source's: it must still hold the GPUs it gives.
@@ -476,12 +483,8 @@ class RequestService:
             now = self._clock.now()
             row = pending(repo, request_id)
             if row.requester_id == user:
-                raise UserError(
-                    f"You cannot {verdict} your own request {format_request_id(request_id)}; `cancel` it instead if you no longer need it."
-                )
-            earlier = next((d for d in row.decisions if d.user_id == user), None)
-            if earlier is not None:
-                raise UserError(f"You already {earlier.verdict}d {format_request_id(request_id)}.")
+                raise UserError(own_request(request_id, verdict))
+            check_first_decision(row, user)
             if row.kind == RequestKind.SHIFT:
                 # Again on the approvals as they are now: another approval may have landed since the check above.
                 self._check_shift_decider(user, row, verdict, fresh=False)
@@ -699,6 +702,19 @@ def delta_now(request: RequestRow, current: int) -> int:
     if request.kind != RequestKind.CHANGE:
         return request.delta
     return GpuAmount.parse(request.amount_text).delta_from(current)
+
+
+def own_request(request_id: int, verdict: Verdict) -> str:
+    """Why a requester cannot decide their own request."""
+    instead = "; `cancel` it instead if you no longer need it." if verdict == Verdict.DENY else "."
+    return f"You cannot {verdict} your own request {format_request_id(request_id)}{instead}"
+
+
+def check_first_decision(request: RequestRow, user: str) -> None:
+    """A UserError when ``user`` already approved or denied ``request``: one decision per person."""
+    earlier = next((d for d in request.decisions if d.user_id == user), None)
+    if earlier is not None:
+        raise UserError(f"You already {earlier.verdict}d {format_request_id(request.id)}.")
 
 
 def already_decided(request: RequestRow) -> Notice:

@@ -323,3 +323,79 @@ def test_the_base_image_is_pinned_by_tag_and_digest() -> None:
     pinned = re.search(r"^ARG PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}$", dockerfile, flags=re.MULTILINE)
     assert pinned, "the base image needs its tag and its digest"
     assert re.findall(r"^FROM (\S+)", dockerfile, flags=re.MULTILINE) == ["${PYTHON_IMAGE}", "${PYTHON_IMAGE}"]
+
+
+# Merged into values.yaml's example policy: its two teams now name these namespaces (a list replaces a list).
+TWO_NAMESPACES = {
+    "policy": {
+        "teams": {
+            "frontier": {"namespaces": ["research-a"]},
+            "business": {"namespaces": [{"name": "serving-b", "quota_name": "gpu"}]},
+        },
+    }
+}
+
+
+def namespace_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        rule for o in objects if o["kind"] in ("ClusterRole", "Role") for rule in o["rules"] if "namespaces" in rule["resources"]
+    ]
+
+
+@pytest.mark.helm
+@pytest.mark.parametrize("sets", [[], ["rbac.clusterWideWrites=true"]], ids=["roles", "cluster-wide-writes"])
+def test_namespaces_are_read_by_name_the_policys_only(tmp_path: Path, sets: list[str]) -> None:
+    values = tmp_path / "values.yaml"
+    values.write_text(yaml.safe_dump(TWO_NAMESPACES))
+    args = [helm(), "template", "gpu", str(CHART), "--namespace", "gpu-system", "-f", str(values)]
+    result = subprocess.run(args + [a for s in sets for a in ("--set", s)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    objects = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+    policy = yaml.safe_load(of(objects, "ConfigMap")[0]["data"]["policy.yaml"])
+    assert {name: team["namespaces"] for name, team in policy["teams"].items()} == {
+        name: team["namespaces"] for name, team in TWO_NAMESPACES["policy"]["teams"].items()
+    }
+    # One rule, by name: no get of every namespace (an empty or missing resourceNames would be that).
+    assert namespace_rules(objects) == [
+        {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["research-a", "serving-b"], "verbs": ["get"]}
+    ]
+
+
+@pytest.mark.helm
+def test_an_existing_policy_configmap_reads_its_managed_namespaces_by_name() -> None:
+    assert namespace_rules(render(*EXISTING)) == [
+        {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["research-a", "serving-b"], "verbs": ["get"]}
+    ]
+
+
+def test_the_code_reads_namespaces_one_by_name_and_never_lists_them() -> None:
+    """What the by-name grant rests on (a grep of the client calls; no RBAC-enforcing API server here):
+    a ``list``/``watch`` cannot be limited by resourceNames. The only namespace read is ``read_namespace``
+    (GET /api/v1/namespaces/{name}), made by ``namespace_exists`` alone: from ``_require_namespace``
+    (a quota the bot reads or writes was not found) and from ``check-config`` for the policy's namespaces."""
+    source = (ROOT / "bot" / "adapters" / "kube.py").read_text()
+    paths = set(re.findall(r'"(/api[^"]*)"', source))
+    assert {p for p in paths if re.fullmatch(r"/api/v1/namespaces(/\{\w+\})?", p)} == {"/api/v1/namespaces/{name}"}
+    assert len(re.findall(r"\bread_namespace\(", source)) == 2  # KubeCalls' method and its one call
+    assert len(re.findall(r"\bnamespace_exists\(", source)) == 2  # its definition and _require_namespace
+    assert "watch" not in source.lower()
+    callers = [
+        line.strip()
+        for package in ("bot", "handlers", "jobs")
+        for path in (ROOT / package).rglob("*.py")
+        if path.name != "kube.py"
+        for line in path.read_text().splitlines()
+        if "namespace_exists(" in line
+    ]
+    assert callers == ["missing = [ns for ns in policy.managed_namespaces() if not cluster.namespace_exists(ns)]"]
+
+
+def test_the_deployment_docs_name_every_rules_file_for_a_prometheus_without_the_operator() -> None:
+    """The PrometheusRule carries alert and recording rules; a plain Prometheus needs each file it reads."""
+    template = (CHART / "templates" / "prometheusrule.yaml").read_text()
+    files = re.findall(r'\.Files\.Get "files/([^"]+)"', template)
+    assert sorted(files) == ["alert-rules.yaml", "recording-rules.yaml"]
+    readme = re.sub(r"\s+", " ", (ROOT / "docs" / "deployment.md").read_text())
+    at = readme.lower().index("prometheus without the operator")
+    advice = readme[max(at - 200, 0) : at + 300]  # the sentence around it, either side
+    assert [name for name in files if name not in advice] == [], advice

@@ -306,6 +306,14 @@ def test_the_source_teams_approver_denies_from_its_copy_and_both_cards_say_so(sl
     assert (hard(slack, FRONTIER), hard(slack, BUSINESS)) == ("4", "16") and quota_writes_in_order(slack) == []
 
 
+def test_someone_of_neither_team_pressing_deny_on_a_shift_gets_no_form(slack: SlackOverHttp) -> None:
+    slack.command(BOB, f"{SHIFT} permanent strategy")
+    copy = slack.request_message("C0FRONTIER")
+    slack.click(ALICE, slack.buttons(copy)["Deny"], copy)  # a frontier member, not an approver of either team
+    assert "You are not an approver of Frontier research or Model serving" in slack.responses()[-1]
+    assert slack.sandbox.slack.calls_of("views.open") == []
+
+
 def test_the_shift_card_shows_what_keeps_running_in_the_source(slack: SlackOverHttp) -> None:
     kube = slack.sandbox.kube
     assert kube is not None

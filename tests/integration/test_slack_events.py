@@ -62,6 +62,17 @@ def test_the_rules_of_a_click_apply_to_a_typed_decision(slack: SlackOverHttp) ->
     assert quota(slack) == "4"
 
 
+def test_a_typed_deny_without_a_reason_from_someone_who_may_not_deny_is_refused_not_asked_why(slack: SlackOverHttp) -> None:
+    slack.command(ALICE, REQUEST)
+    reply(slack, BOB, "deny")
+    reply(slack, LEE, "deny")
+    thread = slack.thread(slack.request_message())
+    assert thread == [
+        "<@U0BOB> :no_entry_sign: You are not an approver for Frontier research, so you cannot decide GQ-1.",
+        "<@U0LEE> :no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided.",
+    ]
+
+
 def test_ordinary_replies_and_the_bots_own_messages_are_left_alone(slack: SlackOverHttp) -> None:
     slack.command(ALICE, REQUEST)
     message = slack.request_message()

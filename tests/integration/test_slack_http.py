@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import timedelta
 
@@ -88,6 +89,42 @@ def test_people_who_may_not_decide_are_told_why(slack: SlackOverHttp) -> None:
     assert ":no_entry: Denied by <@U0LEE>. Reason: the corpus is not ready" in slack.thread(message)
 
 
+def test_deny_refuses_at_the_click_those_who_may_not_deny(slack: SlackOverHttp) -> None:
+    slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # 2 approvals
+    message = slack.request_message()
+    deny = slack.buttons(message)["Deny"]
+
+    slack.click(BOB, deny, message)  # a stranger: not in Frontier research's approvers
+    assert slack.responses()[-1] == ":no_entry_sign: You are not an approver for Frontier research, so you cannot decide GQ-1."
+    slack.click(PAT, deny, message)  # the requester
+    assert "You cannot deny your own request GQ-1" in slack.responses()[-1]
+    slack.click(LEE, slack.buttons(message)["Approve"], message)
+    slack.submit(LEE, slack.records("view_open")[-1].view, {})
+    opened = len(slack.sandbox.slack.calls_of("views.open"))
+    slack.click(LEE, deny, message)  # approved already: a denial would be refused too
+    assert slack.responses()[-1] == ":no_entry_sign: You already approved GQ-1."
+    assert len(slack.sandbox.slack.calls_of("views.open")) == opened
+
+    slack.click(DANA, deny, message)  # an admin may decide: the form opens
+    assert len(slack.sandbox.slack.calls_of("views.open")) == opened + 1
+    assert slack.records("view_open")[-1].view["callback_id"] == ids.DENY_FORM
+    slack.submit(DANA, slack.records("view_open")[-1].view, {"reason": "not this quarter"})
+    slack.click(BOB, deny, message)  # an old copy, after the decision: Approve's answer
+    assert "already denied by <@U0DANA>" in slack.responses()[-1]
+    assert len(slack.sandbox.slack.calls_of("views.open")) == opened + 1
+
+
+def test_a_stranger_pressing_deny_gets_no_form(slack: SlackOverHttp) -> None:
+    slack.command(ALICE, REQUEST)
+    message = slack.request_message()
+    slack.click(BOB, slack.buttons(message)["Deny"], message)
+    assert "not an approver for Frontier research" in slack.responses()[-1]
+    assert slack.sandbox.slack.calls_of("views.open") == []
+    slack.click(LEE, slack.buttons(message)["Deny"], message)
+    assert len(slack.sandbox.slack.calls_of("views.open")) == 1
+    assert slack.records("view_open")[-1].view["callback_id"] == ids.DENY_FORM
+
+
 def test_double_click_counts_once(slack: SlackOverHttp) -> None:
     slack.command(PAT, "request ai-frontier-research 6 permanent hiring two researchers")  # 2 approvals, each by form
     message = slack.request_message()
@@ -111,6 +148,23 @@ def test_unknown_and_missing_namespaces(slack: SlackOverHttp) -> None:
     slack.sandbox.kube.delete_namespace("biz-model-serving")
     slack.command(BOB, "request biz-model-serving +1 for 1d x")
     assert "does not exist in the cluster" in slack.responses()[-1]
+
+
+def test_the_bot_reads_no_namespace_the_policy_does_not_name(slack: SlackOverHttp) -> None:
+    """The chart grants ``namespaces get`` for the policy's names only (the stand-in enforces no RBAC:
+    its request log is what an API server would authorise)."""
+    slack.command(ALICE, "request nonexistent +1 for 1d x")
+    slack.command(ALICE, "request kube-system +1 for 1d x")
+    slack.sandbox.kube.delete_namespace("biz-model-serving")
+    slack.command(BOB, "request biz-model-serving +1 for 1d x")
+    slack.command(ALICE, REQUEST)
+    slack.click(LEE, slack.buttons(slack.request_message())["Approve"], slack.request_message())
+    slack.command(ALICE, "status")
+    slack.sandbox.services.reconciler.tick()
+    assert "does not exist in the cluster" in slack.responses()[2]  # the namespace was read, by name
+    reads = [path for method, path, _, _ in slack.sandbox.kube.log if re.fullmatch(r"/api/v1/namespaces(/[^/]+)?", path)]
+    assert reads and set(reads) <= {"/api/v1/namespaces/ai-frontier-research", "/api/v1/namespaces/biz-model-serving"}
+    assert all(method != "GET" or path != "/api/v1/namespaces" for method, path, _, _ in slack.sandbox.kube.log)
 
 
 def test_incomplete_command_opens_the_prefilled_form(slack: SlackOverHttp) -> None:
