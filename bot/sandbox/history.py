@@ -269,7 +269,8 @@ def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None 
                         for m in history.steps(max(pod.start, history.start), min(pod.end, history.end), history.dcgm_spacing)
                     ),
                 )
-    family("kube_resourcequota")
+    if history.quotas:
+        family("kube_resourcequota")
     for namespace, hard in sorted(history.quotas.items()):
         for kind in ("hard", "used"):
             labels = {
