@@ -171,6 +171,22 @@ def idle_query(window: int, interval: int, threshold: float) -> str:
     )
 
 
+# The quotas' saturation is a share of the window, read at this resolution whatever the scrape interval:
+# 4,032 points per quota over 14 days (a share to 0.03 %), and the subquery's cost stays that of those
+# points (see ``quota_saturation_query``) when kube-state-metrics is scraped every 15 or 30 s.
+SATURATION_STEP = 300
+
+
+def quota_saturation_query(seconds: int, step: int) -> str:
+    """The share of the window's points at which each namespace's GPU quota was full (kube-state-metrics'
+    used >= a non-zero hard), by namespace. A subquery, since "used >= hard" compares two series point by
+    point; it reads only the two ``kube_resourcequota`` series of each GPU quota (never the pods), so it costs
+    (window / step) x 2 samples per quota: 8,064 a namespace for 14 days."""
+    quota = 'max by (namespace, resourcequota) (kube_resourcequota{resource="requests.nvidia.com/gpu", type="%s"})'
+    full = f"max by (namespace) ({quota % 'used'} >= bool on (namespace, resourcequota) ({quota % 'hard'} > 0))"
+    return f"avg_over_time(({full})[{seconds}s:{step}s])"
+
+
 class PrometheusMetrics:
     """Implements ``MetricsSource``; ``queries`` counts the HTTP queries issued (for the benchmark)."""
 
@@ -288,6 +304,13 @@ class PrometheusMetrics:
         rows = self._instant(query, at=at or datetime.now(timezone.utc))
         found = {metric.get("metric") for metric, value in rows if value > 0}
         return {name: name in found for name in names}
+
+    def quota_saturation(self, start: datetime, end: datetime) -> dict[str, float]:
+        rows = self._instant(
+            quota_saturation_query(int((end - start).total_seconds()), max(self._interval, SATURATION_STEP)),
+            at=end - timedelta(seconds=1),
+        )
+        return {metric.get("namespace", ""): value for metric, value in rows}
 
     # --- queries -----------------------------------------------------------------------------
 

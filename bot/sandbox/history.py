@@ -58,10 +58,17 @@ class History:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     unattached_gpus: int = 0  # GPUs with no pod, as DCGM reports them behind a ServiceMonitor
     dcgm_step: timedelta | None = None  # the DCGM exporter's own sample spacing (default: ``step``)
+    # ``requests.nvidia.com/gpu`` hard of each namespace's quota, exported by kube-state-metrics over the whole
+    # history; its ``used`` is what the pods that have not finished request, Pending ones included.
+    quotas: dict[str, int] = field(default_factory=dict)
 
     @property
     def dcgm_spacing(self) -> timedelta:
         return self.dcgm_step or self.step
+
+    def quota_used(self, namespace: str, moment: datetime) -> int:
+        """GPUs the quota counts as used at ``moment``: admitted pods, running or Pending, until they end."""
+        return sum(pod.gpus for pod in self.pods if pod.namespace == namespace and pod.start <= moment < pod.end)
 
     def steps(self, start: datetime, end: datetime, step: timedelta | None = None) -> Iterator[datetime]:
         """Sample times in [start, end), aligned to ``step`` (default: the kube-state-metrics step)."""
@@ -139,6 +146,15 @@ class HistoryMetrics:
             for namespace, gpus in self.allocated_at(moment).items():
                 peaks[namespace] = max(peaks.get(namespace, 0.0), gpus)
         return peaks
+
+    def quota_saturation(self, start: datetime, end: datetime) -> dict[str, float]:
+        """The share of the samples in [start, end) at which each quota's used reached its (non-zero) hard."""
+        moments = list(self.history.steps(max(start, self.history.start), min(end, self.history.end)))
+        return {
+            ns: sum(1 for m in moments if self.history.quota_used(ns, m) >= hard) / len(moments)
+            for ns, hard in self.history.quotas.items()
+            if hard > 0 and moments
+        }
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
         """Namespaces with a pod running (almost) all of the window, every GPU under ``threshold``."""
@@ -253,6 +269,24 @@ def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None 
                         for m in history.steps(max(pod.start, history.start), min(pod.end, history.end), history.dcgm_spacing)
                     ),
                 )
+    if history.quotas:
+        family("kube_resourcequota")
+    for namespace, hard in sorted(history.quotas.items()):
+        for kind in ("hard", "used"):
+            labels = {
+                "namespace": namespace,
+                "resourcequota": "compute-quota",
+                "resource": "requests.nvidia.com/gpu",
+                "type": kind,
+            }
+            series(
+                "kube_resourcequota",
+                labels,
+                (
+                    (m, hard if kind == "hard" else history.quota_used(namespace, m))
+                    for m in history.steps(history.start, history.end)
+                ),
+            )
     family("kube_namespace_labels")
     for namespace, namespace_labels in sorted(history.namespace_labels.items()):
         labels = {"namespace": namespace, **{f"label_{k}": v for k, v in namespace_labels.items()}}

@@ -473,6 +473,11 @@ class MetricsSource(Protocol):
         """The value of a namespace label (from kube_namespace_labels), per namespace."""
         ...
 
+    def quota_saturation(self, start: datetime, end: datetime) -> dict[str, float]:
+        """The share (0..1) of [start, end) each namespace's GPU quota was full (kube-state-metrics'
+        ``kube_resourcequota`` used >= hard), for the namespaces with such a series (one query)."""
+        ...
+
 
 class ActionKind(StrEnum):
     """Buttons, named by what they do; the Slack adapter maps them to action ids."""

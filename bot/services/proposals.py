@@ -1,10 +1,13 @@
 """Weekly proposed shifts (``schedules.proposals``, off by default): each managed namespace's quota
 against what it really used over the last ``WINDOW_DAYS`` finished days (GPU-hours and utilisation
-from the cost ledger, the peak allocation from Prometheus: the ledger keeps no maxima) and how often
-the quota blocked its workloads (the blocked-workload alerts, counted per day). The proposals
-(``bot.domain.proposals``) go to the admin channel with the numbers behind each and a [Propose shift]
-button. Nothing here changes a quota: a proposal becomes a change only as a shift request, approved
-the usual way.
+from the cost ledger, the peak allocation from Prometheus: the ledger keeps no maxima) and whether the
+quota held it back: how often the quota blocked its workloads (the bot's blocked-workload alerts,
+counted per day) and how long its quota sat full (Prometheus's ``kube_resourcequota``, which holds the
+window's days from before the bot was installed or while it was down). A Prometheus that fails to
+answer the saturation leaves the alerts to decide, and each proposal says which signal it used. The
+proposals (``bot.domain.proposals``) go to the admin channel with the numbers behind each and a
+[Propose shift] button. Nothing here changes a quota: a proposal becomes a change only as a shift
+request, approved the usual way.
 
 One post per week across replicas: the run claims ("*proposals", today) in the digest claims table.
 """
@@ -13,12 +16,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from bot.clock import Clock
 from bot.domain.costs import day_window
 from bot.domain.policy import Policy
-from bot.domain.proposals import NamespaceUse, Proposal, propose
+from bot.domain.proposals import NamespaceUse, Proposal, Signal, propose, signals
+from bot.errors import PermanentError, TemporaryError
 from bot.services.announce import Announcer
 from bot.services.ledger import RECORDED, Ledger
 from bot.services.ports import Action, ActionKind, MetricsSource, QuotaCluster, Repository, Transactions
@@ -35,6 +39,23 @@ class ProposalRun:
     day: date
     proposals: list[Proposal] = field(default_factory=list)
     skipped: str | None = None  # why nothing was posted
+
+
+@dataclass(frozen=True)
+class Measured:
+    """The window as measured: each namespace's use, how many of its days the metrics saw, and whether
+    Prometheus answered for the quotas' saturation."""
+
+    uses: list[NamespaceUse]
+    days: int
+    saturation_read: bool
+
+    def no_signal(self) -> str | None:
+        """Why no namespace can be called short, when neither signal holds anything for the window."""
+        if any(use.blocked for use in self.uses) or any(use.saturation is not None for use in self.uses):
+            return None
+        prometheus = "no kube_resourcequota series in Prometheus" if self.saturation_read else "Prometheus was not read"
+        return f"no sign of a shortage: no quota-blocked alerts in the last {WINDOW_DAYS} days and {prometheus}"
 
 
 class ProposalService:
@@ -67,14 +88,15 @@ class ProposalService:
             return ProposalRun(today, skipped="already posted today")
         out = self._announce.outgoing()
         try:
-            uses, measured = self.measure(today)
+            measured = self.measure(today)
             # A day the metrics did not see would read as GPUs nobody used: no proposal from a partial fortnight.
-            proposals = propose(uses) if measured == WINDOW_DAYS else []
+            proposals = propose(measured.uses) if measured.days == WINDOW_DAYS else []
 
             def post(repo: Repository) -> None:
                 """The proposals recorded with the day marked posted."""
                 for index, proposal in enumerate(proposals, start=1):
-                    out.post(repo, channel, proposal_notice(proposal, index, len(proposals)), actions=[propose_button(proposal)])
+                    notice = proposal_notice(proposal, index, len(proposals), saturation_read=measured.saturation_read)
+                    out.post(repo, channel, notice, actions=[propose_button(proposal)])
                 repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now())
 
             self._db.run(post)
@@ -83,14 +105,19 @@ class ProposalService:
             raise
         out.deliver()
         log.info("proposals: %d shift(s) proposed from %d days of use", len(proposals), WINDOW_DAYS)
-        if measured < WINDOW_DAYS:
-            log.warning("proposals: only %d of the last %d days were measured; nothing proposed", measured, WINDOW_DAYS)
-            return ProposalRun(today, skipped=f"only {measured} of the last {WINDOW_DAYS} days were measured")
-        return ProposalRun(today, proposals, skipped=None if proposals else "no namespace both short and with spare GPUs")
+        if measured.days < WINDOW_DAYS:
+            log.warning("proposals: only %d of the last %d days were measured; nothing proposed", measured.days, WINDOW_DAYS)
+            return ProposalRun(today, skipped=f"only {measured.days} of the last {WINDOW_DAYS} days were measured")
+        if proposals:
+            return ProposalRun(today, proposals)
+        if reason := measured.no_signal():
+            log.info("proposals: %s", reason)
+            return ProposalRun(today, skipped=reason)
+        return ProposalRun(today, skipped="no namespace both short and with spare GPUs")
 
-    def measure(self, today: date) -> tuple[list[NamespaceUse], int]:
+    def measure(self, today: date) -> Measured:
         """Each managed namespace with a GPU quota, over the ``WINDOW_DAYS`` finished days before ``today``,
-        and how many of those days the metrics saw."""
+        how many of those days the metrics saw, and whether Prometheus told the quotas' saturation."""
         zone = self._policy.schedules.zone
         days = [today - timedelta(days=n) for n in range(WINDOW_DAYS, 0, -1)]
         known = self._ledger.status(days)
@@ -106,7 +133,9 @@ class ProposalService:
             allocated[entry.namespace] = allocated.get(entry.namespace, 0.0) + entry.use.allocated_hours
             observed[entry.namespace] = observed.get(entry.namespace, 0.0) + entry.use.observed_hours
             util[entry.namespace] = util.get(entry.namespace, 0.0) + entry.use.util_hours
-        peaks = self._metrics.peak_allocated(day_window(days[0], zone).start, day_window(days[-1], zone).end)
+        start, end = day_window(days[0], zone).start, day_window(days[-1], zone).end
+        peaks = self._metrics.peak_allocated(start, end)
+        saturation = self._saturation(start, end)
         blocked = self._db.run(lambda repo: repo.quota_blocks(days[0], days[-1]))
         managed = self._policy.managed_namespaces()
         quotas = self._cluster.gpu_quota_totals({ns: self._policy.quota_name(ns) for ns in managed})
@@ -120,15 +149,30 @@ class ProposalService:
                 mean=allocated.get(ns, 0.0) / hours_in_window if hours_in_window else 0.0,
                 busy=util[ns] / observed[ns] if observed.get(ns) else None,
                 blocked=blocked.get(ns, 0),
+                saturation=(saturation or {}).get(ns),
             )
             for ns in sorted(managed)
             if ns in quotas  # no quota: unlimited, nothing to give
         ]
-        return uses, len(recorded)
+        return Measured(uses, len(recorded), saturation_read=saturation is not None)
+
+    def _saturation(self, start: datetime, end: datetime) -> dict[str, float] | None:
+        """The quotas' saturation from Prometheus; None when it could not answer (the alerts alone then decide:
+        the subquery over the fortnight is the run's costliest query, the one a loaded Prometheus refuses)."""
+        try:
+            return self._metrics.quota_saturation(start, end)
+        except (TemporaryError, PermanentError) as error:
+            log.warning(
+                "proposals: Prometheus was not read for the quotas' saturation (%s); "
+                "the bot's alerts alone tell which namespaces are short",
+                error,
+            )
+            return None
 
 
-def proposal_notice(proposal: Proposal, index: int, count: int) -> Notice:
-    """ "Shift 2 GPUs from A to B: A used at most 2 of 4 GPUs (1.5 on average), 31 % busy; B was blocked by quota 17 times." """
+def proposal_notice(proposal: Proposal, index: int, count: int, *, saturation_read: bool = True) -> Notice:
+    """ "Shift 2 GPUs from A to B: A used at most 2 of 4 GPUs (1.5 on average), 31 % busy; B was blocked by quota 17
+    times (the bot's alerts) and at its quota 92 % of the time (Prometheus)." """
     source, target = proposal.source, proposal.target
     busy = f"{source.busy * 100:.0f} % busy" if source.busy is not None else "utilisation not measured"
     return say(
@@ -139,9 +183,21 @@ def proposal_notice(proposal: Proposal, index: int, count: int) -> Notice:
         " to ",
         Strong(target.namespace),
         f". {source.namespace} used at most {source.peak:g} of {gpus(source.quota)} ({source.mean:.1f} on average), {busy}; "
-        f"{target.namespace} was blocked by quota {target.blocked} time{'s' if target.blocked != 1 else ''}. "
+        f"{target.namespace} was {shortage(target, saturation_read=saturation_read)}. "
         "Nothing changes unless a shift is requested and approved.",
     )
+
+
+def shortage(target: NamespaceUse, *, saturation_read: bool) -> str:
+    """What showed the target short, each figure with its signal; says when Prometheus was not read."""
+    found = signals(target)
+    said = []
+    if Signal.ALERTS in found:
+        unread = "" if saturation_read else "; Prometheus was not read"
+        said.append(f"blocked by quota {target.blocked} time{'s' if target.blocked != 1 else ''} (the bot's alerts{unread})")
+    if Signal.SATURATION in found and target.saturation is not None:
+        said.append(f"at its quota {target.saturation * 100:.0f} % of the time (Prometheus)")
+    return " and ".join(said)
 
 
 def propose_button(proposal: Proposal) -> Action:
