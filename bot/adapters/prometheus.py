@@ -6,10 +6,17 @@ days; the number of queries depends on the calendar (weeks, DST days), never on 
 GPU-hours are sums of samples times the sample spacing, never ``avg_over_time * 24`` (wrong for
 pods that lived part of the day). Sums run over raw range vectors, so Prometheus reads each sample
 once; a subquery with a fixed resolution would re-evaluate the pod join at every point and costs
-minutes on a large cluster (see bench/digest_scale.py). The spacing of each exporter is read from
-Prometheus for each day (from the samples one series of kube-state-metrics, and of DCGM, holds over
-the day's last hours, see ``spacing_query``), so the two exporters may be scraped at different intervals; the policy's
-``metrics.sample_interval`` is the fallback for a day without such a series.
+minutes on a large cluster (see bench/digest_scale.py).
+
+The spacing of each exporter is measured for each day from the samples themselves, never from a count
+over a fixed length: the median difference between consecutive timestamps within each of its
+``SPACING_SAMPLE_SERIES`` series with the most samples that day (``spacing_query`` names them; one
+instant query per exporter and run reads their raw samples; ``median_spacing``). So the two exporters
+may be scraped at different intervals, and a day whose data starts late, stops early or has a gap is
+measured right. An exporter with samples but no series of at least 4 samples that day
+(``MIN_SPACING_DIFFERENCES``) is counted at the policy's ``metrics.sample_interval``, said in a warning,
+and the ledger keeps no spacing of it for that day (``spacings`` holds measured values only). These reads touch a
+bounded number of series whatever the cluster's size: per run, 1 + 2 queries (3 with the recording rule).
 
 A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
 sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.

@@ -36,6 +36,7 @@ FIRST = (at(2026, 11, 1, 23), at(2026, 11, 3, 20))  # starts at 23:00
 SECOND = (at(2026, 11, 3, 22), at(2026, 11, 5, 5, 7))  # after a 2-hour gap; stops at 05:07
 FEW = (at(2026, 11, 7, 12), at(2026, 11, 7, 12, 3))  # three samples
 NOW = at(2026, 11, 5, 8, 8)
+ODD_MODEL = "NVIDIA H100 (80GB) HBM3+"  # regular-expression characters in a label the raw read must match literally
 GPUS = 3  # GPUs running at every sample of every stretch
 SAMPLE = GPUS * STEP.total_seconds() / 3600  # the GPU-hours of one sample of every pod
 
@@ -61,7 +62,7 @@ def stretch(start: datetime, end: datetime) -> History:
     history = History(step=STEP, start=start, end=end, namespace_labels={"ns-train": {"team": "research"}})
     history.pods += [
         PodRun("ns-train", "train", 2, "node-a", A100, start, end, 0.6, wobble=0.3),
-        PodRun("ns-serve", "serve", 1, "node-b", H100, start, end, 0.02, exported_labels=True),
+        PodRun("ns-serve", "serve", 1, "node-b", ODD_MODEL, start, end, 0.02, exported_labels=True),
     ]
     return history
 
