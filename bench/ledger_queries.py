@@ -48,7 +48,7 @@ def queries() -> list[tuple[str, str, int, datetime]]:
         ("record: allocated", p.allocated_samples_query(DAY), DAY, END_OF_DAY),
         ("record: dcgm (3 measures)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD)), DAY, END_OF_DAY),
         ("record: dcgm (3, idle by rule)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD, with_rule=True)), DAY, END_OF_DAY),
-        ("budget: spacing", p.spacing_query(half, THRESHOLD), half, NOON),
+        ("budget: spacing", p.spacing_query(half, THRESHOLD, rule=False), half, NOON),
         ("budget: allocated", p.allocated_samples_query(half), half, NOON),
         ("budget: dcgm samples", " or ".join(p.dcgm_queries(half, STEP, THRESHOLD, idle=False)), half, NOON),
     ] + [(f"part: {name}", query, DAY, END_OF_DAY) for name, query in parts()]

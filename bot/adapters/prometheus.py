@@ -156,11 +156,11 @@ MIN_SPACING_DIFFERENCES = 3
 EXPORTER_LABEL = "gpu_quota_exporter"
 
 
-def spacing_query(seconds: int, idle_threshold: float) -> str:
-    """The ``SPACING_SAMPLE_SERIES`` series of each exporter (and of the idle recording rule) with the most
-    samples in the window, with their counts (the rule's top count says whether it covers the day); plain
-    range functions: cheap, unlike a subquery over every series."""
-    series = {**SPACING_SERIES, "rule": idle_rule(idle_threshold)}
+def spacing_query(seconds: int, idle_threshold: float, *, rule: bool = True) -> str:
+    """The ``SPACING_SAMPLE_SERIES`` series of each exporter (and, with ``rule``, of the idle recording rule)
+    with the most samples in the window, with their counts (the rule's top count says whether it covers the
+    day); plain range functions: cheap, unlike a subquery over every series."""
+    series = {**SPACING_SERIES, **({"rule": idle_rule(idle_threshold)} if rule else {})}
     return " or ".join(
         f'label_replace(topk({SPACING_SAMPLE_SERIES}, count_over_time({selector}[{seconds}s])), "{EXPORTER_LABEL}", "{name}", "", "")'
         for name, selector in series.items()
@@ -248,7 +248,7 @@ class PrometheusMetrics:
         dcgm_rows: dict[date, list[tuple[dict[str, str], float]]] = {}
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
-            spacing = self._spacing_or_fallback(run)
+            spacing = self._spacing_or_fallback(run, rule=idle)
             # The idle subquery steps at the DCGM spacing; a run whose days differ uses its first day's.
             # The recording rule replaces it when it covers every day of the run.
             step = int(round(spacing[run[0].day]["dcgm"]))
@@ -268,10 +268,10 @@ class PrometheusMetrics:
                 dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
-    def _spacing_or_fallback(self, run: Sequence[Window]) -> dict[date, dict[str, float]]:
+    def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> dict[date, dict[str, float]]:
         """``sample_spacing``, with the configured interval for an exporter it could not measure: said in a
         log line (and the ledger keeps no spacing for it). An exporter without any sample needs none."""
-        spacing, unmeasured = self._measure_spacing(run)
+        spacing, unmeasured = self._measure_spacing(run, rule=rule)
         for day, exporters in unmeasured.items():
             for exporter in exporters:
                 log.warning(
@@ -289,16 +289,19 @@ class PrometheusMetrics:
         """See ``_measure_spacing``."""
         return self._measure_spacing(run)[0]
 
-    def _measure_spacing(self, run: Sequence[Window]) -> tuple[dict[date, dict[str, float]], dict[date, list[str]]]:
+    def _measure_spacing(
+        self, run: Sequence[Window], *, rule: bool = True
+    ) -> tuple[dict[date, dict[str, float]], dict[date, list[str]]]:
         """Each exporter's sample spacing (seconds) on each day of ``run``, measured from the raw samples of its
         few series with the most samples that day: ``spacing_query`` names them (one query), one query per
         exporter reads their samples over the run. An exporter with too few samples to tell is left out;
         "rule" (the idle recording rule) only for a day it covers whole (not the day it was deployed). Second:
-        per day, the exporters left out although they had samples."""
+        per day, the exporters left out although they had samples. ``rule=False``: not the rule's (what only
+        idle hours need): its series are neither counted nor read."""
         seconds = run[0].seconds
         chosen: dict[str, dict[date, list[dict[str, str]]]] = {}
         rule_samples: dict[date, float] = {}
-        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold), run):
+        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold, rule=rule), run):
             exporter = metric.get(EXPORTER_LABEL, "")
             if exporter in SPACING_METRICS:
                 labels = {name: text for name, text in metric.items() if name != EXPORTER_LABEL}
@@ -307,7 +310,8 @@ class PrometheusMetrics:
                 rule_samples[day] = max(rule_samples.get(day, 0.0), value)
         found: dict[date, dict[str, float]] = {w.day: {} for w in run}
         for exporter, per_day in chosen.items():
-            stamps = self._raw_timestamps(SPACING_METRICS[exporter], [s for day in per_day.values() for s in day], run)
+            every_series = [labels for of_day in per_day.values() for labels in of_day]
+            stamps = self._raw_timestamps(SPACING_METRICS[exporter], every_series, run)
             for window in run:
                 end = _eval_time(window).timestamp()
                 series = [
