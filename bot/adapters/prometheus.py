@@ -14,9 +14,10 @@ over a fixed length: the median difference between consecutive timestamps within
 instant query per exporter and run reads their raw samples; ``median_spacing``). So the two exporters
 may be scraped at different intervals, and a day whose data starts late, stops early or has a gap is
 measured right. An exporter with samples but no series of at least 4 samples that day
-(``MIN_SPACING_DIFFERENCES``) is counted at the policy's ``metrics.sample_interval``, said in a warning,
-and the ledger keeps no spacing of it for that day (``spacings`` holds measured values only). These reads touch a
-bounded number of series whatever the cluster's size: per run, 1 + 2 queries (3 with the recording rule).
+(``MIN_SPACING_DIFFERENCES``) is counted at the policy's ``metrics.sample_interval``, said in a
+warning, and the ledger keeps no spacing of it for that day (``spacings`` holds measured values only).
+These reads touch a bounded number of series whatever the cluster's size: per run, 1 + 2 queries
+(3 with the recording rule, which only idle hours need).
 
 A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
 sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.
@@ -144,7 +145,7 @@ def idle_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
 
 SPACING_SERIES = {"ksm": RUNNING, "dcgm": DEV}
 SPACING_METRICS = {"ksm": "kube_pod_status_phase", "dcgm": DEV, "rule": IDLE_RULE}  # their metric names
-EXPORTER_NAMES = {"ksm": "kube-state-metrics", "dcgm": "DCGM", "rule": "idle recording rule"}
+EXPORTER_NAMES = {"ksm": "kube-state-metrics", "dcgm": "DCGM"}
 
 # The spacing of an exporter is the median difference between consecutive samples of its few series
 # with the most samples in the window: a handful of series whatever the cluster's size, and the median
@@ -190,7 +191,7 @@ def _string(value: str) -> str:
 
 
 # Scrape intervals people configure; a measured spacing this close to one of them is that one
-# (a range that holds both ends of a whole-day series counts one sample more than the day has).
+# (scrape jitter moves each timestamp by some milliseconds).
 COMMON_INTERVALS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 600, 900)
 
 
