@@ -2,7 +2,9 @@
 
 Recording 31 October (what the 00:20 ledger job, or a digest that finds the day unrecorded, does) and
 the budget check's read of 31 October until 12:00, query by query, each three times (median printed),
-with the wall-clock load average beside them (the machine is shared).
+with the wall-clock load average beside them (the machine is shared). Last, the whole measurement of
+the sample spacing as the adapter makes it: the spacing query, then one read of the raw samples of
+the series it names per exporter (the queries and the samples those reads return are printed).
 
     BENCH_KEEP=/var/tmp/ledger-bench .venv/bin/python bench/ledger_queries.py 1000-from-29 3000-from-29
 
@@ -16,15 +18,17 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import requests  # noqa: E402
+from prometheus_api_client import PrometheusConnect  # noqa: E402
 
 from bench.digest_scale import settle  # noqa: E402
 from bot.adapters import prometheus as p  # noqa: E402
+from bot.domain.costs import Window  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
 RUNS = 3
@@ -44,7 +48,7 @@ def queries() -> list[tuple[str, str, int, datetime]]:
         ("record: allocated", p.allocated_samples_query(DAY), DAY, END_OF_DAY),
         ("record: dcgm (3 measures)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD)), DAY, END_OF_DAY),
         ("record: dcgm (3, idle by rule)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD, with_rule=True)), DAY, END_OF_DAY),
-        ("budget: spacing", p.spacing_query(half, THRESHOLD), half, NOON),
+        ("budget: spacing", p.spacing_query(half, THRESHOLD, rule=False), half, NOON),
         ("budget: allocated", p.allocated_samples_query(half), half, NOON),
         ("budget: dcgm samples", " or ".join(p.dcgm_queries(half, STEP, THRESHOLD, idle=False)), half, NOON),
     ] + [(f"part: {name}", query, DAY, END_OF_DAY) for name, query in parts()]
@@ -80,6 +84,41 @@ def timed(url: str, query: str, at: datetime) -> tuple[float, int]:
     return elapsed, len(answer.json()["data"]["result"])
 
 
+class CountingSession(requests.Session):
+    """Counts the raw samples the answers hold (a matrix's values)."""
+
+    samples = 0
+
+    def request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        answer = super().request(*args, **kwargs)
+        result = answer.json().get("data", {}).get("result", [])
+        CountingSession.samples += sum(len(series.get("values", [])) for series in result if isinstance(series, dict))
+        return answer
+
+
+def spacing_reads(url: str) -> None:
+    """``PrometheusMetrics.sample_spacing`` of the day recorded and of the budget check's partial day, timed."""
+    day = date(2026, 10, 31)
+    for label, window in (
+        ("record: spacing + raw reads", Window(day, END_OF_DAY - timedelta(days=1), END_OF_DAY)),
+        ("budget: spacing + raw reads", Window(day, END_OF_DAY - timedelta(days=1), NOON)),
+    ):
+        client = PrometheusConnect(url=url, session=CountingSession(), method="POST", timeout=600)
+        metrics = p.PrometheusMetrics(client, interval=timedelta(seconds=STEP), idle_threshold=THRESHOLD, timeout=600)
+        times = []
+        for _ in range(RUNS):
+            CountingSession.samples = 0
+            started = time.perf_counter()
+            found = metrics.sample_spacing([window])[day]
+            times.append(time.perf_counter() - started)
+        queries = metrics.queries // RUNS
+        print(
+            f"  {label:<34} {statistics.median(times):>7.2f} {queries:>3} queries {CountingSession.samples:>7} raw samples"
+            f" {found} {os.getloadavg()[0]:>5.1f}",
+            flush=True,
+        )
+
+
 def main(names: list[str]) -> None:
     keep = Path(os.environ.get("BENCH_KEEP", "/var/tmp/ledger-bench"))
     for name in names:
@@ -94,6 +133,7 @@ def main(names: list[str]) -> None:
                     elapsed, series = timed(server.url, query, at)
                     times.append(elapsed)
                 print(f"  {label:<34} {statistics.median(times):>7.2f} {series:>7} {os.getloadavg()[0]:>5.1f}", flush=True)
+            spacing_reads(server.url)
         finally:
             server.stop()
 

@@ -3,8 +3,9 @@ blocks with promtool before the server starts, then serve on loopback.
 
 Backfilled series carry no staleness markers: a scraped series that vanishes (a pod that ended) is
 marked stale at once, but a backfilled one stays visible for the whole lookback delta after its
-last sample. The server runs with a lookback one minute shorter than the 5-minute sample step,
-which gives backfilled data the same meaning live scraping gives it.
+last sample. The server runs with a lookback one minute shorter than the 5-minute sample step
+(``lookback``: shorter for histories sampled more often), which gives backfilled data the same
+meaning live scraping gives it.
 """
 
 from __future__ import annotations
@@ -65,11 +66,12 @@ class PrometheusServer:
         retention: str = "400d",
         max_block: str | None = None,
         config_text: str = "global:\n  scrape_interval: 1h\n",
+        lookback: str = "4m",
     ) -> PrometheusServer:
         """Serve the blocks; a shorter ``retention`` drops the blocks older than it (counted back from
         the newest sample) when the server opens them. ``max_block`` caps how far the server compacts
         blocks (retention drops whole blocks only). ``config_text`` is its prometheus.yml (scrape jobs,
-        for tests that scrape)."""
+        for tests that scrape). ``lookback``: the query lookback delta, under the history's sample step."""
         config = self.workdir / "prometheus.yml"
         config.write_text(config_text)
         self._process = subprocess.Popen(
@@ -80,7 +82,7 @@ class PrometheusServer:
                 f"--web.listen-address=127.0.0.1:{self.port}",
                 f"--storage.tsdb.retention.time={retention}",
                 "--query.max-samples=500000000",
-                "--query.lookback-delta=4m",
+                f"--query.lookback-delta={lookback}",
                 "--log.level=warn",
                 *([f"--storage.tsdb.max-block-duration={max_block}"] if max_block else []),
             ],

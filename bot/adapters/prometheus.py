@@ -6,10 +6,18 @@ days; the number of queries depends on the calendar (weeks, DST days), never on 
 GPU-hours are sums of samples times the sample spacing, never ``avg_over_time * 24`` (wrong for
 pods that lived part of the day). Sums run over raw range vectors, so Prometheus reads each sample
 once; a subquery with a fixed resolution would re-evaluate the pod join at every point and costs
-minutes on a large cluster (see bench/digest_scale.py). The spacing of each exporter is read from
-Prometheus for each day (from the samples one series of kube-state-metrics, and of DCGM, holds over
-the day's last hours, see ``spacing_query``), so the two exporters may be scraped at different intervals; the policy's
-``metrics.sample_interval`` is the fallback for a day without such a series.
+minutes on a large cluster (see bench/digest_scale.py).
+
+The spacing of each exporter is measured for each day from the samples themselves, never from a count
+over a fixed length: the median difference between consecutive timestamps within each of its
+``SPACING_SAMPLE_SERIES`` series with the most samples that day (``spacing_query`` names them; one
+instant query per exporter and run reads their raw samples; ``median_spacing``). So the two exporters
+may be scraped at different intervals, and a day whose data starts late, stops early or has a gap is
+measured right. An exporter with samples but no series of at least 4 samples that day
+(``MIN_SPACING_DIFFERENCES``) is counted at the policy's ``metrics.sample_interval``, said in a
+warning, and the ledger keeps no spacing of it for that day (``spacings`` holds measured values only).
+These reads touch a bounded number of series whatever the cluster's size: per run, 1 + 2 queries
+(3 with the recording rule, which only idle hours need).
 
 A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
 sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.
@@ -32,13 +40,16 @@ VictoriaMetrics answer the same queries.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import re
+import statistics
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -89,9 +100,12 @@ def peak_allocated_query(seconds: int, step: int) -> str:
     return f"max_over_time(({allocated})[{seconds}s:{step}s])"
 
 
+IDLE_RULE = "gpu_quota:gpu_idle:bool"
+
+
 def idle_rule(idle_threshold: float) -> str:
     """The recording rule's series for this threshold (deploy/helm/gpu-quota-bot/files/recording-rules.yaml)."""
-    return f'gpu_quota:gpu_idle:bool{{threshold="{idle_threshold:g}"}}'
+    return f'{IDLE_RULE}{{threshold="{idle_threshold:g}"}}'
 
 
 def measure_query(name: str, expression: str) -> str:
@@ -130,29 +144,54 @@ def idle_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
 
 
 SPACING_SERIES = {"ksm": RUNNING, "dcgm": DEV}
+SPACING_METRICS = {"ksm": "kube_pod_status_phase", "dcgm": DEV, "rule": IDLE_RULE}  # their metric names
+EXPORTER_NAMES = {"ksm": "kube-state-metrics", "dcgm": "DCGM"}
+
+# The spacing of an exporter is the median difference between consecutive samples of its few series
+# with the most samples in the window: a handful of series whatever the cluster's size, and the median
+# ignores gaps, scrape jitter and a series that starts or stops inside the window.
+SPACING_SAMPLE_SERIES = 3
+# A series with fewer differences than this between consecutive samples tells nothing.
+MIN_SPACING_DIFFERENCES = 3
+# The label the spacing query names each series' exporter with (a name no exporter uses).
+EXPORTER_LABEL = "gpu_quota_exporter"
 
 
-# The spacing is read over the last hours of each window: long enough that one sample more or less
-# (range ends, scrape jitter) stays under 2 % at a 5-minute interval, short enough that a series
-# that began during the day (the first day of data) usually spans it.
-SPACING_WINDOW = 6 * 3600
-
-
-def spacing_query(seconds: int, idle_threshold: float) -> str:
-    """The most samples one series of each exporter (and of the idle recording rule) holds over the last
-    ``SPACING_WINDOW`` of the window, and the rule's over the whole window (whether it covers the day);
-    plain range functions: cheap, unlike a subquery over every series."""
-    span = min(seconds, SPACING_WINDOW)
-    counts = [(name, series, span) for name, series in SPACING_SERIES.items()]
-    counts += [("rule", idle_rule(idle_threshold), span), ("rule_day", idle_rule(idle_threshold), seconds)]
+def spacing_query(seconds: int, idle_threshold: float, *, rule: bool = True) -> str:
+    """The ``SPACING_SAMPLE_SERIES`` series of each exporter (and, with ``rule``, of the idle recording rule)
+    with the most samples in the window, with their counts (the rule's top count says whether it covers the
+    day); plain range functions: cheap, unlike a subquery over every series."""
+    series = {**SPACING_SERIES, **({"rule": idle_rule(idle_threshold)} if rule else {})}
     return " or ".join(
-        f'label_replace(max(count_over_time({series}[{window}s])), "exporter", "{name}", "", "")'
-        for name, series, window in counts
+        f'label_replace(topk({SPACING_SAMPLE_SERIES}, count_over_time({selector}[{seconds}s])), "{EXPORTER_LABEL}", "{name}", "", "")'
+        for name, selector in series.items()
     )
 
 
+def raw_samples_selector(metric: str, series: Sequence[dict[str, str]], seconds: int) -> str:
+    """A range selector over ``seconds`` for the raw samples of ``series`` (label sets of ``metric``), one
+    regular expression per label: it may match a few more series, which the caller drops."""
+    names = sorted({name for labels in series for name in labels})
+    matchers = [f"__name__={_string(metric)}"] + [
+        f"{name}=~{_string('|'.join(sorted({re.escape(labels.get(name, '')) for labels in series})))}" for name in names
+    ]
+    return f"{{{', '.join(matchers)}}}[{seconds}s]"
+
+
+def median_spacing(series: Sequence[Sequence[float]]) -> float | None:
+    """The median difference between consecutive timestamps (seconds) within each series that has at least
+    ``MIN_SPACING_DIFFERENCES`` of them, snapped with ``spacing_of``; None without such a series."""
+    differences = [b - a for stamps in series if len(stamps) > MIN_SPACING_DIFFERENCES for a, b in pairwise(stamps)]
+    return spacing_of(statistics.median(differences)) if differences else None
+
+
+def _string(value: str) -> str:
+    """A PromQL string literal (its escapes are Go's, which JSON's are a subset of)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
 # Scrape intervals people configure; a measured spacing this close to one of them is that one
-# (a range that holds both ends of a whole-day series counts one sample more than the day has).
+# (scrape jitter moves each timestamp by some milliseconds).
 COMMON_INTERVALS = (1, 2, 5, 10, 15, 20, 30, 45, 60, 90, 120, 180, 240, 300, 600, 900)
 
 
@@ -193,7 +232,7 @@ class PrometheusMetrics:
     def __init__(self, client: PrometheusConnect, *, interval: timedelta, idle_threshold: float, timeout: float = 30.0) -> None:
         self._client = client
         self._interval = int(interval.total_seconds())
-        self.spacings: dict[date, dict[str, float]] = {}  # measured per day: {"ksm": s, "dcgm": s}
+        self.spacings: dict[date, dict[str, float]] = {}  # measured per day: {"ksm": s, "dcgm": s}, no guess
         self._idle_threshold = idle_threshold
         self._timeout = timeout
         self.queries = 0
@@ -226,7 +265,7 @@ class PrometheusMetrics:
         dcgm_rows: dict[date, list[tuple[dict[str, str], float]]] = {}
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
-            spacing = self.sample_spacing(run)
+            spacing = self._spacing_or_fallback(run, rule=idle)
             # The idle subquery steps at the DCGM spacing; a run whose days differ uses its first day's.
             # The recording rule replaces it when it covers every day of the run.
             step = int(round(spacing[run[0].day]["dcgm"]))
@@ -246,26 +285,79 @@ class PrometheusMetrics:
                 dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
-    def sample_spacing(self, run: Sequence[Window]) -> dict[date, dict[str, float]]:
-        """Each exporter's sample spacing (seconds) on each day of ``run``, read from Prometheus in one
-        query; the configured interval for an exporter without a series in the day's last hours."""
-        found: dict[date, dict[str, float]] = {w.day: {} for w in run}
-        seconds = run[0].seconds
-        span = min(seconds, SPACING_WINDOW)
-        rule_day: dict[date, float] = {}
-        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold), run):
-            exporter = metric.get("exporter", "")
-            if exporter == "rule_day":
-                rule_day[day] = value
-            elif value >= 2:
-                found[day][exporter] = spacing_of(span / value)
-        for day, per_exporter in found.items():
+    def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> dict[date, dict[str, float]]:
+        """``sample_spacing``, with the configured interval for an exporter it could not measure: said in a
+        log line (and the ledger keeps no spacing for it). An exporter without any sample needs none."""
+        spacing, unmeasured = self._measure_spacing(run, rule=rule)
+        for day, exporters in unmeasured.items():
+            for exporter in exporters:
+                log.warning(
+                    "%s: too few %s samples to measure their spacing; counted at metrics.sample_interval (%ss)",
+                    day.isoformat(),
+                    EXPORTER_NAMES[exporter],
+                    self._interval,
+                )
+        for per_exporter in spacing.values():
             for exporter in SPACING_SERIES:
                 per_exporter.setdefault(exporter, float(self._interval))
-            # The rule counts only for a day it covers whole (not the day it was deployed).
-            if "rule" in per_exporter and rule_day.get(day, 0) * per_exporter["rule"] < 0.98 * seconds:
+        return spacing
+
+    def sample_spacing(self, run: Sequence[Window]) -> dict[date, dict[str, float]]:
+        """See ``_measure_spacing``."""
+        return self._measure_spacing(run)[0]
+
+    def _measure_spacing(
+        self, run: Sequence[Window], *, rule: bool = True
+    ) -> tuple[dict[date, dict[str, float]], dict[date, list[str]]]:
+        """Each exporter's sample spacing (seconds) on each day of ``run``, measured from the raw samples of its
+        few series with the most samples that day: ``spacing_query`` names them (one query), one query per
+        exporter reads their samples over the run. An exporter with too few samples to tell is left out;
+        "rule" (the idle recording rule) only for a day it covers whole (not the day it was deployed). Second:
+        per day, the exporters left out although they had samples. ``rule=False``: not the rule's (what only
+        idle hours need): its series are neither counted nor read."""
+        seconds = run[0].seconds
+        chosen: dict[str, dict[date, list[dict[str, str]]]] = {}
+        rule_samples: dict[date, float] = {}
+        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold, rule=rule), run):
+            exporter = metric.get(EXPORTER_LABEL, "")
+            if exporter in SPACING_METRICS:
+                labels = {name: text for name, text in metric.items() if name != EXPORTER_LABEL}
+                chosen.setdefault(exporter, {}).setdefault(day, []).append(labels)
+            if exporter == "rule":
+                rule_samples[day] = max(rule_samples.get(day, 0.0), value)
+        found: dict[date, dict[str, float]] = {w.day: {} for w in run}
+        for exporter, per_day in chosen.items():
+            every_series = [labels for of_day in per_day.values() for labels in of_day]
+            stamps = self._raw_timestamps(SPACING_METRICS[exporter], every_series, run)
+            for window in run:
+                end = _eval_time(window).timestamp()
+                series = [
+                    [t for t in stamps.get(_key(labels), []) if end - window.seconds <= t <= end]
+                    for labels in per_day.get(window.day, [])
+                ]
+                if (spacing := median_spacing(series)) is not None:
+                    found[window.day][exporter] = spacing
+        for day, per_exporter in found.items():
+            if "rule" in per_exporter and rule_samples.get(day, 0) * per_exporter["rule"] < 0.98 * seconds:
                 del per_exporter["rule"]
             self.spacings[day] = {k: v for k, v in per_exporter.items() if k in SPACING_SERIES}
+        unmeasured = {w.day: [e for e in SPACING_SERIES if e not in found[w.day] and w.day in chosen.get(e, {})] for w in run}
+        return found, unmeasured
+
+    def _raw_timestamps(
+        self, metric: str, series: Sequence[dict[str, str]], run: Sequence[Window]
+    ) -> dict[frozenset[tuple[str, str]], list[float]]:
+        """The timestamps of the raw samples of ``series`` over ``run``, in one query (a range selector in an
+        instant query returns the samples themselves); series the selector matched beyond them are dropped."""
+        wanted = {_key(labels) for labels in series}
+        span = int((run[-1].end - run[0].start).total_seconds())
+        params = {"timeout": f"{int(self._timeout)}s", "time": str(int(_eval_time(run[-1]).timestamp()))}
+        result = self._call(lambda: self._client.custom_query(raw_samples_selector(metric, series, span), params=params))
+        found: dict[frozenset[tuple[str, str]], list[float]] = {}
+        for answer in result:
+            key = _key({name: text for name, text in answer.get("metric", {}).items() if name != "__name__"})
+            if key in wanted:
+                found[key] = sorted(float(stamp) for stamp, _ in answer.get("values", []))
         return found
 
     def days_with_data(self, windows: Sequence[Window]) -> set[date]:
@@ -393,6 +485,10 @@ def _runs_of_equal_length(windows: Sequence[Window]) -> list[list[Window]]:
         else:
             runs.append([window])
     return runs
+
+
+def _key(labels: dict[str, str]) -> frozenset[tuple[str, str]]:
+    return frozenset(labels.items())
 
 
 def _eval_time(window: Window) -> datetime:
