@@ -48,6 +48,7 @@ from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.quota_target import ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.requests import RequestService
@@ -131,7 +132,7 @@ def build_services(
     access = Access(policy, slack.directory)
     sync = QuotaSync(
         policy=policy,
-        cluster=cluster,
+        target=ResourceQuotaTarget(policy=policy, cluster=cluster),
         database=database,
         clock=clock,
         conflict_backoff=(retry_delays[0], retry_delays[-1]),
