@@ -37,6 +37,7 @@ from bot.services.capacity import CapacityCachingCluster
 from bot.services.changes import ChangeApplier
 from bot.services.container import Services
 from bot.services.digest import DigestService
+from bot.services.failures import FailurePath
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
@@ -141,7 +142,8 @@ def build_services(
     # Without a Workloads reader (tests of other things), status and cards show no pods.
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
     announcer = Announcer(notifier=slack.notifier, policy=policy, database=database, clock=clock, pods=pods)
-    applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
+    failures = FailurePath(database=database, sync=sync, announcer=announcer, clock=clock)
+    applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock, failures=failures)
     pricer = Pricer(policy=policy, database=database, cluster=cluster, clock=clock)
     digest = budget = idle = ledger = proposals = None
     if metrics is not None:
@@ -172,6 +174,7 @@ def build_services(
         access=access,
         sync=sync,
         applier=applier,
+        failures=failures,
         announcer=announcer,
         clock=clock,
         pricer=pricer,

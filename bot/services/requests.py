@@ -32,15 +32,17 @@ from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
 from bot.services.announce import Announcer, Outgoing
-from bot.services.changes import ChangeApplier, fail_request, move_request, record_effect
+from bot.services.changes import ChangeApplier
+from bot.services.effects import record_effect, source_problem
+from bot.services.failures import FailurePath
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.views import RequestCard
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
-from bot.services.quota_sync import QuotaSync
-from bot.services.shift_apply import source_problem
+from bot.services.quota_sync import QuotaRead, QuotaSync
+from bot.services.request_rows import move_request
 from bot.services.text import Notice, Refusal, User, gpus, say
 
 log = logging.getLogger(__name__)
@@ -130,6 +132,7 @@ class RequestService:
         access: Access,
         sync: QuotaSync,
         applier: ChangeApplier,
+        failures: FailurePath,
         announcer: Announcer,
         clock: Clock,
         pricer: Pricer,
@@ -143,6 +146,7 @@ class RequestService:
         self._access = access
         self._sync = sync
         self._applier = applier
+        self._failures = failures
         self._announce = announcer
         self._clock = clock
         self._over_budget = over_budget
@@ -502,8 +506,7 @@ class RequestService:
             if row.state == RequestState.APPROVED:
                 problem = self._recheck(repo, row, current)
                 if problem:
-                    fail_request(repo, row, problem, now=now, recorded=False)
-                    self._applier.tell_failed(repo, out, row, problem)
+                    self._failures.fail_in(repo, out, row, problem, recorded=False)
                 else:
                     record_effect(repo, row, now=now)
             return row
@@ -511,7 +514,7 @@ class RequestService:
         state: RequestState | None = None
         if completes and request.kind == RequestKind.CHANGE:
             # The quota first: recorded, rechecked and written from one read; "Approved by" and the rest follow.
-            row, state = self._applier.approve_and_apply(request.namespace, record, out)
+            row, state = self._approve_and_apply(request.namespace, record, out)
         else:
             row = self._db.run(record)
         DECISIONS.labels(verdict=str(verdict)).inc()
@@ -519,7 +522,7 @@ class RequestService:
         if row.state == RequestState.APPROVED and state is None:
             # A shift or an extension: the quota first; "Approved by" (recorded before the outcome) goes with it.
             state = self._applier.apply(request_id, leased=row, out=out)
-        out.deliver()  # what the apply did not deliver already (a denial, an approval still short, a refusal)
+        out.deliver()  # once: what the decision and the apply said
         if verdict == Verdict.DENY:
             return f"You denied {display}."
         if row.state == RequestState.APPROVED:
@@ -528,6 +531,36 @@ class RequestService:
             assert row.failure_reason is not None
             return f"You approved {display}, but it cannot be applied: {row.failure_reason}."
         return f"You approved {display} ({len(row.approvals)} of {row.approvals_required}); it needs {row.approvals_required - len(row.approvals)} more."
+
+    def _approve_and_apply(
+        self, namespace: str, approve: Callable[[Repository, int | None], RequestRow], out: Outgoing
+    ) -> tuple[RequestRow, RequestState | None]:
+        """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
+
+        In the namespace's critical section: the quota is read; ``approve(repo, hard)`` records the
+        approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
+        it could not be read: the recheck goes by the database, and the apply reads for itself); the
+        write is planned in the same transaction and, if the row is approved, made next from the same
+        read, its resourceVersion the write's precondition. Returns the row and, when it was approved,
+        the state the apply left it in.
+        """
+        with self._sync.exclusive(namespace):
+            try:
+                read: QuotaRead | None = self._sync.read_locked(namespace)
+            except GpuQuotaError as error:
+                log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
+                read = None
+
+            def record(repo: Repository) -> tuple[RequestRow, QuotaRead | None]:
+                row = approve(repo, read.hard if read else None)
+                if read is None or row.state != RequestState.APPROVED:
+                    return row, read
+                return row, self._sync.plan_in(repo, namespace, read)
+
+            row, planned = self._db.run(record)
+            if row.state != RequestState.APPROVED:
+                return row, None
+            return row, self._applier.apply_approved(row, out, read=planned)
 
     def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict, *, fresh: bool = True) -> None:
         source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
