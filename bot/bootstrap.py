@@ -36,12 +36,14 @@ from bot.services.budget import BudgetWatch
 from bot.services.capacity import CapacityCachingCluster
 from bot.services.changes import ChangeApplier
 from bot.services.container import Services
+from bot.services.decisions import Decisions
 from bot.services.digest import DigestService
 from bot.services.failures import FailurePath
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
+from bot.services.lifecycle import Lifecycle
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster, Workloads
@@ -52,9 +54,9 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.quota_target import ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
-from bot.services.requests import RequestService
 from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
+from bot.services.submissions import Submissions
 from bot.settings import Settings
 
 
@@ -167,18 +169,29 @@ def build_services(
             clock=clock,
             pricer=pricer,
         )
-    requests = RequestService(
+    submissions = Submissions(
         policy=policy,
         database=database,
-        cluster=cluster,
         access=access,
-        sync=sync,
         applier=applier,
-        failures=failures,
         announcer=announcer,
         clock=clock,
+        cluster=cluster,
+        sync=sync,
         pricer=pricer,
         over_budget=budget.over_budget_in if budget is not None else lambda repo, team: False,
+    )
+    decisions = Decisions(
+        policy=policy,
+        database=database,
+        access=access,
+        applier=applier,
+        announcer=announcer,
+        clock=clock,
+        cluster=cluster,
+        sync=sync,
+        failures=failures,
+        pricer=pricer,
     )
     queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock, pods=pods)
     return Services(
@@ -187,7 +200,9 @@ def build_services(
         cluster=cluster,
         clock=clock,
         access=access,
-        requests=requests,
+        submissions=submissions,
+        decisions=decisions,
+        lifecycle=Lifecycle(policy=policy, database=database, access=access, applier=applier, announcer=announcer, clock=clock),
         queries=queries,
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,
