@@ -35,7 +35,8 @@ from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaRead, QuotaSync
 from bot.services.request_rows import move_request
 from bot.services.requests import already_decided, check_reason_length, delta_now, load_request, pending
-from bot.services.text import Refusal, User, say
+from bot.services.text import Refusal
+from bot.services.thread_words import approved_by, denied_by, denied_to_requester
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
@@ -264,17 +265,12 @@ class Decisions:
             raise UserError(problem)
 
     def _tell_approval(self, repo: Repository, out: Outgoing, row: RequestRow, user: str) -> None:
-        out.thread(repo, row.id, say(":+1: Approved by ", User(user), f" — {len(row.approvals)} of {row.approvals_required}."))
+        out.thread(repo, row.id, approved_by(user, len(row.approvals), row.approvals_required))
         out.refresh(repo, row.id)
 
     def _tell_denial(self, repo: Repository, out: Outgoing, row: RequestRow, user: str, reason: str) -> None:
-        because = (" Reason: ", reason) if reason else ()  # the denier's words: shown as text
-        out.thread(repo, row.id, say(":no_entry: Denied by ", User(user), ".", *because))
-        out.direct(
-            repo,
-            row.requester_id,
-            say(f"{format_request_id(row.id)} was denied by ", User(user), ".", *because, " The thread has the discussion."),
-        )
+        out.thread(repo, row.id, denied_by(user, reason))
+        out.direct(repo, row.requester_id, denied_to_requester(row.id, user, reason))
         out.refresh(repo, row.id)
 
     def _current_quota(self, namespace: str) -> int | None:

@@ -22,7 +22,7 @@ from bot.services.outcomes import Cancelled, Release, Released, Retried
 from bot.services.ports import Repository, Transactions
 from bot.services.request_rows import move_request
 from bot.services.requests import load_request, pending
-from bot.services.text import User, say
+from bot.services.thread_words import cancelled_by, cancelled_to_requester, retry_by
 
 if TYPE_CHECKING:
     pass
@@ -61,9 +61,9 @@ class Lifecycle:
             move_request(row, RequestState.CANCELLED, now=now)
             row.decided_at = now
             repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
-            out.thread(repo, request_id, say(":wastebasket: Cancelled by ", User(user), "."))
+            out.thread(repo, request_id, cancelled_by(user))
             if user != row.requester_id:
-                out.direct(repo, row.requester_id, say(f"{format_request_id(request_id)} was cancelled by ", User(user), "."))
+                out.direct(repo, row.requester_id, cancelled_to_requester(request_id, user))
             out.refresh(repo, request_id)
 
         self._db.run(cancel)
@@ -119,7 +119,7 @@ class Lifecycle:
             row.decided_at = now
             record_effect(repo, row, now=now)
             repo.record(at=now, actor=user, action="request_retried", namespace=row.namespace, request_id=request_id)
-            out.thread(repo, request_id, say(":repeat: Retry by ", User(user), "."))
+            out.thread(repo, request_id, retry_by(user))
 
         self._db.run(reapprove)
         out.deliver()
