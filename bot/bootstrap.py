@@ -36,11 +36,14 @@ from bot.services.budget import BudgetWatch
 from bot.services.capacity import CapacityCachingCluster
 from bot.services.changes import ChangeApplier
 from bot.services.container import Services
+from bot.services.decisions import Decisions
 from bot.services.digest import DigestService
+from bot.services.failures import FailurePath
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
+from bot.services.lifecycle import Lifecycle
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
 from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster, Workloads
@@ -48,11 +51,12 @@ from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
+from bot.services.quota_target import ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
-from bot.services.requests import RequestService
 from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
+from bot.services.submissions import Submissions
 from bot.settings import Settings
 
 
@@ -131,7 +135,7 @@ def build_services(
     access = Access(policy, slack.directory)
     sync = QuotaSync(
         policy=policy,
-        cluster=cluster,
+        target=ResourceQuotaTarget(policy=policy, cluster=cluster),
         database=database,
         clock=clock,
         conflict_backoff=(retry_delays[0], retry_delays[-1]),
@@ -140,7 +144,8 @@ def build_services(
     # Without a Workloads reader (tests of other things), status and cards show no pods.
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
     announcer = Announcer(notifier=slack.notifier, policy=policy, database=database, clock=clock, pods=pods)
-    applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock)
+    failures = FailurePath(database=database, sync=sync, announcer=announcer, clock=clock)
+    applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock, failures=failures)
     pricer = Pricer(policy=policy, database=database, cluster=cluster, clock=clock)
     digest = budget = idle = ledger = proposals = None
     if metrics is not None:
@@ -164,17 +169,29 @@ def build_services(
             clock=clock,
             pricer=pricer,
         )
-    requests = RequestService(
+    submissions = Submissions(
         policy=policy,
         database=database,
-        cluster=cluster,
         access=access,
-        sync=sync,
         applier=applier,
         announcer=announcer,
         clock=clock,
+        cluster=cluster,
+        sync=sync,
         pricer=pricer,
         over_budget=budget.over_budget_in if budget is not None else lambda repo, team: False,
+    )
+    decisions = Decisions(
+        policy=policy,
+        database=database,
+        access=access,
+        applier=applier,
+        announcer=announcer,
+        clock=clock,
+        cluster=cluster,
+        sync=sync,
+        failures=failures,
+        pricer=pricer,
     )
     queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock, pods=pods)
     return Services(
@@ -183,7 +200,9 @@ def build_services(
         cluster=cluster,
         clock=clock,
         access=access,
-        requests=requests,
+        submissions=submissions,
+        decisions=decisions,
+        lifecycle=Lifecycle(policy=policy, database=database, access=access, applier=applier, announcer=announcer, clock=clock),
         queries=queries,
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,

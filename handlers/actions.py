@@ -17,10 +17,11 @@ from bot.adapters.slack import ids, modals
 from bot.adapters.slack.events import ButtonClick, click_surface
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
+from bot.adapters.slack.replies import reply_text
 from bot.errors import GpuQuotaError
 from bot.executor import BUSY
+from bot.services.outcomes import Confirmation
 from bot.services.ports import ActionKind
-from bot.services.requests import Confirmation
 from handlers.outcome import attempt
 from handlers.replies import open_extend_form, open_request_form, open_shift_form, open_view, reply_privately
 
@@ -64,7 +65,9 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             invalid_button(answer, click)
             return
         if click.kind == ActionKind.EXTEND:
-            refused = attempt(lambda: services.requests.check_extendable(request_id), user=user, what=f"extend GQ-{request_id}")
+            refused = attempt(
+                lambda: services.submissions.check_extendable(request_id), user=user, what=f"extend GQ-{request_id}"
+            )
             if refused is not None:
                 answer(refused)
                 return
@@ -73,7 +76,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
         if click.kind == ActionKind.DENY:
             # As Approve does: whom the form's submission would refuse is refused at the click.
             refused = attempt(
-                lambda: services.requests.check_deniable(user=user, request_id=request_id),
+                lambda: services.decisions.check_deniable(user=user, request_id=request_id),
                 user=user,
                 what=f"deny on GQ-{request_id}",
             )
@@ -91,18 +94,18 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
         if click.kind == ActionKind.APPROVE:
             # A permanent or large change is approved by submitting a form; the click itself then records nothing.
             outcome = attempt(
-                lambda: services.requests.approve_or_confirm(user=user, request_id=request_id),
+                lambda: services.decisions.approve_or_confirm(user=user, request_id=request_id),
                 user=user,
                 what=f"approve on GQ-{request_id}",
             )
-            if isinstance(outcome, str):
-                answer(outcome)
-            else:
+            if isinstance(outcome, Confirmation):
                 open_confirmation(client, answer, click.trigger_id, outcome)
+            else:
+                answer(outcome if isinstance(outcome, str) else reply_text(outcome))
             return
         work: dict[ActionKind, Callable[[], str]] = {
-            ActionKind.RETRY: lambda: services.requests.retry(user=user, request_id=request_id),
-            ActionKind.RELEASE: lambda: services.requests.release(user=user, request_id=request_id),
+            ActionKind.RETRY: lambda: reply_text(services.lifecycle.retry(user=user, request_id=request_id)),
+            ActionKind.RELEASE: lambda: reply_text(services.lifecycle.release(user=user, request_id=request_id)),
         }
         answer(attempt(work[click.kind], user=user, what=f"{click.kind} on GQ-{request_id}"))
 

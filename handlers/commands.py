@@ -12,6 +12,7 @@ from slack_sdk import WebClient
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import SlashCommand
 from bot.adapters.slack.mrkdwn import escape
+from bot.adapters.slack.replies import reply_text
 from bot.domain.commands import (
     USAGE,
     AuditCommand,
@@ -112,9 +113,9 @@ def handle(services: Services, slash: SlashCommand, parsed: Deferred, respond: R
         case RequestCommand(draft=draft) if not draft.complete:
             open_request_form(services, user, draft, client, respond, trigger_id=slash.trigger_id, channel_id=slash.channel_id)
         case RequestCommand(draft=draft):
-            reply(lambda: submitted_text(services.requests.submit(requester=user, draft=draft)), "request")
+            reply(lambda: submitted_text(services.submissions.submit(requester=user, draft=draft)), "request")
         case ExtendCommand(request_id=request_id, problems=problems, reason=reason) if problems:
-            refused = attempt(lambda: services.requests.check_extendable(request_id), user=user, what="extend")
+            refused = attempt(lambda: services.submissions.check_extendable(request_id), user=user, what="extend")
             if refused is not None:
                 reply_privately(respond, refused)
                 return
@@ -123,7 +124,7 @@ def handle(services: Services, slash: SlashCommand, parsed: Deferred, respond: R
             assert duration is not None, "an extend command without a valid duration opens the form"
             reply(
                 lambda: submitted_text(
-                    services.requests.extend(requester=user, request_id=request_id, duration=duration, reason=reason)
+                    services.submissions.extend(requester=user, request_id=request_id, duration=duration, reason=reason)
                 ),
                 "extend",
             )
@@ -156,11 +157,11 @@ def handle(services: Services, slash: SlashCommand, parsed: Deferred, respond: R
         case CostCommand():
             reply(lambda: _cost(services, user, parsed), "cost", header="GPU cost")
         case CancelCommand(request_id=request_id):
-            reply(lambda: services.requests.cancel(user=user, request_id=request_id), "cancel")
+            reply(lambda: reply_text(services.lifecycle.cancel(user=user, request_id=request_id)), "cancel")
         case ReleaseCommand(request_id=request_id):
-            reply(lambda: services.requests.release(user=user, request_id=request_id), "release")
+            reply(lambda: reply_text(services.lifecycle.release(user=user, request_id=request_id)), "release")
         case RetryCommand(request_id=request_id):
-            reply(lambda: services.requests.retry(user=user, request_id=request_id), "retry")
+            reply(lambda: reply_text(services.lifecycle.retry(user=user, request_id=request_id)), "retry")
         case _:
             assert_never(parsed)
 

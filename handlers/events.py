@@ -22,6 +22,7 @@ from bot.adapters.slack.notifier import slack_call
 from bot.domain.commands import ThreadDecision, format_request_id, parse_thread_decision
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
+from bot.services.outcomes import Confirmation
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def decide_in_thread(
     if verdict == Verdict.DENY and not decision.reason:
         # As the Deny button does: refused first (nobody is asked for a reason for nothing), then asked why.
         refused = attempt(
-            lambda: services.requests.check_deniable(user=reply.user_id, request_id=request_id),
+            lambda: services.decisions.check_deniable(user=reply.user_id, request_id=request_id),
             user=reply.user_id,
             what=f"typed deny on GQ-{request_id}",
         )
@@ -110,10 +111,10 @@ def decide_in_thread(
 
     def decide() -> str | None:
         if verdict == Verdict.DENY:
-            services.requests.decide(user=reply.user_id, request_id=request_id, verdict=verdict, reason=decision.reason)
+            services.decisions.decide(user=reply.user_id, request_id=request_id, verdict=verdict, reason=decision.reason)
             return None
-        outcome = services.requests.approve_or_confirm(user=reply.user_id, request_id=request_id, reason=decision.reason)
-        if isinstance(outcome, str):
+        outcome = services.decisions.approve_or_confirm(user=reply.user_id, request_id=request_id, reason=decision.reason)
+        if not isinstance(outcome, Confirmation):
             return None
         return (
             f":point_up: {format_request_id(request_id)} is a permanent or large change: approve it with its Approve"

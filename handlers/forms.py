@@ -18,6 +18,7 @@ from slack_sdk.models.views import View
 from bot.adapters.slack import ids
 from bot.adapters.slack.events import FormSubmission, draft_from_form, shift_from_form
 from bot.adapters.slack.notifier import slack_call
+from bot.adapters.slack.replies import reply_text
 from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
 from bot.domain.lifecycle import Verdict
@@ -80,7 +81,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title="GPU quota request",
             progress=SUBMITTING,
-            outcome=lambda: submitted_text(services.requests.submit(requester=form.user_id, draft=draft)),
+            outcome=lambda: submitted_text(services.submissions.submit(requester=form.user_id, draft=draft)),
             what="request form",
             busy_field=ids.REASON_BLOCK,
         )
@@ -124,7 +125,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             title="Extend a grant",
             progress=SUBMITTING,
             outcome=lambda: submitted_text(
-                services.requests.extend(
+                services.submissions.extend(
                     requester=form.user_id,
                     request_id=request_id,
                     duration=duration,
@@ -153,8 +154,8 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title="Deny a request",
             progress=":hourglass_flowing_sand: Denying…",
-            outcome=lambda: services.requests.decide(
-                user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason
+            outcome=lambda: reply_text(
+                services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason)
             ),
             what="deny form",
             busy_field=ids.REASON_BLOCK,
@@ -174,7 +175,9 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             client,
             title=f"Approve {format_request_id(request_id)}",
             progress=":hourglass_flowing_sand: Recording your approval…",
-            outcome=lambda: services.requests.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE),
+            outcome=lambda: reply_text(
+                services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE)
+            ),
             what=f"approval form of {format_request_id(request_id)}",
             busy_field=None,  # the form has no field to show it on
         )

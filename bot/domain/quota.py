@@ -33,6 +33,15 @@ class QuotaSnapshot:
 
 
 @dataclass(frozen=True)
+class Stamp:
+    """A write of a quota target: the GPUs the bot sets, and who they are applied by (a request id or
+    "reconcile"); the target records both on the object (for the ResourceQuota, two annotations)."""
+
+    gpus: int
+    applied_by: str
+
+
+@dataclass(frozen=True)
 class Observation:
     """The base after comparing the cluster with what the bot last wrote."""
 

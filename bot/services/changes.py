@@ -22,97 +22,30 @@ resumes the apply. Applying is idempotent: the value written is derived from sto
 from __future__ import annotations
 
 import logging
-import random
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, check_grant_transition
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer, Outgoing
-from bot.services.ports import Action, ActionKind, Repository, Transactions
+from bot.services.effects import APPLY_LEASE, return_source_in
+from bot.services.failures import FailurePath
+from bot.services.ports import Repository, Transactions
+from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
+from bot.services.request_rows import mark_applied, move_grant, move_request
+from bot.services.shift_apply import ShiftApplier
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import GrantRow, RequestRow
-from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
-from bot.services.request_rows import mark_applied, move_request
-from bot.services.shift_apply import ShiftApplier, record_shift_effect, return_source_in, take_back_shift_effect
-from bot.services.text import Code, Moment, Notice, Part, Strong, User, gpus, say
+from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
-# A worker applying a request holds it this long; after that the reconcile takes it over.
-APPLY_LEASE = timedelta(seconds=10)
-# Waits after temporary faults: 1, 2, 4 s, then 5 s, the shortest reconcile interval, so that once
-# the API server is back the apply lands on the next tick.
-RETRY_FIRST = timedelta(seconds=1)
-RETRY_CAP = timedelta(seconds=5)
-
-
-def move_grant(grant: GrantRow, target: GrantState) -> None:
-    check_grant_transition(GrantState(grant.state), target)
-    grant.state = target
-
-
-def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    """Put an approved change into the desired state: a grant, or a new base (extensions act at apply).
-
-    The approver's worker applies it next: it holds the apply lease from now.
-    """
-    request.apply_lease_until, request.apply_attempts = now + APPLY_LEASE, 0
-    if request.kind == RequestKind.EXTENSION:
-        return
-    if request.kind == RequestKind.SHIFT:
-        record_shift_effect(repo, request, now=now)
-        return
-    if request.permanent:
-        namespace = repo.namespace(request.namespace)
-        assert namespace is not None, "a request's namespace is recorded when it is submitted"
-        namespace.base_gpus += request.delta
-        namespace.updated_at = now
-        return
-    assert request.duration_seconds is not None
-    repo.add_grant(
-        request_id=request.id,
-        namespace=request.namespace,
-        gpus=request.delta,
-        state=GrantState.ACTIVE,
-        starts_at=now,
-        ends_at=now + timedelta(seconds=request.duration_seconds),
-    )
-
-
-def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    if request.kind == RequestKind.EXTENSION:
-        return
-    if request.kind == RequestKind.SHIFT:
-        take_back_shift_effect(repo, request, now=now)
-        return
-    if request.permanent:
-        namespace = repo.namespace(request.namespace)
-        assert namespace is not None
-        namespace.base_gpus = max(0, namespace.base_gpus - request.delta)  # a hand edit may have lowered it since
-        namespace.updated_at = now
-        return
-    grant = repo.grant_of(request.id)
-    if grant is not None:
-        repo.remove_grant(grant)
-
-
-def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: datetime, recorded: bool = True) -> None:
-    """Mark an approved request failed and take its change back out of the desired state (when its
-    effect was ``recorded``: a request refused as it is approved never had one)."""
-    move_request(request, RequestState.FAILED, now=now)
-    request.failure_reason = reason
-    request.apply_lease_until = None
-    if recorded:
-        take_back_effect(repo, request, now=now)
-    repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=reason)
 
 
 class ChangeApplier:
@@ -124,21 +57,16 @@ class ChangeApplier:
         sync: QuotaSync,
         announcer: Announcer,
         clock: Clock,
-        rng: random.Random | None = None,
+        failures: FailurePath,
     ) -> None:
         self._policy = policy
         self._db = database
         self._sync = sync
         self._announce = announcer
         self._clock = clock
-        self._rng = rng or random.Random()
+        self._failures = failures
         self._shifts = ShiftApplier(
-            policy=policy,
-            database=database,
-            sync=sync,
-            announcer=announcer,
-            clock=clock,
-            wait=self._wait,
+            policy=policy, database=database, sync=sync, announcer=announcer, clock=clock, failures=self._failures
         )
 
     # --- requests ----------------------------------------------------------------------------
@@ -153,52 +81,27 @@ class ChangeApplier:
         transaction that records it, and delivered after. ``resume``: the reconcile takes over only a
         lapsed lease. ``leased``: the row as the transaction that approved it left it (``record_effect``
         took the lease there), so the apply goes straight to the namespace's critical section. ``out``:
-        what the caller recorded before (the approval's "Approved by"), delivered with the outcome.
+        the outbox of the caller's use case (which delivers it once, what it recorded before with what
+        the apply records); None: this apply is the use case, and delivers its own.
         """
+        own = out is None
         out = out or self._announce.outgoing()
         with request_context(format_request_id(request_id)), timed(APPLY_SECONDS):
             state = self._apply(request_id, out, resume=resume, leased=leased)
-            out.deliver()
+            if own:
+                out.deliver()
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
-    def approve_and_apply(
-        self,
-        namespace: str,
-        approve: Callable[[Repository, int | None], RequestRow],
-        out: Outgoing,
-    ) -> tuple[RequestRow, RequestState | None]:
-        """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
-
-        In the namespace's critical section: the quota is read; ``approve(repo, hard)`` records the
-        approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
-        it could not be read: the recheck goes by the database, and the apply reads for itself), and
-        returns the row; the write is planned in the same transaction and, if the row is approved,
-        made next from the same read, its resourceVersion the write's precondition. What ``approve``
-        and the apply record in ``out`` is delivered after, outside the section.
-        Returns the row and, when it was approved, the state the apply left it in.
-        """
-        with self._sync.exclusive(namespace):
-            try:
-                read: QuotaRead | None = self._sync.read_locked(namespace)
-            except GpuQuotaError as error:
-                log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
-                read = None
-
-            def record(repo: Repository) -> tuple[RequestRow, QuotaRead | None]:
-                row = approve(repo, read.hard if read else None)
-                if read is None or row.state != RequestState.APPROVED:
-                    return row, read
-                return row, self._sync.plan_in(repo, namespace, read)
-
-            row, read = self._db.run(record)
-            if row.state != RequestState.APPROVED:
-                return row, None
-            with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
-                state = self._apply_locked(row.id, namespace, out, lease=None, approved=row, read=read)
-        out.deliver()
+    def apply_approved(self, row: RequestRow, out: Outgoing, *, read: QuotaRead | None) -> RequestState:
+        """Apply a change whose approval the caller just recorded inside ``QuotaSync.exclusive(row.namespace)``,
+        still in that section: ``row`` as that transaction left it, ``read`` the quota it was rechecked
+        against (with the write planned in the same transaction: ``QuotaSync.plan_in``). Records in
+        ``out``; the caller delivers it."""
+        with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
+            state = self._apply_locked(row.id, row.namespace, out, lease=None, approved=row, read=read)
         APPLIES.labels(outcome=str(state)).inc()
-        return row, state
+        return state
 
     def _apply(self, request_id: int, out: Outgoing, *, resume: bool, leased: RequestRow | None = None) -> RequestState:
         request = leased if leased is not None else self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
@@ -261,18 +164,9 @@ class ChangeApplier:
         try:
             outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
-            waiting = say(
-                ":hourglass_flowing_sand: Approved; waiting for the cluster: ",
-                str(error),
-                ". The bot keeps trying and says here when it is applied; nothing needs to be done.",
-            )
-            self._wait(request_id, str(error), out, waiting)
-            return RequestState.APPROVED
+            return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
-            reason = str(error)
-            self._db.run(lambda repo: self._fail_in(repo, out, request_id, reason))
-            self._converge_after_failure(namespace, request_id)
-            return RequestState.FAILED
+            return self._failures.refuse(namespace, request_id, str(error), out)
 
         def applied(repo: Repository) -> None:
             mark_applied(repo, request_id, quota_after=outcome.after, effect=effect, now=self._clock.now())
@@ -280,38 +174,6 @@ class ChangeApplier:
 
         self._db.run(applied)
         return RequestState.APPLIED
-
-    def _wait(self, request_id: int, reason: str, out: Outgoing, waiting: Notice) -> None:
-        """Keep the request approved and hand it to the reconcile after a backoff; on the first temporary
-        fault of this apply the thread is told ``waiting``, in the same transaction."""
-
-        def backoff(repo: Repository) -> int:
-            now = self._clock.now()
-            request = repo.request(request_id)
-            assert request is not None
-            request.apply_attempts += 1
-            ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
-            request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
-            request.touch(now=now)
-            if request.apply_attempts == 1:
-                out.thread(repo, request_id, waiting)
-            return request.apply_attempts
-
-        attempts = self._db.run(backoff)
-        log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
-
-    def _fail_in(self, repo: Repository, out: Outgoing, request_id: int, reason: str) -> None:
-        request = repo.request(request_id)
-        assert request is not None
-        fail_request(repo, request, reason, now=self._clock.now())
-        self.tell_failed(repo, out, request, reason)
-
-    def _converge_after_failure(self, namespace: str, request_id: int) -> None:
-        """Still in the critical section: cluster = base + active grants, without the failed change."""
-        try:
-            self._sync.converge_locked(namespace, request_id=request_id)
-        except GpuQuotaError as error:  # the sweep and the next apply converge it later
-            log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
 
     def _tell_applied(self, repo: Repository, out: Outgoing, request_id: int, outcome: SyncOutcome) -> None:
         request = repo.request(request_id)
@@ -358,8 +220,7 @@ class ChangeApplier:
             grant = repo.grant_of(request.extends_request_id)
             if grant is None or grant.state != GrantState.ACTIVE:
                 problem = f"the grant of {format_request_id(request.extends_request_id)} has already ended"
-                fail_request(repo, request, problem, now=now)
-                self.tell_failed(repo, out, request, problem)
+                self._failures.fail_in(repo, out, request, problem)
                 return problem
             before = grant.ends_at
             grant.ends_at = max(grant.ends_at, now) + timedelta(seconds=request.duration_seconds or 0)
@@ -390,23 +251,6 @@ class ChangeApplier:
         out.direct(repo, card.requester_id, say(f"{card.display_id} is applied: ", *new_end))
         out.refresh(repo, request.id)
         out.refresh(repo, card.extends_id)
-
-    def tell_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str) -> None:
-        """Record, in the transaction that failed ``request``, the thread's and the requester's word of it."""
-        log.error("applying %s failed: %s", format_request_id(request.id), reason)
-        card = self._announce.card_of(repo, request)
-        out.thread(
-            repo,
-            request.id,
-            say(
-                f":x: Could not apply {card.display_id}: ",
-                reason,  # the API server's (or the policy's) words: shown as text, never as markup
-                "\nThe request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
-            ),
-            actions=[Action(ActionKind.RETRY, "Retry", str(request.id), "primary")],
-        )
-        out.direct(repo, card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
-        out.refresh(repo, request.id)
 
     def give_back_source(self, request_id: int, *, actor: str) -> bool:
         """A failed shift whose source was lowered: give the source its GPUs back (False: nothing to give)."""

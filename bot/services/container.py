@@ -9,11 +9,13 @@ from bot.domain.policy import Policy
 from bot.services.access import Access
 from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
+from bot.services.decisions import Decisions
 from bot.services.digest import DigestService
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
+from bot.services.lifecycle import Lifecycle
 from bot.services.ports import QuotaCluster, Transactions
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
@@ -21,8 +23,8 @@ from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
-from bot.services.requests import RequestService
 from bot.services.shifts import ShiftService
+from bot.services.submissions import Submissions
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,9 @@ class Services:
     cluster: QuotaCluster
     clock: Clock
     access: Access
-    requests: RequestService
+    submissions: Submissions  # submit, extend
+    decisions: Decisions  # approve (after a confirmation), deny
+    lifecycle: Lifecycle  # cancel, release, retry
     queries: Queries
     reconciler: Reconciler
     sync: QuotaSync

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.priority import GpuPod
-from bot.domain.quota import QuotaSnapshot
+from bot.domain.quota import QuotaSnapshot, Stamp
 from bot.services.text import Notice
 from bot.services.views import HomeView, RequestCard
 
@@ -440,6 +440,36 @@ class QuotaCluster(Protocol):
 
     def gpu_nodes(self) -> GpuNodes:
         """The allocatable GPUs and the GPU models of the nodes, from one node list."""
+        ...
+
+
+class QuotaTarget(Protocol):
+    """The object that limits one namespace's GPUs, as ``QuotaSync`` keeps it: the ResourceQuota first
+    (``bot.services.quota_target``); MIG resources and Kueue ClusterQueues are further implementations.
+
+    A write is a dry run, then the write itself with the read as its precondition (a change by anyone
+    since raises ``QuotaConflict``), and it carries the target's ``stamp``: what the bot wrote and for
+    what, so that a later read tells a person's edit from the bot's own write (``bot_applied``).
+    """
+
+    def name(self, namespace: str) -> str:
+        """The object's name in ``namespace`` (what the bot says it changed)."""
+        ...
+
+    def read(self, namespace: str) -> QuotaSnapshot | None:
+        """The object as it is now (None: the namespace has none yet). Raises NamespaceNotFound."""
+        ...
+
+    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
+        """What a write of ``gpus`` for ``request_id`` (None: a reconcile) leaves on the object."""
+        ...
+
+    def dry_run(self, namespace: str, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        """Validate the write without persisting it (the same permission as the write)."""
+        ...
+
+    def write(self, namespace: str, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        """Create the object (``previous`` None) or change it from ``previous``; QuotaConflict when it changed since."""
         ...
 
 

@@ -33,7 +33,7 @@ from bot.domain.commands import format_request_id
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
-from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.ports import QuotaTarget, Repository, Transactions
 from bot.services.reclaim import follow_reclaim
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class QuotaSync:
         self,
         *,
         policy: Policy,
-        cluster: QuotaCluster,
+        target: QuotaTarget,
         database: Transactions,
         clock: Clock,
         conflict_backoff: tuple[float, float] = (0.05, 2.0),
@@ -96,7 +96,7 @@ class QuotaSync:
         rng: random.Random | None = None,
     ) -> None:
         self._policy = policy
-        self._cluster = cluster
+        self._target = target
         self._db = database
         self._clock = clock
         self._first_wait, self._max_wait = conflict_backoff
@@ -133,7 +133,7 @@ class QuotaSync:
     def read_locked(self, namespace: str) -> QuotaRead:
         """Read the quota, for a caller inside ``exclusive(namespace)`` that decides from it and then
         passes it to ``converge_locked``: no other bot writer can change it in between."""
-        return QuotaRead(self._cluster.read_quota(namespace, self._policy.quota_name(namespace)))
+        return QuotaRead(self._target.read(namespace))
 
     def plan_in(self, repo: Repository, namespace: str, read: QuotaRead) -> QuotaRead:
         """``read`` with the write planned from it in the caller's transaction (the one that recorded the
@@ -163,7 +163,7 @@ class QuotaSync:
         TemporaryError for faults that may pass (and after too many 409s in a row), PermanentError or
         NamespaceNotFound for what will not.
         """
-        quota_name = self._policy.quota_name(namespace)
+        quota_name = self._target.name(namespace)
         conflicts = 0
         while True:
             try:
@@ -193,7 +193,7 @@ class QuotaSync:
         check: Callable[[int, int], str | None] | None,
         read: QuotaRead | None,
     ) -> SyncOutcome:
-        snapshot = read.snapshot if read is not None else self._cluster.read_quota(namespace, quota_name)
+        snapshot = read.snapshot if read is not None else self._target.read(namespace)
         plan = (
             read.plan
             if read is not None and read.plan is not None
@@ -211,13 +211,9 @@ class QuotaSync:
                 raise ChangeRefused(problem)
         written: QuotaSnapshot | None = None
         if not in_sync(snapshot, plan.desired):
-            applied_by = format_request_id(request_id) if request_id else "reconcile"
-            self._cluster.write_quota(
-                namespace, quota_name, gpus=plan.desired, previous=snapshot, dry_run=True, applied_by=applied_by
-            )
-            written = self._cluster.write_quota(
-                namespace, quota_name, gpus=plan.desired, previous=snapshot, dry_run=False, applied_by=applied_by
-            )
+            stamp = self._target.stamp(plan.desired, request_id=request_id)
+            self._target.dry_run(namespace, stamp, previous=snapshot)
+            written = self._target.write(namespace, stamp, previous=snapshot)
         # The adoption is recorded only now, with the write: had the write failed, the stamp would
         # still hold the bot's last value and the next attempt measures the same edit again.
         self._db.run(lambda repo: self._record(repo, namespace, snapshot, written, plan, request_id))

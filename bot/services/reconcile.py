@@ -20,9 +20,10 @@ from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
-from bot.services.changes import ChangeApplier, move_request
+from bot.services.changes import ChangeApplier
 from bot.services.ports import Action, ActionKind, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
+from bot.services.request_rows import move_request
 from bot.services.text import Code, Moment, Notice, Strong, gpus, say
 
 log = logging.getLogger(__name__)

@@ -1,22 +1,27 @@
-"""Moving a request row between states and recording that it was applied: shared by the appliers of
-plain changes (``changes``) and of shifts (``shift_apply``)."""
+"""The transitions of requests and grants (checked against ``bot.domain.lifecycle``) and the record that a
+request was applied: shared by the appliers (``changes``, ``shift_apply``) and the use cases."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from bot.domain.lifecycle import RequestState, check_request_transition
+from bot.domain.lifecycle import GrantState, RequestState, check_grant_transition, check_request_transition
 from bot.services.ports import Repository
 
 if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
+    from bot.adapters.db.models import GrantRow, RequestRow
 
 
 def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
     check_request_transition(RequestState(request.state), target)
     request.state = target
     request.touch(now=now)
+
+
+def move_grant(grant: GrantRow, target: GrantState) -> None:
+    check_grant_transition(GrantState(grant.state), target)
+    grant.state = target
 
 
 def mark_applied(

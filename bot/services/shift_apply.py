@@ -24,21 +24,22 @@ Must not: write a quota outside ``QuotaSync`` or touch the target before the sou
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestState, SourceLeg
+from bot.domain.lifecycle import RequestState, SourceLeg
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem, desired_gpus
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.services.announce import Announcer, Outgoing
-from bot.services.ports import Action, ActionKind, Repository, Transactions
+from bot.services.effects import record_target, return_source_in, shifted_gpus
+from bot.services.failures import FailurePath
+from bot.services.ports import Repository, Transactions
 from bot.services.quota_sync import QuotaSync, SyncOutcome
-from bot.services.request_rows import mark_applied, move_request
-from bot.services.text import Moment, Notice, Part, Strong, gpus, say
+from bot.services.request_rows import mark_applied
+from bot.services.text import Moment, Part, Strong, gpus, say
 
 if TYPE_CHECKING:
     from bot.adapters.db.models import RequestRow
@@ -46,123 +47,23 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-# --- the legs in the desired state (called in the approving / retrying / ending transaction) -------
-
-
-def record_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    """The next leg of an approved shift: the source's decrease, or (source applied: a retry) the target's increase."""
-    if request.source_state == SourceLeg.APPLIED:
-        _record_target(repo, request, now=now)
-        return
-    source = repo.namespace(request.source_namespace or "")
-    assert source is not None, "a shift's namespaces are recorded when it is submitted"
-    source.base_gpus -= request.delta  # checked against zero at apply: a refusal takes it back
-    source.updated_at = now
-    request.source_state = SourceLeg.RECORDED
-
-
-def source_problem(repo: Repository, request: RequestRow, current: int | None) -> str | None:
-    """Why the source cannot give the shifted GPUs as the last approval lands (``current``: its quota in
-    the cluster now, None when unread); None when it can. Checked again when the source is lowered."""
-    source = repo.namespace(request.source_namespace or "")
-    assert source is not None, "a shift's namespaces are recorded when it is submitted"
-    if current is not None and current < request.delta:
-        return f"`{request.source_namespace}` has {current} GPUs now, so it cannot give {request.delta}"
-    if source.base_gpus < request.delta:
-        return f"`{request.source_namespace}` has {source.base_gpus} GPUs of its own quota now, so it cannot give {request.delta}"
-    return None
-
-
-def take_back_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    """Undo the leg recorded but not applied: the target's when the source is applied, else the source's."""
-    if request.source_state == SourceLeg.APPLIED:
-        _take_back_target(repo, request, now=now)
-        return
-    if request.source_state == SourceLeg.RECORDED:
-        source = repo.namespace(request.source_namespace or "")
-        assert source is not None
-        source.base_gpus += request.delta
-        source.updated_at = now
-        request.source_state = None
-
-
-def return_source_in(repo: Repository, request: RequestRow, *, now: datetime, actor: str = "gpu-quota-bot") -> bool:
-    """Give the source its GPUs back (True when it had them out): a temporary shift's target grant has ended,
-    or the target side failed and someone released the shift instead of retrying it."""
-    if request.source_state != SourceLeg.APPLIED:
-        return False
-    source = repo.namespace(request.source_namespace or "")
-    assert source is not None
-    source.base_gpus += request.delta
-    source.updated_at = now
-    request.source_state = SourceLeg.RETURNED
-    request.touch(now=now)
-    repo.record(
-        at=now,
-        actor=actor,
-        action="shift_source_returned",
-        namespace=request.source_namespace,
-        request_id=request.id,
-        before={"base_gpus": source.base_gpus - request.delta},
-        after={"base_gpus": source.base_gpus},
-        detail=f"the shift to {request.namespace} {'ended' if request.state == RequestState.APPLIED else 'failed'};"
-        f" {request.delta} GPUs back",
-    )
-    return True
-
-
-def _given(request: RequestRow) -> int:
-    """GPUs the source actually gave up (the target is raised by exactly these)."""
-    assert request.source_from is not None and request.source_to is not None
-    return request.source_from - request.source_to
-
-
-def _record_target(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    given = _given(request)
-    if request.permanent:
-        target = repo.namespace(request.namespace)
-        assert target is not None
-        target.base_gpus += given
-        target.updated_at = now
-        return
-    assert request.duration_seconds is not None
-    repo.add_grant(
-        request_id=request.id,
-        namespace=request.namespace,
-        gpus=given,
-        state=GrantState.ACTIVE,
-        starts_at=now,
-        ends_at=now + timedelta(seconds=request.duration_seconds),
-    )
-
-
-def _take_back_target(repo: Repository, request: RequestRow, *, now: datetime) -> None:
-    if request.permanent:
-        target = repo.namespace(request.namespace)
-        assert target is not None
-        target.base_gpus = max(0, target.base_gpus - _given(request))
-        target.updated_at = now
-        return
-    grant = repo.grant_of(request.id)
-    if grant is not None:
-        repo.remove_grant(grant)
-
-
-# Keeps a request approved after a temporary fault and backs its lease off; on the first fault it
-# records ``waiting`` for the request's thread in the same transaction.
-Wait = Callable[[int, str, Outgoing, Notice], None]
-
-
 class ShiftApplier:
     def __init__(
-        self, *, policy: Policy, database: Transactions, sync: QuotaSync, announcer: Announcer, clock: Clock, wait: Wait
+        self,
+        *,
+        policy: Policy,
+        database: Transactions,
+        sync: QuotaSync,
+        announcer: Announcer,
+        clock: Clock,
+        failures: FailurePath,
     ) -> None:
         self._policy = policy
         self._db = database
         self._sync = sync
         self._announce = announcer
         self._clock = clock
-        self._wait = wait
+        self._failures = failures
 
     def apply(self, request_id: int, out: Outgoing, *, lease: datetime | None) -> RequestState:
         """Apply an approved shift from the leg it reached: source, then target; returns its state.
@@ -212,12 +113,10 @@ class ShiftApplier:
         try:
             outcome = self._sync.converge_locked(source, request_id=request_id, check=check)
         except TemporaryError as error:
-            return self._waiting(request_id, str(error), out)
+            return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:
             reason = f"the source side ({source}) could not be lowered: {error}"
-            self._db.run(lambda repo: self._fail(repo, out, request_id, reason))
-            self._converge_after_failure(source, request_id)
-            return RequestState.FAILED
+            return self._failures.refuse(source, request_id, reason, out)
         self._db.run(lambda repo: self._source_applied(repo, request_id, desired["before"], desired["after"]))
         return outcome
 
@@ -236,7 +135,7 @@ class ShiftApplier:
             after={"quota_gpus": after},
             detail=f"gave {before - after} GPUs to {request.namespace}",
         )
-        _record_target(repo, request, now=now)
+        record_target(repo, request, now=now)
 
     def _target_leg(
         self, request_id: int, target: str, out: Outgoing, lease: datetime | None, source: SyncOutcome | None
@@ -244,7 +143,7 @@ class ShiftApplier:
         current = self._db.run(lambda repo: self._current(repo, request_id, lease))
         if isinstance(current, RequestState):
             return current
-        given, max_gpus = _given(current), self._policy.max_gpus(target)
+        given, max_gpus = shifted_gpus(current), self._policy.max_gpus(target)
 
         def check(base: int, grants: int) -> str | None:
             return change_problem(before=base + grants - given, delta=given, max_gpus=max_gpus)
@@ -252,12 +151,10 @@ class ShiftApplier:
         try:
             outcome = self._sync.converge_locked(target, request_id=request_id, check=check)
         except TemporaryError as error:
-            return self._waiting(request_id, str(error), out)
+            return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:
             reason = f"the target side ({target}) could not be raised: {error}"
-            self._db.run(lambda repo: self._fail(repo, out, request_id, reason))
-            self._converge_after_failure(target, request_id)
-            return RequestState.FAILED
+            return self._failures.refuse(target, request_id, reason, out)
 
         def applied(repo: Repository) -> None:
             mark_applied(repo, request_id, quota_after=outcome.after, effect=given, now=self._clock.now())
@@ -265,29 +162,6 @@ class ShiftApplier:
 
         self._db.run(applied)
         return RequestState.APPLIED
-
-    def _waiting(self, request_id: int, reason: str, out: Outgoing) -> RequestState:
-        waiting = say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", reason, ". The bot keeps trying.")
-        self._wait(request_id, reason, out, waiting)
-        return RequestState.APPROVED
-
-    def _fail(self, repo: Repository, out: Outgoing, request_id: int, reason: str) -> None:
-        now = self._clock.now()
-        request = repo.request(request_id)
-        assert request is not None
-        move_request(request, RequestState.FAILED, now=now)
-        request.failure_reason, request.apply_lease_until = reason, None
-        kept = request.source_state == SourceLeg.APPLIED
-        take_back_shift_effect(repo, request, now=now)
-        detail = reason + (f"; the source side stays lowered ({request.source_from} -> {request.source_to})" if kept else "")
-        repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request_id, detail=detail)
-        self._tell_failed(repo, out, request, reason, source_applied=kept)
-
-    def _converge_after_failure(self, namespace: str, request_id: int) -> None:
-        try:
-            self._sync.converge_locked(namespace, request_id=request_id)
-        except GpuQuotaError as error:  # the sweep converges it later
-            log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
 
     # --- telling people ----------------------------------------------------------------------------
 
@@ -318,28 +192,6 @@ class ShiftApplier:
         out.thread(repo, request_id, say(*parts))
         out.direct(repo, card.requester_id, say(f"{card.display_id} is applied: ", *parts[1:]))
         out.refresh(repo, request_id)
-
-    def _tell_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str, *, source_applied: bool) -> None:
-        log.error("applying %s failed: %s", format_request_id(request.id), reason)
-        card = self._announce.card_of(repo, request)
-        assert card.shift is not None
-        if source_applied:
-            parts: list[str | Part] = [
-                f":x: {card.display_id}: the source side is applied (",
-                Strong(card.shift.namespace),
-                f" {gpus(card.shift.before)} → {gpus(card.shift.after)}) but ",
-                reason,
-                f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace});"
-                " Give back returns the GPUs to the source instead.",
-            ]
-        else:
-            parts = [f":x: Could not apply {card.display_id}: ", reason, ".\nNothing was changed; an admin can retry."]
-        actions = [Action(ActionKind.RETRY, "Retry", str(request.id), "primary")]
-        if source_applied:
-            actions.append(Action(ActionKind.RELEASE, "Give back", str(request.id)))
-        out.thread(repo, request.id, say(*parts), actions=actions)
-        out.direct(repo, card.requester_id, say(*parts))
-        out.refresh(repo, request.id)
 
     def give_back(self, request_id: int, *, actor: str) -> bool:
         """A failed shift whose source was lowered: the source's base gets the GPUs back, then it is converged."""

@@ -20,10 +20,11 @@ from bot.domain.quota import QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
+from bot.services.outcomes import Submitted
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaSync
-from bot.services.requests import Submitted, check_reason_length
+from bot.services.requests import check_reason_length
 from bot.services.text import gpus
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from tests.integration.test_postgres import at_once, pg_sandbox  # noqa: F401  (
 
 def submitter(box: Sandbox, text: str) -> Callable[[], str]:
     draft = parse_command(text).draft  # type: ignore[union-attr]
-    return lambda: str(box.services.requests.submit(requester="U0ALICE", draft=draft).state)
+    return lambda: str(box.services.submissions.submit(requester="U0ALICE", draft=draft).state)
 
 
 @pytest.mark.postgres
@@ -37,8 +37,8 @@ def four_at_once(box: Sandbox) -> None:
         rows = [row for row in everything if row.reason == f"round {round_}"]
         auto = [row for row in rows if row.auto_approved]
         assert len(auto) == 1, [(row.id, row.state) for row in rows]
-        box.services.requests.release(user="U0ALICE", request_id=auto[0].id)
+        box.services.lifecycle.release(user="U0ALICE", request_id=auto[0].id)
         for row in rows:
             if row.state == RequestState.PENDING:
-                box.services.requests.cancel(user="U0ALICE", request_id=row.id)
+                box.services.lifecycle.cancel(user="U0ALICE", request_id=row.id)
     assert box.kube.hard("ai-frontier-research", "compute-quota") == "4"

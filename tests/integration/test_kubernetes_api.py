@@ -9,6 +9,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack.replies import reply_text
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import RequestState, Verdict
@@ -22,12 +23,12 @@ QUOTA_PATH = r"/namespaces/ai-frontier-research/resourcequotas/compute-quota$"
 
 def submit(sandbox: Sandbox, text: str, user: str = "U0ALICE") -> int:
     assert sandbox.services is not None
-    return sandbox.services.requests.submit(requester=user, draft=parse_command(text).draft).request_id  # type: ignore[union-attr]
+    return sandbox.services.submissions.submit(requester=user, draft=parse_command(text).draft).request_id  # type: ignore[union-attr]
 
 
 def approve(sandbox: Sandbox, request_id: int, user: str = "U0LEE") -> str:
     assert sandbox.services is not None
-    return sandbox.services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE)
+    return reply_text(sandbox.services.decisions.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE))
 
 
 def state(sandbox: Sandbox, request_id: int) -> tuple[RequestState, str | None]:
@@ -93,7 +94,7 @@ def test_forbidden_fails_the_request_and_an_admin_retries(sandbox: Sandbox) -> N
     assert (
         REGISTRY.get_sample_value("gpu_quota_errors_total", {"system": "kubernetes", "kind": "permanent"}) == refused_before + 1
     )
-    assert sandbox.services.requests.retry(user="U0PAT", request_id=request_id) == "GQ-1 is applied."
+    assert reply_text(sandbox.services.lifecycle.retry(user="U0PAT", request_id=request_id)) == "GQ-1 is applied."
     assert kube(sandbox).hard("ai-frontier-research", "compute-quota") == "8"
 
 

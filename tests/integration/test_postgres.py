@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from bot.adapters.slack.replies import reply_text
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import RequestState, Verdict
@@ -42,11 +43,11 @@ def at_once(*calls: Callable[[], str]) -> list[str]:
 
 
 def submit(box: Sandbox, text: str, user: str) -> int:
-    return box.services.requests.submit(requester=user, draft=parse_command(text).draft).request_id  # type: ignore[union-attr]
+    return box.services.submissions.submit(requester=user, draft=parse_command(text).draft).request_id  # type: ignore[union-attr]
 
 
 def decide(box: Sandbox, request_id: int, user: str) -> Callable[[], str]:
-    return lambda: box.services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE)
+    return lambda: reply_text(box.services.decisions.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE))
 
 
 def audit(box: Sandbox, request_id: int) -> list[str]:
@@ -62,7 +63,7 @@ def test_two_approvers_racing_on_a_request_that_needs_one(pg_sandbox: Sandbox) -
         assert len(winners) == 1, outcomes
         assert any("already approved" in o for o in outcomes), outcomes
         assert audit(pg_sandbox, request_id).count("request_applied") == 1
-        pg_sandbox.services.requests.release(user="U0ALICE", request_id=request_id)
+        pg_sandbox.services.lifecycle.release(user="U0ALICE", request_id=request_id)
     assert pg_sandbox.kube.hard("ai-frontier-research", "compute-quota") == "4"
 
 

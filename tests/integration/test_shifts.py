@@ -358,7 +358,7 @@ def test_two_source_approvers_deciding_at_once_do_not_approve_a_shift_without_th
         problem = checked(user, *args, **kwargs)
         alices.extend([user] if user == ALICE else [])
         if len(alices) == 2 and user == ALICE:
-            services.requests.decide(user=LEE, request_id=1, verdict=Verdict.APPROVE)
+            services.decisions.decide(user=LEE, request_id=1, verdict=Verdict.APPROVE)
         return problem
 
     monkeypatch.setattr(services.access, "shift_decision_problem", lee_lands_meanwhile)

@@ -12,7 +12,7 @@ from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.policy import Policy, parse_policy
 from bot.services.container import Services
-from bot.services.requests import Submitted
+from bot.services.outcomes import Submitted
 from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
@@ -53,7 +53,7 @@ class World:
 
     def submit(self, text: str, user: str = "U0ALICE") -> Submitted:
         command = parse_command(text)
-        return self.services.requests.submit(requester=user, draft=command.draft)  # type: ignore[union-attr]
+        return self.services.submissions.submit(requester=user, draft=command.draft)  # type: ignore[union-attr]
 
     def request(self, request_id: int) -> RequestRow:
         row = self.database.run(lambda repo: repo.request(request_id))

@@ -58,13 +58,13 @@ def test_approved_auto_grants_not_yet_applied_count_too(world: World) -> None:
 
 def test_no_auto_approval_while_the_team_is_over_budget() -> None:
     jobs = make_jobs(policy_dict(auto_approve={"max_gpus": 2, "max_duration": "4h"}))
-    requests = jobs.services.requests
+    services = jobs.services
     draft = parse_command("request ai-frontier-research +1 for 2h quick test").draft  # type: ignore[union-attr]
-    assert requests.submit(requester="U0ALICE", draft=draft).state == RequestState.APPLIED  # within budget
+    assert services.submissions.submit(requester="U0ALICE", draft=draft).state == RequestState.APPLIED  # within budget
     jobs.clock.advance(timedelta(days=2))
     jobs.services.budget.check()
     assert jobs.database.run(lambda repo: jobs.services.budget.over_budget_in(repo, "frontier"))  # type: ignore[union-attr]
-    submitted = requests.submit(requester="U0ALICE", draft=draft)
+    submitted = services.submissions.submit(requester="U0ALICE", draft=draft)
     assert submitted.state == RequestState.PENDING and submitted.approvals_required == 2
     assert "over its budget" in (jobs.database.run(lambda r: r.request(2)).auto_note or "")
 
@@ -72,7 +72,7 @@ def test_no_auto_approval_while_the_team_is_over_budget() -> None:
 def test_an_extension_counts_its_whole_grant_against_auto_approve(world: World) -> None:
     assert world.submit(QUICK).state == RequestState.APPLIED
     world.advance(hours=3)
-    extension = world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=2), reason="")
+    extension = world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=2), reason="")
     assert extension.state == RequestState.PENDING  # 4h + 2h is longer than auto_approve.max_duration (4h)
     assert "6h" in (world.request(2).auto_note or "")
     grant = world.database.run(lambda r: r.grant_of(1))
@@ -83,19 +83,19 @@ def test_a_short_extension_within_auto_approve_is_auto_approved() -> None:
     world = world_with(auto_approve={"max_gpus": 1, "max_duration": "4h"})
     world.submit("request ai-frontier-research +1 for 2h quick test")
     world.advance(hours=1)
-    extension = world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=2), reason="")
+    extension = world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=2), reason="")
     assert extension.state == RequestState.APPLIED  # 2h + 2h: the grant's own GPUs are not counted twice
     assert world.database.run(lambda r: r.grant_of(1)).ends_at == world.clock.now() + timedelta(hours=3)
 
 
 def test_an_extension_past_the_teams_longest_grant_is_refused(world: World) -> None:
     world.submit("request ai-frontier-research +4 for 13d long training run")
-    world.services.requests.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
+    world.services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
     world.advance(days=12)
     with pytest.raises(UserError, match="at most 2w"):
-        world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="")
+        world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="")
     # Within the limit, counting the whole grant, it is submitted.
-    world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=12), reason="")
+    world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=12), reason="")
     assert world.request(2).state == RequestState.PENDING
 
 
@@ -109,7 +109,7 @@ def test_the_daily_cap_of_auto_approved_gpu_hours_counts_the_teams_calendar_day(
     world.services.reconciler.tick()
     assert world.submit("request ai-frontier-research +1 for 3h x").state == RequestState.PENDING  # 4 + 3 > 6
     assert "GPU-hours" in (world.request(2).auto_note or "")
-    world.services.requests.cancel(user="U0ALICE", request_id=2)
+    world.services.lifecycle.cancel(user="U0ALICE", request_id=2)
     world.advance(hours=7, minutes=30)  # 20:30 UTC, 21:30 in Berlin
     assert world.submit("request ai-frontier-research +1 for 2h x").state == RequestState.APPLIED  # 4 + 2 = 6
     world.advance(hours=3)  # 23:30 UTC: still 30 November in UTC, already 1 December in Berlin
@@ -242,8 +242,8 @@ def test_a_total_asked_for_on_one_replica_counts_from_what_another_replica_wrote
     )
     assert world.submit("request ai-frontier-research +4 for 1d a big run").state == RequestState.PENDING  # reads 4 here
     draft = parse_command("request ai-frontier-research +1 for 1d one more").draft
-    one_more = other.requests.submit(requester="U0ALICE", draft=draft)  # type: ignore[arg-type]
-    other.requests.decide(user="U0LEE", request_id=one_more.request_id, verdict=Verdict.APPROVE)
+    one_more = other.submissions.submit(requester="U0ALICE", draft=draft)  # type: ignore[arg-type]
+    other.decisions.decide(user="U0LEE", request_id=one_more.request_id, verdict=Verdict.APPROVE)
     assert world.cluster.hard("ai-frontier-research") == 5  # written by the other replica
     with pytest.raises(UserError, match="already"):
         world.submit("request ai-frontier-research 5 for 4h five in total")  # 5 is what it has: nothing to do

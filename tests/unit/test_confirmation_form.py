@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from bot.adapters.slack import ids, modals
 from bot.domain.policy import needs_confirmation, parse_policy
-from bot.services.requests import Confirmation
+from bot.services.outcomes import Confirmation
 
 
 def confirmation(**changes: object) -> Confirmation:

@@ -125,9 +125,9 @@ def test_digest_goes_to_each_team_and_the_admins_once(jobs: Jobs) -> None:
 
 
 def test_digest_lists_grants_ending_within_a_day(jobs: Jobs) -> None:
-    requests = jobs.services.requests
-    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 12h eval").draft)  # type: ignore[union-attr]
-    requests.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
+    services = jobs.services
+    services.submissions.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 12h eval").draft)  # type: ignore[union-attr]
+    services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
     jobs.services.digest.publish(date(2026, 11, 9))
     frontier = next(s.report for s in jobs.notifier.of("report") if "frontier" in s.report.title)
     ending = next(s for s in frontier.sections if s.heading == "Grants ending in the next 24 h")
@@ -198,9 +198,9 @@ def test_over_budget_teams_need_one_more_approval_for_increases(jobs: Jobs) -> N
     assert budget is not None
     assert jobs.database.run(lambda repo: budget.over_budget_in(repo, "frontier"))
     assert not jobs.database.run(lambda repo: budget.over_budget_in(repo, "business"))
-    requests = jobs.services.requests
-    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 1d x").draft)  # type: ignore[union-attr]
-    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research -1 for 1d x").draft)  # type: ignore[union-attr]
+    services = jobs.services
+    services.submissions.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 1d x").draft)  # type: ignore[union-attr]
+    services.submissions.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research -1 for 1d x").draft)  # type: ignore[union-attr]
     increase = jobs.database.run(lambda r: r.request(1))
     decrease = jobs.database.run(lambda r: r.request(2))
     assert (increase.approvals_required, decrease.approvals_required) == (2, 1)
@@ -234,9 +234,9 @@ def test_a_changed_idle_allocation_is_nudged_again(jobs: Jobs) -> None:
 
 
 def test_nudges_offer_to_release_an_active_grant(jobs: Jobs) -> None:
-    requests = jobs.services.requests
-    requests.submit(requester="U0BOB", draft=parse_command("request biz-model-serving +4 for 2d launch").draft)  # type: ignore[union-attr]
-    requests.decide(user="U0MAYA", request_id=1, verdict=Verdict.APPROVE)
+    services = jobs.services
+    services.submissions.submit(requester="U0BOB", draft=parse_command("request biz-model-serving +4 for 2d launch").draft)  # type: ignore[union-attr]
+    services.decisions.decide(user="U0MAYA", request_id=1, verdict=Verdict.APPROVE)
     jobs.services.idle.check()
     nudge = next(s for s in jobs.notifier.of("post") if s.target == "C0BIZ")
     assert [(a.kind, a.value) for a in nudge.actions] == [(ActionKind.RELEASE, "1"), (ActionKind.SNOOZE, "biz-model-serving")]
@@ -320,9 +320,9 @@ def test_a_proposal_never_gives_away_borrowed_gpus() -> None:
     raw = {**policy_dict(), "schedules": {"proposals": "0 8 * * 1"}}
     jobs = make_jobs(raw, clock=ManualClock(datetime(2026, 11, 20, 9, 0, tzinfo=UTC)))  # 6-19 Nov measured
     assert jobs.services.proposals is not None
-    requests = jobs.services.requests
-    requests.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 3d eval").draft)  # type: ignore[union-attr]
-    requests.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
+    services = jobs.services
+    services.submissions.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 3d eval").draft)  # type: ignore[union-attr]
+    services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
     assert jobs.cluster.quotas[("ai-frontier-research", "compute-quota")].hard == 6
     for day in range(3):  # business was blocked by its quota 3 times
         jobs.database.run(

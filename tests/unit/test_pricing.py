@@ -17,7 +17,7 @@ NODE_H100, NODE_A100 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"  # as GP
 
 
 def submit(jobs: Jobs, text: str, user: str = "U0ALICE") -> int:
-    return jobs.services.requests.submit(requester=user, draft=parse_command(text).draft).request_id  # type: ignore[union-attr]
+    return jobs.services.submissions.submit(requester=user, draft=parse_command(text).draft).request_id  # type: ignore[union-attr]
 
 
 def pricer(jobs: Jobs) -> Pricer:

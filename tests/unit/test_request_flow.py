@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from bot.adapters.slack.mrkdwn import render
+from bot.adapters.slack.replies import reply_text
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, UserError
 from bot.services.ports import ActionKind
@@ -17,7 +18,7 @@ REQUEST = "request ai-frontier-research +4 for 3d fine-tune on the new corpus"
 
 
 def approve(world: World, request_id: int, user: str = "U0LEE") -> str:
-    return world.services.requests.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE)
+    return reply_text(world.services.decisions.decide(user=user, request_id=request_id, verdict=Verdict.APPROVE))
 
 
 def test_submit_records_and_posts_the_request(world: World) -> None:
@@ -133,7 +134,7 @@ def test_two_approvals_for_permanent_changes(world: World) -> None:
 
 def test_deny(world: World) -> None:
     world.submit(REQUEST)
-    assert world.services.requests.decide(user="U0LEE", request_id=1, verdict=Verdict.DENY) == "You denied GQ-1."
+    assert reply_text(world.services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.DENY)) == "You denied GQ-1."
     assert world.request(1).state == RequestState.DENIED
     assert "denied by <@U0LEE>" in world.dms("U0ALICE")[0]
     with pytest.raises(Refusal) as refused:
@@ -154,8 +155,8 @@ def test_a_refused_apply_fails_cleanly_and_an_admin_can_retry(world: World) -> N
     assert "Could not apply GQ-1" in failure.text and failure.actions[0].kind == ActionKind.RETRY
     assert "could not be applied" in world.dms("U0ALICE")[0]
     with pytest.raises(UserError, match="Only admins"):
-        world.services.requests.retry(user="U0LEE", request_id=1)
-    assert world.services.requests.retry(user="U0PAT", request_id=1) == "GQ-1 is applied."
+        world.services.lifecycle.retry(user="U0LEE", request_id=1)
+    assert reply_text(world.services.lifecycle.retry(user="U0PAT", request_id=1)) == "GQ-1 is applied."
     assert world.cluster.hard("ai-frontier-research") == 8
 
 
@@ -260,34 +261,34 @@ def test_release_early(world: World) -> None:
     world.submit(REQUEST)
     approve(world, 1)
     with pytest.raises(UserError, match="Only the requester"):
-        world.services.requests.release(user="U0BOB", request_id=1)
-    assert "Released GQ-1: 4 GPUs given back" in world.services.requests.release(user="U0ALICE", request_id=1)
+        world.services.lifecycle.release(user="U0BOB", request_id=1)
+    assert "Released GQ-1: 4 GPUs given back" in reply_text(world.services.lifecycle.release(user="U0ALICE", request_id=1))
     assert world.cluster.hard("ai-frontier-research") == 4
     with pytest.raises(UserError, match="no active grant"):
-        world.services.requests.release(user="U0ALICE", request_id=1)
+        world.services.lifecycle.release(user="U0ALICE", request_id=1)
 
 
 def test_extension_moves_the_end(world: World) -> None:
     world.submit(REQUEST)
     approve(world, 1)
-    submitted = world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="")
+    submitted = world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="")
     assert submitted.display_id == "GQ-2"
     approve(world, 2)
     assert world.request(2).state == RequestState.APPLIED
     assert world.database.run(lambda r: r.grant_of(1)).ends_at == START + timedelta(days=5)
     assert world.cluster.hard("ai-frontier-research") == 8
     with pytest.raises(UserError, match="at most 2w per grant, extensions included"):
-        world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=10), reason="")
+        world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=10), reason="")
 
 
 def test_cancel(world: World) -> None:
     world.submit(REQUEST)
     with pytest.raises(UserError, match="Only the requester or an admin"):
-        world.services.requests.cancel(user="U0LEE", request_id=1)
-    world.services.requests.cancel(user="U0ALICE", request_id=1)
+        world.services.lifecycle.cancel(user="U0LEE", request_id=1)
+    world.services.lifecycle.cancel(user="U0ALICE", request_id=1)
     assert world.request(1).state == RequestState.CANCELLED
     with pytest.raises(UserError, match="already cancelled"):
-        world.services.requests.cancel(user="U0ALICE", request_id=1)
+        world.services.lifecycle.cancel(user="U0ALICE", request_id=1)
 
 
 def test_undecided_requests_expire(world: World) -> None:
@@ -437,7 +438,7 @@ def test_no_reminder_for_a_grant_that_ended_while_the_bot_was_down(world: World)
 def test_an_extension_card_shows_the_end_it_would_give_then_the_end_it_gave(world: World) -> None:
     world.submit(REQUEST)
     approve(world, 1)  # the grant ends at START + 3 days
-    world.services.requests.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="one more epoch")
+    world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(days=2), reason="one more epoch")
     card = world.notifier.last_card()  # the extension's card, as posted for approval
     assert card.extends_id == 1 and card.grant_ends_at == START + timedelta(days=5)
     approve(world, 2)

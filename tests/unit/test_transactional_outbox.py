@@ -74,9 +74,9 @@ def test_a_reclaim_closed_by_a_process_that_dies_at_once_is_still_announced(
 
 def test_a_denial_by_a_process_that_dies_at_once_is_still_told(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     world.submit("request ai-frontier-research +4 for 3d fine-tune on the new corpus")
-    monkeypatch.setattr(world.services.requests, "_db", DiesAfterCommit(world.database, state_is(1, RequestState.DENIED)))
+    monkeypatch.setattr(world.services.decisions, "_db", DiesAfterCommit(world.database, state_is(1, RequestState.DENIED)))
     with pytest.raises(SystemExit):
-        world.services.requests.decide(user="U0LEE", request_id=1, verdict=Verdict.DENY, reason="not this week")
+        world.services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.DENY, reason="not this week")
     assert world.replies() == [] and world.dms("U0ALICE") == []
 
     restart(world)
@@ -87,10 +87,10 @@ def test_a_denial_by_a_process_that_dies_at_once_is_still_told(world: World, mon
 
 def test_an_apply_by_a_process_that_dies_at_once_is_still_told(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     world.submit("request ai-frontier-research +4 for 3d fine-tune on the new corpus")
-    applier = world.services.requests._applier  # the apply has transactions of its own
+    applier = world.services.decisions._applier  # the apply has transactions of its own
     monkeypatch.setattr(applier, "_db", DiesAfterCommit(world.database, state_is(1, RequestState.APPLIED)))
     with pytest.raises(SystemExit):
-        world.services.requests.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
+        world.services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
     assert world.cluster.hard(FRONTIER) == 8 and world.replies() == [] and world.dms("U0ALICE") == []
 
     restart(world)

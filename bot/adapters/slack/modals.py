@@ -30,7 +30,7 @@ from bot.adapters.slack.blocks import mention, truncate
 from bot.adapters.slack.mrkdwn import escape
 from bot.domain.commands import RequestDraft, clean_text, format_request_id
 from bot.domain.durations import ALLOWED, format_duration
-from bot.services.requests import Confirmation
+from bot.services.outcomes import Confirmation
 from bot.services.text import gpus, money
 
 MAX_OPTIONS = 100

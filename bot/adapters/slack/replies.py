@@ -1,0 +1,61 @@
+"""What the person who acted reads: a use case's outcome (``bot.services.outcomes``) in words and mrkdwn.
+
+Every value that came from outside the bot's own words (a namespace, the API server's reason) goes
+through ``mrkdwn.escape``; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from typing import assert_never
+
+from bot.adapters.slack.mrkdwn import escape
+from bot.services.outcomes import Cancelled, Decided, Decision, Release, Released, Retried
+from bot.services.text import gpus
+
+Outcome = Decided | Cancelled | Released | Retried
+
+
+def reply_text(outcome: Outcome) -> str:
+    """The line shown to the person (ephemeral, in a form, or on the Home tab)."""
+    match outcome:
+        case Decided():
+            return _decided(outcome)
+        case Cancelled():
+            return f"{outcome.display_id} is cancelled."
+        case Released():
+            return _released(outcome)
+        case Retried():
+            return f"{outcome.display_id} is {outcome.state}."
+        case _:
+            assert_never(outcome)
+
+
+def _decided(decided: Decided) -> str:
+    display = decided.display_id
+    match decided.decision:
+        case Decision.DENIED:
+            return f"You denied {display}."
+        case Decision.COMPLETED:
+            return f"You approved {display}; it is {decided.state}."
+        case Decision.REFUSED:
+            return f"You approved {display}, but it cannot be applied: {escape(decided.failure_reason or '')}."
+        case Decision.COUNTED:
+            more = decided.approvals_required - decided.approvals
+            return f"You approved {display} ({decided.approvals} of {decided.approvals_required}); it needs {more} more."
+        case _:
+            assert_never(decided.decision)
+
+
+def _released(released: Released) -> str:
+    display, namespace, source = released.display_id, escape(released.namespace), escape(released.source_namespace or "")
+    match released.how:
+        case Release.SOURCE_GIVEN_BACK:
+            return f"{display}: {gpus(released.gpus)} given back to {source}."
+        case Release.PENDING:
+            return f"Released {display}; the quota could not be put back yet and the bot keeps retrying."
+        case Release.SHIFT_RETURNED:
+            return f"Released {display}: {namespace} gives the {gpus(released.gpus)} it was shifted back to {source}."
+        case Release.RETURNED:
+            return f"Released {display}: {gpus(released.gpus)} given back to {namespace}."
+        case _:
+            assert_never(released.how)

@@ -1,0 +1,158 @@
+"""When an apply cannot finish: a refusal fails the request, a temporary fault makes it wait.
+
+One path for every applier (``changes`` for changes and extensions, ``shift_apply`` for each leg of
+a shift, and whatever quota target comes next), called inside the namespace's critical section:
+
+- refused for good (403, 422, the namespace gone, a limit broken now): in one transaction the
+  request fails, its effect is taken back and the word for its thread and its requester is
+  recorded; then the namespace is converged without it (``refuse``);
+- a temporary fault (5xx, timeout, refused connection): the request stays approved, its lease backs
+  off so that the reconcile resumes it, and the thread is told once (``wait``).
+
+Must not: deliver the outbox (the use case delivers what it recorded, once).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from bot.clock import Clock
+from bot.domain.commands import format_request_id
+from bot.domain.lifecycle import RequestKind, RequestState, SourceLeg
+from bot.errors import GpuQuotaError
+from bot.services.announce import Announcer, Outgoing
+from bot.services.effects import take_back_effect
+from bot.services.ports import Action, ActionKind, Repository, Transactions
+from bot.services.quota_sync import QuotaSync
+from bot.services.request_rows import move_request
+from bot.services.text import Part, Strong, gpus, say
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import RequestRow
+
+log = logging.getLogger(__name__)
+# Waits after temporary faults: 1, 2, 4 s, then 5 s, the shortest reconcile interval, so that once
+# the API server is back the apply lands on the next tick.
+RETRY_FIRST = timedelta(seconds=1)
+RETRY_CAP = timedelta(seconds=5)
+
+
+def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: datetime, recorded: bool = True) -> None:
+    """Mark an approved request failed and take its change back out of the desired state (when its
+    effect was ``recorded``: a request refused as it is approved never had one). A shift whose source
+    leg is applied keeps it: the audit says so."""
+    move_request(request, RequestState.FAILED, now=now)
+    request.failure_reason, request.apply_lease_until = reason, None
+    kept = request.kind == RequestKind.SHIFT and request.source_state == SourceLeg.APPLIED
+    if recorded:
+        take_back_effect(repo, request, now=now)
+    detail = reason + (f"; the source side stays lowered ({request.source_from} -> {request.source_to})" if kept else "")
+    repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=detail)
+
+
+class FailurePath:
+    def __init__(
+        self,
+        *,
+        database: Transactions,
+        sync: QuotaSync,
+        announcer: Announcer,
+        clock: Clock,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._db = database
+        self._sync = sync
+        self._announce = announcer
+        self._clock = clock
+        self._rng = rng or random.Random()
+
+    def refuse(self, namespace: str, request_id: int, reason: str, out: Outgoing) -> RequestState:
+        """The write to ``namespace`` was refused for good: fail the request (told in ``out``), then, still
+        in the critical section, converge the namespace to base + active grants without its change."""
+
+        def fail(repo: Repository) -> None:
+            request = repo.request(request_id)
+            assert request is not None
+            self.fail_in(repo, out, request, reason)
+
+        self._db.run(fail)
+        try:
+            self._sync.converge_locked(namespace, request_id=request_id)
+        except GpuQuotaError as error:  # the sweep and the next apply converge it later
+            log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
+        return RequestState.FAILED
+
+    def fail_in(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str, *, recorded: bool = True) -> None:
+        """In the caller's transaction: fail ``request`` and record the thread's and the requester's word of it.
+        A shift refused as it is approved (``recorded`` False) never reached its legs: it is told like a change."""
+        fail_request(repo, request, reason, now=self._clock.now(), recorded=recorded)
+        log.error("applying %s failed: %s", format_request_id(request.id), reason)
+        if request.kind == RequestKind.SHIFT and recorded:
+            self._tell_shift_failed(repo, out, request, reason)
+        else:
+            self._tell_failed(repo, out, request, reason)
+
+    def wait(self, request_id: int, reason: str, out: Outgoing) -> RequestState:
+        """Keep the request approved and hand it to the reconcile after a backoff; on the first temporary
+        fault of this apply the thread is told, in the same transaction."""
+
+        def backoff(repo: Repository) -> int:
+            now = self._clock.now()
+            request = repo.request(request_id)
+            assert request is not None
+            request.apply_attempts += 1
+            ceiling = min(RETRY_CAP, RETRY_FIRST * 2 ** (request.apply_attempts - 1)).total_seconds()
+            request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
+            request.touch(now=now)
+            if request.apply_attempts == 1:
+                then = (
+                    ". The bot keeps trying."
+                    if request.kind == RequestKind.SHIFT
+                    else ". The bot keeps trying and says here when it is applied; nothing needs to be done."
+                )
+                out.thread(repo, request_id, say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", reason, then))
+            return request.apply_attempts
+
+        attempts = self._db.run(backoff)
+        log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
+        return RequestState.APPROVED
+
+    def _tell_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str) -> None:
+        card = self._announce.card_of(repo, request)
+        out.thread(
+            repo,
+            request.id,
+            say(
+                f":x: Could not apply {card.display_id}: ",
+                reason,  # the API server's (or the policy's) words: shown as text, never as markup
+                "\nThe request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
+            ),
+            actions=[Action(ActionKind.RETRY, "Retry", str(request.id), "primary")],
+        )
+        out.direct(repo, card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
+        out.refresh(repo, request.id)
+
+    def _tell_shift_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str) -> None:
+        card = self._announce.card_of(repo, request)
+        assert card.shift is not None
+        source_applied = request.source_state == SourceLeg.APPLIED
+        if source_applied:
+            parts: list[str | Part] = [
+                f":x: {card.display_id}: the source side is applied (",
+                Strong(card.shift.namespace),
+                f" {gpus(card.shift.before)} → {gpus(card.shift.after)}) but ",
+                reason,
+                f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace});"
+                " Give back returns the GPUs to the source instead.",
+            ]
+        else:
+            parts = [f":x: Could not apply {card.display_id}: ", reason, ".\nNothing was changed; an admin can retry."]
+        actions = [Action(ActionKind.RETRY, "Retry", str(request.id), "primary")]
+        if source_applied:
+            actions.append(Action(ActionKind.RELEASE, "Give back", str(request.id)))
+        out.thread(repo, request.id, say(*parts), actions=actions)
+        out.direct(repo, card.requester_id, say(*parts))
+        out.refresh(repo, request.id)

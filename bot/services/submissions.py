@@ -1,0 +1,326 @@
+"""Submissions: a new request (``submit``) and more time on a grant (``extend``).
+
+The check, the record (with the auto-approval decided in the same transaction, under the team's
+lock), the card and, when policy auto-approves, the apply. Refusals are ``UserError``s.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, time, timedelta
+from typing import TYPE_CHECKING
+
+from bot.clock import Clock
+from bot.domain.commands import RequestDraft, format_request_id
+from bot.domain.durations import format_duration
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.policy import (
+    AutoApproval,
+    AutoApprovalCheck,
+    Policy,
+    Team,
+    approvals_required,
+    auto_approval,
+    limit_problems,
+)
+from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
+from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.logs import request_context
+from bot.services.access import Access
+from bot.services.announce import Announcer
+from bot.services.changes import ChangeApplier
+from bot.services.effects import record_effect
+from bot.services.outcomes import Submitted
+from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.pricing import Pricer
+from bot.services.quota_sync import QuotaSync
+from bot.services.request_rows import move_request
+from bot.services.requests import AUTO_APPROVER, check_reason_length, gpu_hours, load_request
+from bot.services.views import RequestCard
+
+if TYPE_CHECKING:
+    from bot.adapters.db.models import GrantRow, RequestRow
+
+log = logging.getLogger(__name__)
+# A submission's "before" may be this old when this process read or wrote the quota that recently (a
+# burst of requests reads it once): it is what the card shows; the approval and the apply read it again.
+# Not for a total asked for ("8"): its change is derived from the read (another replica may have written).
+SUBMITTED_QUOTA_MAX_AGE = 5.0
+
+
+@dataclass(frozen=True)
+class _NewRequest:
+    """What submit and extend have in common before the row is written."""
+
+    kind: RequestKind
+    team: Team
+    namespace: str
+    amount_text: str
+    delta: int
+    duration: timedelta | None
+    reason: str
+    snapshot: QuotaSnapshot | None
+    hard_before: int
+    grant_length: timedelta | None  # the whole grant: ``duration``, or for an extension the grant so far plus it
+    extends_request_id: int | None = None
+
+
+class Submissions:
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        database: Transactions,
+        cluster: QuotaCluster,
+        access: Access,
+        sync: QuotaSync,
+        applier: ChangeApplier,
+        announcer: Announcer,
+        clock: Clock,
+        pricer: Pricer,
+        over_budget: Callable[[Repository, str], bool] = lambda repo, team: False,
+    ) -> None:
+        """``pricer`` prices a request's GPUs (the namespace's GPU models), for its card; ``over_budget`` asks for more approvals."""
+        self._policy = policy
+        self._db = database
+        self._cluster = cluster
+        self._access = access
+        self._sync = sync
+        self._applier = applier
+        self._announce = announcer
+        self._clock = clock
+        self._pricer = pricer
+        self._over_budget = over_budget
+
+    def submit(self, *, requester: str, draft: RequestDraft) -> Submitted:
+        """Record a new request, post it for approval, and apply it at once if policy auto-approves."""
+        if not draft.complete:
+            raise UserError(
+                "The request is incomplete: " + "; ".join(draft.problems or ("namespace, GPUs and a reason are needed",))
+            )
+        assert draft.namespace is not None and draft.amount is not None
+        check_reason_length(draft.reason)
+        team = self._team_for_request(requester, draft.namespace)
+        # A total asked for becomes a change from this read, which an auto-approval applies as it is: read now.
+        snapshot = self._read_quota(draft.namespace, max_age=SUBMITTED_QUOTA_MAX_AGE if draft.amount.relative else 0.0)
+        current = snapshot.hard if snapshot else self._policy.default_quota(draft.namespace)
+        delta = draft.amount.delta_from(current)
+        problems = limit_problems(self._policy, draft.namespace, current=current, delta=delta, duration=draft.duration)
+        if problems:
+            raise UserError("Not submitted: " + "; ".join(problems) + ".")
+        return self._create(
+            requester,
+            _NewRequest(
+                kind=RequestKind.CHANGE,
+                team=team,
+                namespace=draft.namespace,
+                amount_text=str(draft.amount),
+                delta=delta,
+                duration=draft.duration,
+                reason=draft.reason.strip(),
+                snapshot=snapshot,
+                hard_before=current,
+                grant_length=draft.duration,
+            ),
+        )
+
+    def extend(self, *, requester: str, request_id: int, duration: timedelta, reason: str) -> Submitted:
+        """Ask for more time on an active grant: a new request that needs approval like any other."""
+        check_reason_length(reason)
+        original = load_request(self._db, request_id)
+        grant = self._active_grant(original)
+        team = self._team_for_request(requester, original.namespace)
+        # The whole grant counts, not the time left: otherwise repeated extensions make any grant endless.
+        whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
+        if whole > team.limits.max_duration:
+            raise UserError(
+                f"Not submitted: {team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
+                f" per grant, extensions included; {format_request_id(request_id)} would then last {format_duration(whole)}."
+            )
+        snapshot = self._read_quota(original.namespace)
+        return self._create(
+            requester,
+            _NewRequest(
+                kind=RequestKind.EXTENSION,
+                team=team,
+                namespace=original.namespace,
+                amount_text=f"{grant.gpus:+d}",
+                delta=grant.gpus,
+                duration=duration,
+                reason=reason.strip() or f"extend {format_request_id(request_id)}",
+                snapshot=snapshot,
+                hard_before=snapshot.hard if snapshot else 0,
+                grant_length=whole,
+                extends_request_id=request_id,
+            ),
+        )
+
+    def check_extendable(self, request_id: int) -> None:
+        """Raise UserError unless the request has a grant to extend (asked before the extend form opens)."""
+        self._active_grant(load_request(self._db, request_id))
+
+    def _active_grant(self, request: RequestRow) -> GrantRow:
+        """The request's grant if it is active now; after downtime one may be past its end before the reconcile ends it."""
+        request_id = request.id
+        if request.kind == RequestKind.SHIFT:
+            # An extension is decided by the target team alone; the source's GPUs need the source team's approval too.
+            raise UserError(
+                f"{format_request_id(request_id)} is a shift: its GPUs come from {request.source_namespace}, so to keep them"
+                " longer, request a new shift when this one ends (both teams approve it)."
+            )
+        grant = self._db.run(lambda repo: repo.grant_of(request_id))
+        if grant is None or grant.state != GrantState.ACTIVE or grant.ends_at <= self._clock.now():
+            raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
+        return grant
+
+    def _create(self, requester: str, new: _NewRequest) -> Submitted:
+        capacity = self._capacity(new.namespace, 0 if new.kind == RequestKind.EXTENSION else new.delta)
+        # The cluster's part of the price is read here, from the capacity view: never on the network inside the transaction.
+        dearest = self._pricer.dearest_on_nodes()
+        permanent = new.duration is None
+        within_capacity = capacity is not None and not capacity.oversubscribed
+
+        def create(repo: Repository) -> tuple[RequestRow, RequestCard]:
+            now = self._clock.now()
+            # Price and budget are read in this transaction too: one transaction for the whole submission.
+            price = self._pricer.price_from(self._pricer.recent_hours(repo, new.namespace), dearest)
+            cost, basis = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
+            over_budget = self._over_budget(repo, new.team.name)
+            required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
+            # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
+            verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
+            auto = verdict is not None and verdict.approved
+            if not repo.namespace_known(new.namespace):
+                # Only a namespace the bot has never seen takes its base from this read. Later, the read
+                # may predate an apply that finished meanwhile: folding it in would take that apply for a
+                # hand edit and undo it. Hand edits are adopted by converge, which reads just before.
+                self._sync.record_observation(repo, new.snapshot, new.namespace)
+            request = repo.add_request(
+                kind=new.kind,
+                state=RequestState.PENDING,
+                namespace=new.namespace,
+                team=new.team.name,
+                requester_id=requester,
+                amount_text=new.amount_text,
+                delta=new.delta,
+                duration_seconds=int(new.duration.total_seconds()) if new.duration else None,
+                reason=new.reason,
+                approvals_required=required,
+                auto_approved=auto,
+                auto_note=verdict.reason if verdict else None,
+                hard_before=new.hard_before,
+                used_before=new.snapshot.used if new.snapshot else None,
+                allocatable=capacity.allocatable if capacity else None,
+                committed_after=capacity.committed_after if capacity else None,
+                cost=round(cost, 2),
+                cost_basis=f"{basis}, {price.describe()}",
+                channel_id=new.team.channel,
+                extends_request_id=new.extends_request_id,
+                created_at=now,
+                updated_at=now,
+                decide_by=now + self._policy.defaults.pending_timeout,
+                post_claimed_until=self._announce.new_card_claim(),
+            )
+            repo.record(
+                at=now,
+                actor=requester,
+                action="request_submitted",
+                namespace=new.namespace,
+                request_id=request.id,
+                after={
+                    "amount": new.amount_text,
+                    "delta": new.delta,
+                    "duration": format_duration(new.duration) if new.duration else "permanent",
+                },
+                detail=new.reason,
+            )
+            if auto:
+                assert verdict is not None
+                repo.add_decision(request, user_id=AUTO_APPROVER, verdict=Verdict.APPROVE, decided_at=now)
+                move_request(request, RequestState.APPROVED, now=now)
+                request.decided_at = now
+                record_effect(repo, request, now=now)
+                repo.record(
+                    at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id, detail=verdict.reason
+                )
+            return request, self._announce.card_of(repo, request)  # rendered from this row: no second read
+
+        request, card = self._db.run(create)
+        with request_context(format_request_id(request.id)):
+            log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
+            if request.auto_note:
+                log.info("%s", request.auto_note)
+            post_error = self._announce.post_card(request.id, card=card, claimed=True)
+            state = RequestState(request.state)
+            if request.auto_approved:
+                state = self._applier.apply(request.id)  # claimed again: the card was posted since
+        return Submitted.of(request.id, request.channel_id, state, request.approvals_required, post_error)
+
+    def _auto_approval(
+        self, repo: Repository, new: _NewRequest, *, now: datetime, over_budget: bool, within_capacity: bool
+    ) -> AutoApproval | None:
+        """The auto-approval verdict, from the team's auto-approved requests as this transaction reads them.
+
+        The team's lock makes a second request submitted at the same moment wait until this one is
+        recorded, so both cannot see room for one more GPU (the cap is cumulative). A request the
+        rule refuses on its own (as if nothing had been auto-approved yet) needs neither: earlier
+        auto-approvals only ever refuse more.
+        """
+        if new.team.auto_approve is None:
+            return None
+        seconds = int(new.duration.total_seconds()) if new.duration else None
+        alone = AutoApprovalCheck(
+            gpus=new.delta,
+            grant_length=new.grant_length,
+            gpu_hours=gpu_hours(new.delta, seconds),
+            active_auto_gpus=0,
+            auto_gpu_hours_today=0.0,
+            over_budget=over_budget,
+            within_capacity=within_capacity,
+        )
+        verdict = auto_approval(new.team, alone)
+        if verdict is None or not verdict.approved:
+            return verdict
+        repo.lock_auto_approval(new.team.name)
+        zone = self._policy.schedules.zone
+        today = now.astimezone(zone).date()
+        day_start = datetime.combine(today, time(), tzinfo=zone)
+        day_end = datetime.combine(today + timedelta(days=1), time(), tzinfo=zone)
+        used_today = sum(
+            gpu_hours(delta, seconds) for delta, seconds in repo.auto_approved_sizes_since(new.team.name, day_start, day_end)
+        )
+        # An extension's own grant is not counted twice: its GPUs are this request's.
+        active = repo.auto_approved_gpus(new.namespace, excluding_request=new.extends_request_id)
+        return auto_approval(new.team, replace(alone, active_auto_gpus=active, auto_gpu_hours_today=used_today))
+
+    def _team_for_request(self, requester: str, namespace: str) -> Team:
+        team = self._policy.team_of(namespace)
+        if team is None:
+            managed = ", ".join(self._policy.managed_namespaces())
+            raise UserError(f"`{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.")
+        if not self._access.may_request(requester, team):
+            raise UserError(f"Only members of {team.label} may request GPUs for `{namespace}`.")
+        return team
+
+    def _read_quota(self, namespace: str, *, max_age: float = SUBMITTED_QUOTA_MAX_AGE) -> QuotaSnapshot | None:
+        try:
+            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace), max_age=max_age)
+        except NamespaceNotFound:
+            raise UserError(f"The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.") from None
+        except GpuQuotaError as error:
+            raise UserError(
+                f"Could not read the quota of `{namespace}` from the cluster ({error}). Nothing was submitted; try again."
+            ) from error
+
+    def _capacity(self, namespace: str, delta: int) -> CapacityImpact | None:
+        """Allocatable GPUs vs all managed quotas after the change; None (and a log line) if unknown."""
+        names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
+        try:
+            allocatable = self._cluster.allocatable_gpus()
+            committed = sum(self._cluster.gpu_quota_totals(names).values())
+        except GpuQuotaError as error:
+            log.warning("capacity unknown for a request on %s: %s", namespace, error)
+            return None
+        return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)
