@@ -46,7 +46,7 @@ import math
 import re
 import statistics
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta, timezone
 from itertools import pairwise
@@ -217,13 +217,16 @@ SATURATION_STEP = 300
 
 
 def quota_saturation_query(seconds: int, step: int) -> str:
-    """The share of the window's points at which each namespace's GPU quota was full (kube-state-metrics'
-    used >= a non-zero hard), by namespace. A subquery, since "used >= hard" compares two series point by
-    point; it reads only the two ``kube_resourcequota`` series of each GPU quota (never the pods), so it costs
-    (window / step) x 2 samples per quota: 8,064 a namespace for 14 days."""
+    """The share of the window's points at which each GPU quota was full (kube-state-metrics' used equal to
+    a non-zero hard), by namespace and quota. A point without the quota's series (not created yet, not
+    scraped) counts as not full: the sum is divided by the window's points, not averaged over the points
+    that exist. Used above hard is a quota lowered below usage (a gradual reclaim), not one holding work
+    back. A subquery, since "used == hard" compares two series point by point; it reads only the two
+    ``kube_resourcequota`` series of each GPU quota (never the pods), so it costs (window / step) x 2
+    samples per quota: 8,064 for 14 days."""
     quota = 'max by (namespace, resourcequota) (kube_resourcequota{resource="requests.nvidia.com/gpu", type="%s"})'
-    full = f"max by (namespace) ({quota % 'used'} >= bool on (namespace, resourcequota) ({quota % 'hard'} > 0))"
-    return f"avg_over_time(({full})[{seconds}s:{step}s])"
+    full = f"{quota % 'used'} == bool on (namespace, resourcequota) ({quota % 'hard'} > 0)"
+    return f"sum_over_time(({full})[{seconds}s:{step}s]) / {seconds // step}"
 
 
 class PrometheusMetrics:
@@ -397,12 +400,16 @@ class PrometheusMetrics:
         found = {metric.get("metric") for metric, value in rows if value > 0}
         return {name: name in found for name in names}
 
-    def quota_saturation(self, start: datetime, end: datetime) -> dict[str, float]:
+    def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
         rows = self._instant(
             quota_saturation_query(int((end - start).total_seconds()), max(self._interval, SATURATION_STEP)),
             at=end - timedelta(seconds=1),
         )
-        return {metric.get("namespace", ""): value for metric, value in rows}
+        return {
+            metric["namespace"]: value
+            for metric, value in rows
+            if quota_names.get(metric.get("namespace", "")) == metric.get("resourcequota")
+        }
 
     # --- queries -----------------------------------------------------------------------------
 

@@ -3,11 +3,11 @@ blocking. Pure arithmetic; a proposal is only ever a suggestion (its button open
 
 Two signals tell that the quota held a namespace back (``Signal``): the bot's own blocked-workload
 alerts (at least ``MIN_BLOCKED`` over the window), and the quota's saturation that Prometheus holds
-(kube-state-metrics' used at or over hard at least ``MIN_SATURATION`` of the window): the second one
+(kube-state-metrics' used equal to a non-zero hard at least ``MIN_SATURATION`` of the window): the second one
 knows the window's days before the bot was installed or while it was down.
 
 A namespace gives (is a source) when neither signal ever saw it at its quota (never blocked, never
-used >= hard) and its peak allocation over the window stayed under its quota: it gives what it never
+used == hard) and its peak allocation over the window stayed under its quota: it gives what it never
 used (quota - peak, rounded up to whole GPUs). A namespace takes (is a target) when a signal says it
 was short. Sources are paired with targets round-robin, the most generous source with the most
 blocked (then the longest at its quota) target first; at most ``MAX_PROPOSALS`` are made.

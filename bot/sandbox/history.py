@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import TextIO
@@ -58,9 +58,13 @@ class History:
     namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
     unattached_gpus: int = 0  # GPUs with no pod, as DCGM reports them behind a ServiceMonitor
     dcgm_step: timedelta | None = None  # the DCGM exporter's own sample spacing (default: ``step``)
-    # ``requests.nvidia.com/gpu`` hard of each namespace's quota, exported by kube-state-metrics over the whole
-    # history; its ``used`` is what the pods that have not finished request, Pending ones included.
+    # ``requests.nvidia.com/gpu`` hard of each namespace's quota (``compute-quota``), exported by kube-state-metrics
+    # over the whole history; its ``used`` is what the pods that have not finished request, Pending ones included.
     quotas: dict[str, int] = field(default_factory=dict)
+    # A quota's hard from a moment on (None: the quota does not exist then), in the order they happened.
+    quota_changes: dict[str, list[tuple[datetime, int | None]]] = field(default_factory=dict)
+    # A second GPU quota of a namespace (name, hard), never the policy's, used as much as the first.
+    extra_quotas: dict[str, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def dcgm_spacing(self) -> timedelta:
@@ -69,6 +73,14 @@ class History:
     def quota_used(self, namespace: str, moment: datetime) -> int:
         """GPUs the quota counts as used at ``moment``: admitted pods, running or Pending, until they end."""
         return sum(pod.gpus for pod in self.pods if pod.namespace == namespace and pod.start <= moment < pod.end)
+
+    def hard_at(self, namespace: str, moment: datetime) -> int | None:
+        """The hard of the namespace's quota at ``moment``; None while it does not exist."""
+        hard: int | None = self.quotas[namespace]
+        for since, value in self.quota_changes.get(namespace, []):
+            if since <= moment:
+                hard = value
+        return hard
 
     def steps(self, start: datetime, end: datetime, step: timedelta | None = None) -> Iterator[datetime]:
         """Sample times in [start, end), aligned to ``step`` (default: the kube-state-metrics step)."""
@@ -147,14 +159,16 @@ class HistoryMetrics:
                 peaks[namespace] = max(peaks.get(namespace, 0.0), gpus)
         return peaks
 
-    def quota_saturation(self, start: datetime, end: datetime) -> dict[str, float]:
-        """The share of the samples in [start, end) at which each quota's used reached its (non-zero) hard."""
-        moments = list(self.history.steps(max(start, self.history.start), min(end, self.history.end)))
-        return {
-            ns: sum(1 for m in moments if self.history.quota_used(ns, m) >= hard) / len(moments)
-            for ns, hard in self.history.quotas.items()
-            if hard > 0 and moments
+    def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
+        """The share of the samples in [start, end) at which each namespace's ``compute-quota`` was full: used
+        equal to its non-zero hard (a moment without the quota, or over it, is not at it)."""
+        moments = list(self.history.steps(start, end))
+        at_quota = {
+            ns: sum(1 for m in moments if (hard := self.history.hard_at(ns, m)) and self.history.quota_used(ns, m) == hard)
+            for ns in self.history.quotas
+            if quota_names.get(ns) == "compute-quota"
         }
+        return {ns: count / len(moments) for ns, count in at_quota.items() if moments}
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
         """Namespaces with a pod running (almost) all of the window, every GPU under ``threshold``."""
@@ -269,23 +283,18 @@ def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None 
                         for m in history.steps(max(pod.start, history.start), min(pod.end, history.end), history.dcgm_spacing)
                     ),
                 )
-    if history.quotas:
+    if history.quotas or history.extra_quotas:
         family("kube_resourcequota")
-    for namespace, hard in sorted(history.quotas.items()):
+    steps = list(history.steps(history.start, history.end))
+    quotas = [(ns, "compute-quota", [(m, history.hard_at(ns, m)) for m in steps]) for ns in sorted(history.quotas)]
+    quotas += [(ns, name, [(m, hard) for m in steps]) for ns, (name, hard) in sorted(history.extra_quotas.items())]
+    for namespace, name, hards in quotas:
         for kind in ("hard", "used"):
-            labels = {
-                "namespace": namespace,
-                "resourcequota": "compute-quota",
-                "resource": "requests.nvidia.com/gpu",
-                "type": kind,
-            }
+            labels = {"namespace": namespace, "resourcequota": name, "resource": "requests.nvidia.com/gpu", "type": kind}
             series(
                 "kube_resourcequota",
                 labels,
-                (
-                    (m, hard if kind == "hard" else history.quota_used(namespace, m))
-                    for m in history.steps(history.start, history.end)
-                ),
+                ((m, hard if kind == "hard" else history.quota_used(namespace, m)) for m, hard in hards if hard is not None),
             )
     family("kube_namespace_labels")
     for namespace, namespace_labels in sorted(history.namespace_labels.items()):

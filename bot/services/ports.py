@@ -503,9 +503,10 @@ class MetricsSource(Protocol):
         """The value of a namespace label (from kube_namespace_labels), per namespace."""
         ...
 
-    def quota_saturation(self, start: datetime, end: datetime) -> dict[str, float]:
-        """The share (0..1) of [start, end) each namespace's GPU quota was full (kube-state-metrics'
-        ``kube_resourcequota`` used >= hard), for the namespaces with such a series (one query)."""
+    def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
+        """The share (0..1) of [start, end) each namespace's GPU quota (the one ``quota_names`` names) was full
+        (kube-state-metrics' ``kube_resourcequota`` used == a non-zero hard; a moment without the quota or over
+        it is not), for the namespaces with such a series (one query)."""
         ...
 
 

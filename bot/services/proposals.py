@@ -160,7 +160,8 @@ class ProposalService:
         """The quotas' saturation from Prometheus; None when it could not answer (the alerts alone then decide:
         the subquery over the fortnight is the run's costliest query, the one a loaded Prometheus refuses)."""
         try:
-            return self._metrics.quota_saturation(start, end)
+            names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
+            return self._metrics.quota_saturation(start, end, names)
         except (TemporaryError, PermanentError) as error:
             log.warning(
                 "proposals: Prometheus was not read for the quotas' saturation (%s); "

@@ -303,8 +303,9 @@ def test_both_signals_are_named_when_both_saw_the_shortage(saturated: Prometheus
 def test_the_saturation_read_from_prometheus_is_the_truth_of_the_history(saturated: PrometheusServer) -> None:
     """One query for all namespaces; the truth summed in Python from the same samples, and as built."""
     metrics = PrometheusMetrics.connect(saturated.url, interval=STEP, idle_threshold=0.05)
-    measured = metrics.quota_saturation(FIRST, LAST)
-    truth = HistoryMetrics(saturated_fortnight()).quota_saturation(FIRST, LAST)
+    names = dict.fromkeys((FRONTIER, BUSINESS, BATCH, LAB), "compute-quota")
+    measured = metrics.quota_saturation(FIRST, LAST, names)
+    truth = HistoryMetrics(saturated_fortnight()).quota_saturation(FIRST, LAST, names)
     assert metrics.queries == 1
     assert truth[BUSINESS] == pytest.approx(22 / 24) and truth[BATCH] == pytest.approx(1 / 24)
     assert truth[FRONTIER] == 0 and truth[LAB] == 0
@@ -347,3 +348,44 @@ def test_neither_signal_when_prometheus_was_not_read_and_nothing_was_blocked(sat
             assert run.skipped == "no sign of a shortage: no quota-blocked alerts in the last 14 days and Prometheus was not read"
     finally:
         proxy.stop()
+
+
+def late_and_lowered_fortnight() -> History:
+    """Quotas whose series do not cover the fortnight as one value: the truth of their saturation is a share
+    of the whole window, and only "used == hard" is at the quota.
+
+    - vision-lab: its quota (1 GPU) was created 2 days before the end and was full from then on: at its
+      quota 2 of the 14 days (14 %), not 100 % of the time its series existed;
+    - vision-batch: 6 GPUs in use all along; its quota was lowered from 8 to 2 on the 5th (a strategy
+      shift's gradual reclaim): over its quota from then on, which is not being held back by it;
+    - business: its quota (16) never full, beside a second GPU quota of its namespace (not the policy's)
+      that was full all along.
+    """
+    history = History(step=STEP, start=FIRST, end=LAST)
+    created = LAST - timedelta(days=2)
+    history.quotas = {LAB: 1, BATCH: 8, BUSINESS: 16}
+    history.quota_changes = {LAB: [(FIRST, None), (created, 1)], BATCH: [(FIRST + timedelta(days=4), 2)]}
+    history.extra_quotas = {BUSINESS: ("scoped-gpu-quota", 4)}
+    history.pods = [
+        PodRun(LAB, "notebook", 1, "gpu-node-d", A100, created, LAST, 0.3),
+        PodRun(BATCH, "pipeline", 6, "gpu-node-c", H100, FIRST, LAST, 0.7),
+        PodRun(BUSINESS, "serve", 4, "gpu-node-b", H100, FIRST, LAST, 0.9),
+    ]
+    return history
+
+
+def test_the_saturation_is_a_share_of_the_whole_window_at_the_policys_quota(tmp_path: Path) -> None:
+    if not binaries_available():
+        pytest.fail("the prometheus and promtool binaries are missing: ./scripts/test installs Debian's prometheus package")
+    history = late_and_lowered_fortnight()
+    server = PrometheusServer(tmp_path).load(history)
+    server.start()
+    try:
+        names = {LAB: "compute-quota", BATCH: "compute-quota", BUSINESS: "compute-quota"}
+        measured = PrometheusMetrics.connect(server.url, interval=STEP, idle_threshold=0.05).quota_saturation(FIRST, LAST, names)
+    finally:
+        server.stop()
+    truth = HistoryMetrics(history).quota_saturation(FIRST, LAST, names)
+    assert truth == {LAB: pytest.approx(2 / 14), BATCH: 0, BUSINESS: 0}
+    assert set(measured) == set(truth)
+    assert all(measured[ns] == pytest.approx(truth[ns], abs=2e-3) for ns in truth), (measured, truth)
