@@ -43,6 +43,11 @@ def reply_privately(respond: Respond, answer: str | list[str], *, header: str | 
 def submitted_text(submitted: Any) -> str:
     """What the requester sees right after submitting."""
     where = render(Notice((Channel(submitted.channel_id),)))
+    # What happened to the quota comes first: an auto-approval is applied even while its card waits for Slack.
+    if submitted.state == "applied":
+        return f":white_check_mark: {submitted.display_id} was auto-approved and applied; details in {where}."
+    if submitted.state == "failed":
+        return f":x: {submitted.display_id} was auto-approved but could not be applied; the reason is in its thread in {where}."
     if submitted.post_waits:
         return (
             f":hourglass_flowing_sand: {submitted.display_id} is saved; Slack asked the bot to slow down, so its card "
@@ -53,10 +58,6 @@ def submitted_text(submitted: Any) -> str:
             f":warning: {submitted.display_id} is saved, but Slack would not post it in {where}: {submitted.post_error}. "
             "The bot will keep trying; tell a platform admin if this persists."
         )
-    if submitted.state == "applied":
-        return f":white_check_mark: {submitted.display_id} was auto-approved and applied; details in {where}."
-    if submitted.state == "failed":
-        return f":x: {submitted.display_id} was auto-approved but could not be applied; the reason is in its thread in {where}."
     needed = submitted.approvals_required
     return f":inbox_tray: {submitted.display_id} submitted and posted in {where} for approval ({needed} approval{'s' if needed != 1 else ''} needed)."
 

@@ -159,3 +159,18 @@ def test_a_poster_whose_claim_lapsed_deletes_the_card_it_posted_too_late(slack: 
     slack.click(LEE, slack.buttons(card)["Approve"], card)
     assert slack.thread(card)[0] == ":+1: Approved by <@U0LEE> — 1 of 1."
     assert slack.buttons(card) == {}
+
+
+def test_an_auto_approved_request_whose_card_got_a_429_is_said_applied(slack: SlackOverHttp, clock: ManualClock) -> None:
+    """The quota changed at once; only the card waits for Slack's Retry-After. The requester hears what
+    happened to the quota (as when the SDK slept through the 429), and the card says it once posted."""
+    stand_in = slack.sandbox.slack
+    stand_in.fail("chat.postMessage", "ratelimited", status=429, retry_after=2, channel="C0FRONTIER")
+    slack.command(ALICE, "request ai-frontier-research +1 for 2h one more for the eval")
+
+    answer = slack.responses()[-1]
+    assert answer.startswith(":white_check_mark: GQ-1 was auto-approved and applied"), answer
+    assert slack.sandbox.kube is not None and slack.sandbox.kube.hard("ai-frontier-research", "compute-quota") == "5"
+    clock.advance(timedelta(seconds=3))
+    slack.sandbox.services.reconciler.tick()  # type: ignore[union-attr]
+    assert "Applied" in slack.current_text(only_card(slack, "C0FRONTIER"))
