@@ -18,7 +18,7 @@ from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, RateLimited
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
 from bot.services.ports import Action, ActionKind, Repository, Transactions
@@ -197,8 +197,14 @@ class Reconciler:
         post claim keeps out one whose post is in flight or whose Retry-After runs (``Announcer.post_card``)."""
         now = self._clock.now()
         for request_id in self._db.run(lambda repo: list(repo.unposted_requests(now))):
-            if self._announce.post_card(request_id) is None:
+            refused = self._announce.post_card(request_id)
+            if refused is None:
                 report.reposted.append(request_id)
+            elif isinstance(refused, RateLimited):
+                # Slack limits posts per channel and workspace: the next card would get a 429 too, and its
+                # next try pushed back by it. The next tick after the Retry-After goes on.
+                log.info("Slack rate-limits card posts: the other unposted cards wait for the next tick")
+                break
         for request_id in self._db.run(lambda repo: list(repo.unposted_copies(now))):
             self._announce.post_copy(request_id)
 

@@ -174,3 +174,21 @@ def test_an_auto_approved_request_whose_card_got_a_429_is_said_applied(slack: Sl
     clock.advance(timedelta(seconds=3))
     slack.sandbox.services.reconciler.tick()  # type: ignore[union-attr]
     assert "Applied" in slack.current_text(only_card(slack, "C0FRONTIER"))
+
+
+def test_a_429_on_a_reposted_card_ends_the_ticks_reposts(slack: SlackOverHttp, clock: ManualClock) -> None:
+    """Slack rate-limits posts per channel: after its 429 the tick posts no more cards (each would get a 429
+    and its next try pushed back); the next tick after the Retry-After posts them all, once each."""
+    stand_in = slack.sandbox.slack
+    stand_in.fail("chat.postMessage", "internal_error", status=500, times=3, channel="C0FRONTIER")
+    for n in range(3):
+        slack.command(ALICE, f"request ai-frontier-research +{n + 2} for 3d run {n}")
+    assert slack.channel_messages("C0FRONTIER") == []
+    clock.advance(timedelta(minutes=1))
+    tried = len(stand_in.calls_of("chat.postMessage"))
+    stand_in.fail("chat.postMessage", "ratelimited", status=429, retry_after=2, channel="C0FRONTIER")
+    slack.sandbox.services.reconciler.tick()  # type: ignore[union-attr]
+    assert len(stand_in.calls_of("chat.postMessage")) == tried + 1  # the 429, then nothing more this tick
+    clock.advance(timedelta(seconds=3))
+    slack.sandbox.services.reconciler.tick()  # type: ignore[union-attr]
+    assert len(slack.channel_messages("C0FRONTIER")) == 3
