@@ -342,9 +342,16 @@ def namespace_rules(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+BY_NAME = {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["research-a", "serving-b"], "verbs": ["get"]}
+# clusterWideWrites is for namespaces that come and go (values.yaml): their reads follow the writes.
+CLUSTER_WIDE = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}
+
+
 @pytest.mark.helm
-@pytest.mark.parametrize("sets", [[], ["rbac.clusterWideWrites=true"]], ids=["roles", "cluster-wide-writes"])
-def test_namespaces_are_read_by_name_the_policys_only(tmp_path: Path, sets: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("sets", "rule"), [([], BY_NAME), (["rbac.clusterWideWrites=true"], CLUSTER_WIDE)], ids=["roles", "cluster-wide-writes"]
+)
+def test_namespaces_are_read_by_name_the_policys_only(tmp_path: Path, sets: list[str], rule: dict[str, Any]) -> None:
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(TWO_NAMESPACES))
     args = [helm(), "template", "gpu", str(CHART), "--namespace", "gpu-system", "-f", str(values)]
@@ -355,10 +362,8 @@ def test_namespaces_are_read_by_name_the_policys_only(tmp_path: Path, sets: list
     assert {name: team["namespaces"] for name, team in policy["teams"].items()} == {
         name: team["namespaces"] for name, team in TWO_NAMESPACES["policy"]["teams"].items()
     }
-    # One rule, by name: no get of every namespace (an empty or missing resourceNames would be that).
-    assert namespace_rules(objects) == [
-        {"apiGroups": [""], "resources": ["namespaces"], "resourceNames": ["research-a", "serving-b"], "verbs": ["get"]}
-    ]
+    # One rule: by name unless the writes are cluster-wide (an empty resourceNames would be every namespace).
+    assert namespace_rules(objects) == [rule]
 
 
 @pytest.mark.helm
