@@ -15,28 +15,31 @@ from sqlalchemy.sql.elements import ColumnElement
 from bot.adapters.db import statements
 from bot.adapters.db.models import (
     OUTBOX_PENDING,
-    AuditRow,
     BlockedAlert,
     BudgetAlert,
-    DecisionRow,
     DigestRun,
-    GrantRow,
-    HomeTabRow,
-    IdleNudge,
     LedgerDay,
     LedgerEntry,
-    MetricsOutage,
-    NamespaceRow,
     OutboxEntry,
     QuotaBlockDay,
-    Reclaim,
-    RequestRow,
     SlackEventRow,
-    TeamSpend,
+    attribute,
+    audit_events,
+    grants,
+    home_tabs,
+    metrics_outages,
+    namespaces,
+    reclaims,
+    requests,
+    team_spend,
 )
+from bot.domain.entities import Decision, Grant, Namespace, Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
+from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
 
 BOT_ACTOR = "gpu-quota-bot"
+_requests, _grants, _namespaces, _audit = requests.c, grants.c, namespaces.c, audit_events.c
+_home_tabs, _outages, _reclaims, _spend = home_tabs.c, metrics_outages.c, reclaims.c, team_spend.c
 
 
 def advisory_key(name: str) -> int:
@@ -53,7 +56,7 @@ class Repository:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def add_request(self, **fields: Any) -> RequestRow:
+    def add_request(self, **fields: Any) -> Request:
         """A new request with these column values, inserted now, so it has its id.
 
         One plain ``INSERT ... RETURNING id`` (the ORM's flush of a new row costs several times that in
@@ -61,22 +64,23 @@ class Repository:
         values, so later changes in the transaction are tracked (and versioned) as usual and reading
         it, its decisions (none) or its grant (none) asks the database nothing.
         """
-        values = statements.NEW_REQUEST_DEFAULTS | fields
+        values: dict[str, Any] = statements.NEW_REQUEST_DEFAULTS | fields
         request_id = self.session.execute(statements.ADD_REQUEST, values).scalar_one()
-        request = RequestRow(id=request_id, decisions=[], grant=None, **values)
+        request = Request(**{name: value for name, value in values.items() if name != "version"})
+        request.id, request.version = request_id, values["version"]
         make_transient_to_detached(request)
         self.session.add(request)
         return request
 
-    def add_decision(self, request: RequestRow, *, user_id: str, verdict: Verdict, decided_at: datetime) -> None:
-        request.decisions.append(DecisionRow(user_id=user_id, verdict=verdict, decided_at=decided_at))
+    def add_decision(self, request: Request, *, user_id: str, verdict: Verdict, decided_at: datetime) -> None:
+        request.decisions.append(Decision(user_id=user_id, verdict=verdict, decided_at=decided_at))
 
     def count_requests_by_state(self) -> dict[str, int]:
-        query = select(RequestRow.state, func.count()).group_by(RequestRow.state)
+        query = select(_requests.state, func.count()).group_by(_requests.state)
         return {str(state): int(count) for state, count in self.session.execute(query)}
 
-    def request(self, request_id: int) -> RequestRow | None:
-        return self.session.get(RequestRow, request_id, options=[selectinload(RequestRow.decisions)])
+    def request(self, request_id: int) -> Request | None:
+        return self.session.get(Request, request_id, options=[selectinload(attribute(Request, "decisions"))])
 
     def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> bool:
         values = {"request_id": request_id, "new_ts": ts, "new_channel": channel_id}
@@ -87,11 +91,11 @@ class Repository:
         # on PostgreSQL the other waits for its commit, reads the row again and finds the claim taken.
         claimed, posted = _post_columns(copy)
         unposted = [posted.is_(None)] + (
-            [RequestRow.message_ts.is_not(None), RequestRow.source_channel_id.is_not(None)] if copy else []
+            [_requests.message_ts.is_not(None), _requests.source_channel_id.is_not(None)] if copy else []
         )
         result = self.session.execute(
-            update(RequestRow)
-            .where(RequestRow.id == request_id, *unposted, or_(claimed.is_(None), claimed <= now))
+            update(Request)
+            .where(_requests.id == request_id, *unposted, or_(claimed.is_(None), claimed <= now))
             .values({claimed: until})
             .execution_options(synchronize_session=False)
         )
@@ -100,8 +104,8 @@ class Repository:
     def release_post(self, request_id: int, *, copy: bool, not_before: datetime) -> None:
         claimed, posted = _post_columns(copy)
         self.session.execute(
-            update(RequestRow)
-            .where(RequestRow.id == request_id, posted.is_(None))
+            update(Request)
+            .where(_requests.id == request_id, posted.is_(None))
             .values({claimed: not_before})
             .execution_options(synchronize_session=False)
         )
@@ -152,66 +156,66 @@ class Repository:
             )
         )
 
-    def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]:
-        query = select(RequestRow).where(RequestRow.state.in_(list(states))).order_by(RequestRow.id)
+    def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[Request]:
+        query = select(Request).where(_requests.state.in_(list(states))).order_by(_requests.id)
         if namespaces is not None:  # a shift is about its source namespace too
             names = list(namespaces)
-            query = query.where(or_(RequestRow.namespace.in_(names), RequestRow.source_namespace.in_(names)))
-        return self.session.scalars(query.options(selectinload(RequestRow.decisions))).all()
+            query = query.where(or_(_requests.namespace.in_(names), _requests.source_namespace.in_(names)))
+        return self.session.scalars(query.options(selectinload(attribute(Request, "decisions")))).all()
 
-    def pending_past_deadline(self, now: datetime) -> Sequence[RequestRow]:
-        query = select(RequestRow).where(RequestRow.state == RequestState.PENDING, RequestRow.decide_by <= now)
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+    def pending_past_deadline(self, now: datetime) -> Sequence[Request]:
+        query = select(Request).where(_requests.state == RequestState.PENDING, _requests.decide_by <= now)
+        return self.session.scalars(query.order_by(_requests.id)).all()
 
     def unposted_requests(self, now: datetime) -> Sequence[int]:
         """Requests Slack never accepted a message for (it was down, or the channel was wrong)."""
-        query = select(RequestRow.id).where(RequestRow.message_ts.is_(None), _claim_free(RequestRow.post_claimed_until, now))
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+        query = select(_requests.id).where(_requests.message_ts.is_(None), _claim_free(_requests.post_claimed_until, now))
+        return self.session.scalars(query.order_by(_requests.id)).all()
 
     def unposted_copies(self, now: datetime) -> Sequence[int]:
-        query = select(RequestRow.id).where(
-            RequestRow.state == RequestState.PENDING,
-            RequestRow.message_ts.is_not(None),
-            RequestRow.source_channel_id.is_not(None),
-            RequestRow.source_message_ts.is_(None),
-            _claim_free(RequestRow.copy_claimed_until, now),
+        query = select(_requests.id).where(
+            _requests.state == RequestState.PENDING,
+            _requests.message_ts.is_not(None),
+            _requests.source_channel_id.is_not(None),
+            _requests.source_message_ts.is_(None),
+            _claim_free(_requests.copy_claimed_until, now),
         )
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+        return self.session.scalars(query.order_by(_requests.id)).all()
 
     def set_copy_ref(self, request_id: int, *, ts: str) -> bool:
         result = self.session.execute(
-            update(RequestRow)
-            .where(RequestRow.id == request_id, RequestRow.source_message_ts.is_(None))
+            update(Request)
+            .where(_requests.id == request_id, _requests.source_message_ts.is_(None))
             .values(source_message_ts=ts, copy_claimed_until=None)
             .execution_options(synchronize_session=False)
         )
         return _changed(result)
 
-    def approved_unleased(self, now: datetime) -> Sequence[RequestRow]:
+    def approved_unleased(self, now: datetime) -> Sequence[Request]:
         """Approved requests no live worker is applying: its lease lapsed (a crash, a lost replica, or
         the wait after a temporary failure is over)."""
-        query = select(RequestRow).where(
-            RequestRow.state == RequestState.APPROVED,
-            or_(RequestRow.apply_lease_until.is_(None), RequestRow.apply_lease_until <= now),
+        query = select(Request).where(
+            _requests.state == RequestState.APPROVED,
+            or_(_requests.apply_lease_until.is_(None), _requests.apply_lease_until <= now),
         )
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+        return self.session.scalars(query.order_by(_requests.id)).all()
 
-    def failed_shifts_holding_source(self) -> Sequence[RequestRow]:
+    def failed_shifts_holding_source(self) -> Sequence[Request]:
         """Temporary shifts whose target side failed while their source stays lowered."""
-        query = select(RequestRow).where(
-            RequestRow.kind == RequestKind.SHIFT,
-            RequestRow.state == RequestState.FAILED,
-            RequestRow.source_state == SourceLeg.APPLIED,
-            RequestRow.duration_seconds.is_not(None),
+        query = select(Request).where(
+            _requests.kind == RequestKind.SHIFT,
+            _requests.state == RequestState.FAILED,
+            _requests.source_state == SourceLeg.APPLIED,
+            _requests.duration_seconds.is_not(None),
         )
-        return self.session.scalars(query.order_by(RequestRow.id)).all()
+        return self.session.scalars(query.order_by(_requests.id)).all()
 
     def shift_sources_in_flight(self) -> dict[str, int]:
         """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
-        query = select(RequestRow.source_namespace, RequestRow.id).where(
-            RequestRow.kind == RequestKind.SHIFT,
-            RequestRow.state == RequestState.APPROVED,
-            RequestRow.source_state == SourceLeg.RECORDED,
+        query = select(_requests.source_namespace, _requests.id).where(
+            _requests.kind == RequestKind.SHIFT,
+            _requests.state == RequestState.APPROVED,
+            _requests.source_state == SourceLeg.RECORDED,
         )
         return {name: request_id for name, request_id in self.session.execute(query) if name is not None}
 
@@ -233,8 +237,8 @@ class Repository:
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def namespace(self, name: str) -> NamespaceRow | None:
-        return self.session.get(NamespaceRow, name)
+    def namespace(self, name: str) -> Namespace | None:
+        return self.session.get(Namespace, name)
 
     def namespace_known(self, name: str) -> bool:
         return self.session.execute(statements.NAMESPACE_KNOWN, {"name": name}).first() is not None
@@ -248,8 +252,8 @@ class Repository:
         last_seen_gpus: int | None,
         seen_resource_version: str | None,
         updated_at: datetime,
-    ) -> NamespaceRow:
-        row = NamespaceRow(
+    ) -> Namespace:
+        row = Namespace(
             name=name,
             team=team,
             base_gpus=base_gpus,
@@ -261,40 +265,38 @@ class Repository:
         self.session.flush()
         return row
 
-    def namespaces(self, names: Iterable[str]) -> Sequence[NamespaceRow]:
-        return self.session.scalars(select(NamespaceRow).where(NamespaceRow.name.in_(list(names)))).all()
+    def namespaces(self, names: Iterable[str]) -> Sequence[Namespace]:
+        return self.session.scalars(select(Namespace).where(_namespaces.name.in_(list(names)))).all()
 
     # --- grants ------------------------------------------------------------------------------
 
     def add_grant(
         self, *, request_id: int, namespace: str, gpus: int, state: GrantState, starts_at: datetime, ends_at: datetime
-    ) -> GrantRow:
-        grant = GrantRow(request_id=request_id, namespace=namespace, gpus=gpus, state=state, starts_at=starts_at, ends_at=ends_at)
+    ) -> Grant:
+        grant = Grant(request_id=request_id, namespace=namespace, gpus=gpus, state=state, starts_at=starts_at, ends_at=ends_at)
         self.session.add(grant)
         self.session.flush()
         return grant
 
     def active_grant_total(self, namespace: str) -> int:
-        query = select(func.coalesce(func.sum(GrantRow.gpus), 0)).where(
-            GrantRow.namespace == namespace, GrantRow.state == GrantState.ACTIVE
+        query = select(func.coalesce(func.sum(_grants.gpus), 0)).where(
+            _grants.namespace == namespace, _grants.state == GrantState.ACTIVE
         )
         return int(self.session.scalar(query) or 0)
 
-    def grants(self, *, states: Iterable[GrantState], namespaces: Iterable[str] | None = None) -> Sequence[GrantRow]:
-        query = select(GrantRow).where(GrantRow.state.in_(list(states))).order_by(GrantRow.ends_at)
+    def grants(self, *, states: Iterable[GrantState], namespaces: Iterable[str] | None = None) -> Sequence[Grant]:
+        query = select(Grant).where(_grants.state.in_(list(states))).order_by(_grants.ends_at)
         if namespaces is not None:
-            query = query.where(GrantRow.namespace.in_(list(namespaces)))
-        return self.session.scalars(query.options(selectinload(GrantRow.request))).all()
+            query = query.where(_grants.namespace.in_(list(namespaces)))
+        return self.session.scalars(query.options(selectinload(attribute(Grant, "request")))).all()
 
-    def grants_due(self, now: datetime) -> Sequence[GrantRow]:
-        query = select(GrantRow).where(GrantRow.state == GrantState.ACTIVE, GrantRow.ends_at <= now)
-        return self.session.scalars(query.order_by(GrantRow.ends_at)).all()
+    def grants_due(self, now: datetime) -> Sequence[Grant]:
+        query = select(Grant).where(_grants.state == GrantState.ACTIVE, _grants.ends_at <= now)
+        return self.session.scalars(query.order_by(_grants.ends_at)).all()
 
-    def grants_to_remind(self, horizon: datetime) -> Sequence[GrantRow]:
-        query = select(GrantRow).where(
-            GrantRow.state == GrantState.ACTIVE, GrantRow.reminded_at.is_(None), GrantRow.ends_at <= horizon
-        )
-        return self.session.scalars(query.order_by(GrantRow.ends_at)).all()
+    def grants_to_remind(self, horizon: datetime) -> Sequence[Grant]:
+        query = select(Grant).where(_grants.state == GrantState.ACTIVE, _grants.reminded_at.is_(None), _grants.ends_at <= horizon)
+        return self.session.scalars(query.order_by(_grants.ends_at)).all()
 
     def auto_approved_gpus(self, namespace: str, *, excluding_request: int | None = None) -> int:
         """GPUs of the namespace's active grants that auto-approval gave or extended.
@@ -311,13 +313,13 @@ class Repository:
             if request_id != excluding_request and (auto_approved or request_id in extended_by_bot)
         )
 
-    def grant_of(self, request_id: int) -> GrantRow | None:
-        return self.session.scalar(select(GrantRow).where(GrantRow.request_id == request_id))
+    def grant_of(self, request_id: int) -> Grant | None:
+        return self.session.scalar(select(Grant).where(_grants.request_id == request_id))
 
-    def grant(self, grant_id: int) -> GrantRow | None:
-        return self.session.get(GrantRow, grant_id)
+    def grant(self, grant_id: int) -> Grant | None:
+        return self.session.get(Grant, grant_id)
 
-    def remove_grant(self, grant: GrantRow) -> None:
+    def remove_grant(self, grant: Grant) -> None:
         """Forget a grant that never took effect (its request failed)."""
         self.session.delete(grant)
 
@@ -338,35 +340,37 @@ class Repository:
         event = {"at": at, "actor": actor, "action": action, "namespace": namespace, "request_id": request_id}
         self.session.execute(statements.ADD_AUDIT_EVENT, event | {"before": before, "after": after, "detail": detail})
 
-    def audit_trail(self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20) -> Sequence[AuditRow]:
+    def audit_trail(
+        self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20
+    ) -> Sequence[AuditEntry]:
         """The newest ``limit`` entries (oldest first) for a namespace or a request."""
-        query = select(AuditRow)
+        query = select(AuditEntry)
         conditions = []
         if namespace is not None:
-            conditions.append(AuditRow.namespace == namespace)
+            conditions.append(_audit.namespace == namespace)
         if request_id is not None:
-            conditions.append(AuditRow.request_id == request_id)
+            conditions.append(_audit.request_id == request_id)
         if conditions:
             query = query.where(or_(*conditions))
-        rows = self.session.scalars(query.order_by(AuditRow.id.desc()).limit(limit)).all()
+        rows = self.session.scalars(query.order_by(_audit.id.desc()).limit(limit)).all()
         return list(reversed(rows))
 
     def latest_audit_id(self, *, namespaces: Iterable[str], requester: str | None = None) -> int:
         """The newest audit event about these namespaces or about requests ``requester`` made (0 if none)."""
-        condition: ColumnElement[bool] = AuditRow.namespace.in_(list(namespaces))
+        condition: ColumnElement[bool] = _audit.namespace.in_(list(namespaces))
         if requester is not None:
-            mine = select(RequestRow.id).where(RequestRow.requester_id == requester)
-            condition = or_(condition, AuditRow.request_id.in_(mine))
-        return int(self.session.scalar(select(func.coalesce(func.max(AuditRow.id), 0)).where(condition)) or 0)
+            mine = select(_requests.id).where(_requests.requester_id == requester)
+            condition = or_(condition, _audit.request_id.in_(mine))
+        return int(self.session.scalar(select(func.coalesce(func.max(_audit.id), 0)).where(condition)) or 0)
 
     # --- Slack ---------------------------------------------------------------------------------
 
-    def request_at(self, channel_id: str, message_ts: str) -> RequestRow | None:
+    def request_at(self, channel_id: str, message_ts: str) -> Request | None:
         """The request whose message (or a shift's copy for the source team) is at ``message_ts`` in ``channel_id``."""
-        query = select(RequestRow).where(
+        query = select(Request).where(
             or_(
-                and_(RequestRow.channel_id == channel_id, RequestRow.message_ts == message_ts),
-                and_(RequestRow.source_channel_id == channel_id, RequestRow.source_message_ts == message_ts),
+                and_(_requests.channel_id == channel_id, _requests.message_ts == message_ts),
+                and_(_requests.source_channel_id == channel_id, _requests.source_message_ts == message_ts),
             )
         )
         return self.session.scalar(query)
@@ -407,11 +411,11 @@ class Repository:
     # --- reclaims ------------------------------------------------------------------------------
 
     def open_reclaim(self, namespace: str) -> Reclaim | None:
-        query = select(Reclaim).where(Reclaim.namespace == namespace, Reclaim.finished_at.is_(None)).order_by(Reclaim.id)
+        query = select(Reclaim).where(_reclaims.namespace == namespace, _reclaims.finished_at.is_(None)).order_by(_reclaims.id)
         return self.session.scalars(query.limit(1)).first()
 
     def open_reclaims(self) -> Sequence[Reclaim]:
-        return self.session.scalars(select(Reclaim).where(Reclaim.finished_at.is_(None)).order_by(Reclaim.id)).all()
+        return self.session.scalars(select(Reclaim).where(_reclaims.finished_at.is_(None)).order_by(_reclaims.id)).all()
 
     def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim:
         row = Reclaim(namespace=namespace, request_id=request_id, quota=quota, used_at_start=used, started_at=at)
@@ -423,18 +427,18 @@ class Repository:
         """Close an open reclaim; False when it was closed already (by another replica)."""
         statement = (
             update(Reclaim)
-            .where(Reclaim.id == reclaim_id, Reclaim.finished_at.is_(None))
+            .where(_reclaims.id == reclaim_id, _reclaims.finished_at.is_(None))
             .values(finished_at=at, used_at_end=used)
         )
         return self.session.execute(statement).rowcount == 1  # type: ignore[attr-defined]
 
-    def home_tabs(self) -> Sequence[HomeTabRow]:
-        return self.session.scalars(select(HomeTabRow).order_by(HomeTabRow.user_id)).all()
+    def home_tabs(self) -> Sequence[HomeTab]:
+        return self.session.scalars(select(HomeTab).order_by(_home_tabs.user_id)).all()
 
     def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None:
-        row = self.session.get(HomeTabRow, user_id)
+        row = self.session.get(HomeTab, user_id)
         if row is None:
-            self.session.add(HomeTabRow(user_id=user_id, published_at=at, last_audit_id=last_audit_id))
+            self.session.add(HomeTab(user_id=user_id, published_at=at, last_audit_id=last_audit_id))
         else:
             row.published_at, row.last_audit_id = at, last_audit_id
 
@@ -443,13 +447,13 @@ class Repository:
 
     def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]:
         """The month-to-date spend the budget job last measured, for these teams."""
-        return self.session.scalars(select(TeamSpend).where(TeamSpend.team.in_(list(teams)))).all()
+        return self.session.scalars(select(TeamSpend).where(_spend.team.in_(list(teams)))).all()
 
     # --- metrics outages -----------------------------------------------------------------------
 
     def open_metrics_outage(self) -> MetricsOutage | None:
         """The oldest outage not yet over, if any."""
-        query = select(MetricsOutage).where(MetricsOutage.ended_at.is_(None)).order_by(MetricsOutage.id)
+        query = select(MetricsOutage).where(_outages.ended_at.is_(None)).order_by(_outages.id)
         return self.session.scalar(query)
 
     def start_metrics_outage(self, *, at: datetime, cause: str) -> MetricsOutage:
@@ -481,8 +485,8 @@ class Repository:
         """Keep the team's latest month-to-date measurement (one row per team)."""
         row = self.session.get(TeamSpend, team)
         if row is None:
-            row = TeamSpend(team=team)
-            self.session.add(row)
+            self.session.add(TeamSpend(team=team, month=month, spent=spent, budget=budget, forecast=forecast, measured_at=at))
+            return
         row.month, row.spent, row.budget, row.forecast, row.measured_at = month, spent, budget, forecast, at
 
     def budget_alerts_sent(self, team: str, month: str) -> set[str]:
@@ -621,8 +625,8 @@ class Repository:
 def _post_columns(copy: bool) -> tuple[Any, Any]:
     """The claim and the ts column of a request's card, or of its copy for a shift's source team."""
     if copy:
-        return RequestRow.copy_claimed_until, RequestRow.source_message_ts
-    return RequestRow.post_claimed_until, RequestRow.message_ts
+        return _requests.copy_claimed_until, _requests.source_message_ts
+    return _requests.post_claimed_until, _requests.message_ts
 
 
 def _claim_free(column: Any, now: datetime) -> ColumnElement[bool]:
