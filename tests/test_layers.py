@@ -199,6 +199,7 @@ WORDLESS_SERVICES = [
     "request_rows",
     "shifts",
     "spend",
+    "stores",
     "submissions",
     "text",
     "views",
