@@ -1,8 +1,8 @@
 """The dependency direction of the style guide, checked on the import statements.
 
 Handlers and jobs -> services -> domain; adapters implement the services' ports; only the wiring
-module (``bot.bootstrap``) and the entry points import everything. Imports under
-``if TYPE_CHECKING:`` do not run and are allowed (the services name the database rows for mypy).
+module (``bot.bootstrap``) and the entry points import everything. Services and the domain name no
+adapter at all, not even under ``if TYPE_CHECKING:`` (they work on the domain's entities).
 """
 
 from __future__ import annotations
@@ -153,6 +153,13 @@ def test_services_reach_the_database_and_sqlalchemy_only_through_their_ports() -
     assert offending(paths, "bot.adapters.db", "sqlalchemy", "bot.bootstrap") == {}
 
 
+def test_services_and_the_domain_never_name_an_adapter_or_sqlalchemy_not_even_for_types() -> None:
+    """They work on the domain's entities (``bot.domain.entities``, ``bot.domain.records``); the database
+    adapter maps those onto its tables, and no service or domain module names a row class."""
+    paths = sorted((ROOT / "bot" / "services").glob("*.py")) + sorted((ROOT / "bot" / "domain").glob("*.py"))
+    assert offending(paths, "bot.adapters", "sqlalchemy", type_only_too=True) == {}
+
+
 def test_the_metrics_endpoint_counts_requests_through_the_repository() -> None:
     assert offending([ROOT / "bot" / "observability.py"], "bot.adapters", "sqlalchemy") == {}
 
@@ -192,6 +199,7 @@ WORDLESS_SERVICES = [
     "request_rows",
     "shifts",
     "spend",
+    "stores",
     "submissions",
     "text",
     "views",

@@ -36,9 +36,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bot.clock import Clock, SystemClock
+from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, RateLimited, TemporaryError
@@ -48,9 +49,6 @@ from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
 from bot.services.text import Channel, Notice, say
 from bot.services.views import RequestCard
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +103,7 @@ class Announcer:
             view = replace(view, warnings=())
         return replace(card, pods=view)
 
-    def card_of(self, repo: Repository, request: RequestRow) -> RequestCard:
+    def card_of(self, repo: Repository, request: Request) -> RequestCard:
         """The card of a request row read in ``repo``'s transaction (no second read of the row)."""
         extended_end = None
         if request.extends_request_id is not None:

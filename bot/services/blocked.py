@@ -24,6 +24,7 @@ from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
+from bot.services.stores import BlockedAlerts
 from bot.services.text import Code, Notice, Part, Strong, Words, say
 
 log = logging.getLogger(__name__)
@@ -241,5 +242,5 @@ def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> Notice:
     return say(*parts)
 
 
-def _alerted(repo: Repository, *, key: str) -> bool:
+def _alerted(repo: BlockedAlerts, *, key: str) -> bool:
     return repo.blocked_alerted(key)

@@ -23,8 +23,9 @@ from bot.domain.policy import People, Policy, Team
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Repository, Transactions
+from bot.services.ports import Transactions
 from bot.services.spend import SpendReader
+from bot.services.stores import Budgets
 from bot.services.text import Moment, Notice, Part, Strong, User, UserGroup, money, say
 
 log = logging.getLogger(__name__)
@@ -105,13 +106,13 @@ class BudgetWatch:
                 sent.extend((team.name, key) for key in self._warn(team, state))
         return sent
 
-    def over_budget_in(self, repo: Repository, team: str) -> bool:
+    def over_budget_in(self, repo: Budgets, team: str) -> bool:
         """True when the last measurement of this month found the team at or over its budget, as
         ``repo``'s transaction reads it (the one recording a request)."""
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
         return repo.team_over_budget(team, month)
 
-    def _remember(self, repo: Repository, *, state: BudgetState) -> None:
+    def _remember(self, repo: Budgets, *, state: BudgetState) -> None:
         repo.record_team_spend(
             state.team,
             month=state.month,

@@ -8,15 +8,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
+from bot.domain.entities import Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import Policy
 from bot.domain.quota import CapacityImpact
 from bot.services.views import RequestCard, ShiftSide
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
 
 
 def source_copy(card: RequestCard) -> RequestCard | None:
@@ -26,7 +23,7 @@ def source_copy(card: RequestCard) -> RequestCard | None:
     return replace(card, channel_id=card.shift.channel_id, message_ts=card.shift.message_ts, thread_in=card.channel_id)
 
 
-def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: datetime | None = None) -> RequestCard:
+def card_for(request: Request, policy: Policy, *, extended_grant_ends_at: datetime | None = None) -> RequestCard:
     """The card of a stored request (its decisions and grant loaded)."""
     team = policy.teams.get(request.team)
     denied = [d.user_id for d in request.decisions if d.verdict == Verdict.DENY]
@@ -77,7 +74,7 @@ def card_for(request: RequestRow, policy: Policy, *, extended_grant_ends_at: dat
     )
 
 
-def _shift_side(request: RequestRow, policy: Policy) -> ShiftSide | None:
+def _shift_side(request: Request, policy: Policy) -> ShiftSide | None:
     if request.kind != RequestKind.SHIFT or request.source_namespace is None:
         return None
     team = policy.teams.get(request.source_team or "")

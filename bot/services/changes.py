@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
+from bot.domain.entities import Grant, Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem
@@ -40,9 +40,6 @@ from bot.services.ports import Repository, Transactions
 from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_grant, move_request
 from bot.services.shift_apply import ShiftApplier
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import GrantRow, RequestRow
 from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
@@ -72,7 +69,7 @@ class ChangeApplier:
     # --- requests ----------------------------------------------------------------------------
 
     def apply(
-        self, request_id: int, *, resume: bool = False, leased: RequestRow | None = None, out: Outgoing | None = None
+        self, request_id: int, *, resume: bool = False, leased: Request | None = None, out: Outgoing | None = None
     ) -> RequestState:
         """Apply an approved request; returns its state (applied, failed, or still approved while the
         cluster is unreachable).
@@ -93,7 +90,7 @@ class ChangeApplier:
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
-    def apply_approved(self, row: RequestRow, out: Outgoing, *, read: QuotaRead | None) -> RequestState:
+    def apply_approved(self, row: Request, out: Outgoing, *, read: QuotaRead | None) -> RequestState:
         """Apply a change whose approval the caller just recorded inside ``QuotaSync.exclusive(row.namespace)``,
         still in that section: ``row`` as that transaction left it, ``read`` the quota it was rechecked
         against (with the write planned in the same transaction: ``QuotaSync.plan_in``). Records in
@@ -103,7 +100,7 @@ class ChangeApplier:
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
-    def _apply(self, request_id: int, out: Outgoing, *, resume: bool, leased: RequestRow | None = None) -> RequestState:
+    def _apply(self, request_id: int, out: Outgoing, *, resume: bool, leased: Request | None = None) -> RequestState:
         request = leased if leased is not None else self._db.run(lambda repo: self._claim(repo, request_id, resume=resume))
         if request is None:
             return RequestState.APPROVED
@@ -118,7 +115,7 @@ class ChangeApplier:
         with self._sync.exclusive(request.namespace):
             return self._apply_locked(request_id, request.namespace, out, lease=lease)
 
-    def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> RequestRow | None:
+    def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> Request | None:
         """Take (or renew) the apply lease; None when there is nothing to take (no such request, or
         another live worker holds the lease and ``resume``)."""
         now = self._clock.now()
@@ -140,7 +137,7 @@ class ChangeApplier:
         out: Outgoing,
         *,
         lease: datetime | None,
-        approved: RequestRow | None = None,
+        approved: Request | None = None,
         read: QuotaRead | None = None,
     ) -> RequestState:
         """``approved``: the row as the approval left it in this critical section (nothing to read again);
@@ -242,7 +239,7 @@ class ChangeApplier:
         problem = self._db.run(extend)
         return RequestState.FAILED if problem else RequestState.APPLIED
 
-    def _tell_extended(self, repo: Repository, out: Outgoing, request: RequestRow) -> None:
+    def _tell_extended(self, repo: Repository, out: Outgoing, request: Request) -> None:
         card = self._announce.card_of(repo, request)
         assert card.extends_id is not None and card.grant_ends_at is not None
         new_end = (f"{format_request_id(card.extends_id)} now ends ", Moment(card.grant_ends_at), ".")
@@ -294,7 +291,7 @@ class ChangeApplier:
         with request_context(format_request_id(grant.request_id)):
             return self._finish_grant(grant, first_attempt=first_attempt)
 
-    def _finish_grant(self, grant: GrantRow, *, first_attempt: bool) -> bool:
+    def _finish_grant(self, grant: Grant, *, first_attempt: bool) -> bool:
         grant_id = grant.id
         try:
             outcome = self._sync.converge(grant.namespace, request_id=grant.request_id)
@@ -330,7 +327,7 @@ class ChangeApplier:
             self._shifts.report_returned(grant.request_id)
         return True
 
-    def _tell_ended(self, repo: Repository, out: Outgoing, grant: GrantRow, request: RequestRow, outcome: SyncOutcome) -> None:
+    def _tell_ended(self, repo: Repository, out: Outgoing, grant: Grant, request: Request, outcome: SyncOutcome) -> None:
         card = self._announce.card_of(repo, request)
         how: list[str | Part] = ["expired"] if grant.end_reason == "expired" else ["released by ", User(grant.ended_by or "?")]
         before = "no quota" if outcome.before is None else gpus(outcome.before)

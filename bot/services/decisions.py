@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
+from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestKind, RequestState, Verdict
 from bot.domain.policy import (
     Policy,
@@ -37,9 +37,6 @@ from bot.services.request_rows import move_request
 from bot.services.requests import already_decided, check_reason_length, delta_now, load_request, pending
 from bot.services.text import Refusal
 from bot.services.thread_words import approved_by, denied_by, denied_to_requester
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +92,7 @@ class Decisions:
             self._check_decider(user, request, Verdict.DENY)
             check_first_decision(request, user)
 
-    def _check_decider(self, user: str, request: RequestRow, verdict: Verdict) -> None:
+    def _check_decider(self, user: str, request: Request, verdict: Verdict) -> None:
         """A UserError unless ``user`` may decide ``request`` now: still pending, not their own, and a
         decider of its team (of both teams' side, for a shift)."""
         if request.state != RequestState.PENDING:
@@ -111,7 +108,7 @@ class Decisions:
                 f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request.id)}."
             )
 
-    def _confirmation(self, user: str, request: RequestRow) -> Confirmation | None:
+    def _confirmation(self, user: str, request: Request) -> Confirmation | None:
         request_id = request.id
         self._check_decider(user, request, Verdict.APPROVE)
         if request.kind == RequestKind.SHIFT:
@@ -155,7 +152,7 @@ class Decisions:
         with request_context(format_request_id(request_id)):
             return self._decide(user, request_id, verdict, reason.strip())
 
-    def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str, *, loaded: RequestRow | None = None) -> Decided:
+    def _decide(self, user: str, request_id: int, verdict: Verdict, reason: str, *, loaded: Request | None = None) -> Decided:
         """``loaded``: the request as the caller just read it (its checks are repeated in the transaction)."""
         request = loaded or load_request(self._db, request_id)
         self._check_decider(user, request, verdict)
@@ -195,7 +192,7 @@ class Decisions:
 
     def _record(
         self, repo: Repository, current: int | None, *, out: Outgoing, user: str, request_id: int, verdict: Verdict, reason: str
-    ) -> RequestRow:
+    ) -> Request:
         """The decision in its transaction, its checks repeated on the row as it is now; the last approval is
         rechecked against ``current`` (the quota now; None: by the database) and its effect recorded."""
         now = self._clock.now()
@@ -229,8 +226,8 @@ class Decisions:
         return row
 
     def _approve_and_apply(
-        self, namespace: str, approve: Callable[[Repository, int | None], RequestRow], out: Outgoing
-    ) -> tuple[RequestRow, RequestState | None]:
+        self, namespace: str, approve: Callable[[Repository, int | None], Request], out: Outgoing
+    ) -> tuple[Request, RequestState | None]:
         """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
 
         In the namespace's critical section: the quota is read; ``approve(repo, hard)`` records the
@@ -247,7 +244,7 @@ class Decisions:
                 log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
                 read = None
 
-            def record(repo: Repository) -> tuple[RequestRow, QuotaRead | None]:
+            def record(repo: Repository) -> tuple[Request, QuotaRead | None]:
                 row = approve(repo, read.hard if read else None)
                 if read is None or row.state != RequestState.APPROVED:
                     return row, read
@@ -258,7 +255,7 @@ class Decisions:
                 return row, None
             return row, self._applier.apply_approved(row, out, read=planned)
 
-    def _check_shift_decider(self, user: str, request: RequestRow, verdict: Verdict, *, fresh: bool = True) -> None:
+    def _check_shift_decider(self, user: str, request: Request, verdict: Verdict, *, fresh: bool = True) -> None:
         source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
         if source is None or target is None:
             raise UserError(f"{format_request_id(request.id)} names a team the policy no longer has; an admin can cancel it.")
@@ -267,11 +264,11 @@ class Decisions:
         if problem:
             raise UserError(problem)
 
-    def _tell_approval(self, repo: Repository, out: Outgoing, row: RequestRow, user: str) -> None:
+    def _tell_approval(self, repo: Repository, out: Outgoing, row: Request, user: str) -> None:
         out.thread(repo, row.id, approved_by(user, len(row.approvals), row.approvals_required))
         out.refresh(repo, row.id)
 
-    def _tell_denial(self, repo: Repository, out: Outgoing, row: RequestRow, user: str, reason: str) -> None:
+    def _tell_denial(self, repo: Repository, out: Outgoing, row: Request, user: str, reason: str) -> None:
         out.thread(repo, row.id, denied_by(user, reason))
         out.direct(repo, row.requester_id, denied_to_requester(row.id, user, reason))
         out.refresh(repo, row.id)
@@ -285,7 +282,7 @@ class Decisions:
             return None
         return snapshot.hard if snapshot else None
 
-    def _recheck(self, repo: Repository, row: RequestRow, current: int | None) -> str | None:
+    def _recheck(self, repo: Repository, row: Request, current: int | None) -> str | None:
         """The before -> after again, from the quota as it is when the last approval lands: the
         shown before -> after is updated (an absolute amount is re-derived), or the reason it is refused."""
         if row.kind == RequestKind.SHIFT:
@@ -312,7 +309,7 @@ def own_request(request_id: int, verdict: Verdict) -> str:
     return f"You cannot {verdict} your own request {format_request_id(request_id)}{instead}"
 
 
-def check_first_decision(request: RequestRow, user: str) -> None:
+def check_first_decision(request: Request, user: str) -> None:
     """A UserError when ``user`` already approved or denied ``request``: one decision per person."""
     earlier = next((d for d in request.decisions if d.user_id == user), None)
     if earlier is not None:

@@ -9,19 +9,16 @@ touched here: the appliers make it match through ``QuotaSync``.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
+from bot.domain.entities import Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg
 from bot.services.ports import Repository
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
 
 # A worker applying a request holds it this long; after that the reconcile takes it over.
 APPLY_LEASE = timedelta(seconds=10)
 
 
-def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+def record_effect(repo: Repository, request: Request, *, now: datetime) -> None:
     """Put an approved change into the desired state: a grant, or a new base (extensions act at apply).
 
     The approver's worker applies it next: it holds the apply lease from now.
@@ -49,7 +46,7 @@ def record_effect(repo: Repository, request: RequestRow, *, now: datetime) -> No
     )
 
 
-def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+def take_back_effect(repo: Repository, request: Request, *, now: datetime) -> None:
     if request.kind == RequestKind.EXTENSION:
         return
     if request.kind == RequestKind.SHIFT:
@@ -66,7 +63,7 @@ def take_back_effect(repo: Repository, request: RequestRow, *, now: datetime) ->
         repo.remove_grant(grant)
 
 
-def record_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+def record_shift_effect(repo: Repository, request: Request, *, now: datetime) -> None:
     """The next leg of an approved shift: the source's decrease, or (source applied: a retry) the target's increase."""
     if request.source_state == SourceLeg.APPLIED:
         record_target(repo, request, now=now)
@@ -78,7 +75,7 @@ def record_shift_effect(repo: Repository, request: RequestRow, *, now: datetime)
     request.source_state = SourceLeg.RECORDED
 
 
-def source_problem(repo: Repository, request: RequestRow, current: int | None) -> str | None:
+def source_problem(repo: Repository, request: Request, current: int | None) -> str | None:
     """Why the source cannot give the shifted GPUs as the last approval lands (``current``: its quota in
     the cluster now, None when unread); None when it can. Checked again when the source is lowered."""
     source = repo.namespace(request.source_namespace or "")
@@ -90,7 +87,7 @@ def source_problem(repo: Repository, request: RequestRow, current: int | None) -
     return None
 
 
-def take_back_shift_effect(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+def take_back_shift_effect(repo: Repository, request: Request, *, now: datetime) -> None:
     """Undo the leg recorded but not applied: the target's when the source is applied, else the source's."""
     if request.source_state == SourceLeg.APPLIED:
         _take_back_target(repo, request, now=now)
@@ -103,7 +100,7 @@ def take_back_shift_effect(repo: Repository, request: RequestRow, *, now: dateti
         request.source_state = None
 
 
-def return_source_in(repo: Repository, request: RequestRow, *, now: datetime, actor: str = "gpu-quota-bot") -> bool:
+def return_source_in(repo: Repository, request: Request, *, now: datetime, actor: str = "gpu-quota-bot") -> bool:
     """Give the source its GPUs back (True when it had them out): a temporary shift's target grant has ended,
     or the target side failed and someone released the shift instead of retrying it."""
     if request.source_state != SourceLeg.APPLIED:
@@ -128,13 +125,13 @@ def return_source_in(repo: Repository, request: RequestRow, *, now: datetime, ac
     return True
 
 
-def shifted_gpus(request: RequestRow) -> int:
+def shifted_gpus(request: Request) -> int:
     """GPUs the source actually gave up (the target is raised by exactly these)."""
     assert request.source_from is not None and request.source_to is not None
     return request.source_from - request.source_to
 
 
-def record_target(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+def record_target(repo: Repository, request: Request, *, now: datetime) -> None:
     given = shifted_gpus(request)
     if request.permanent:
         target = repo.namespace(request.namespace)
@@ -153,7 +150,7 @@ def record_target(repo: Repository, request: RequestRow, *, now: datetime) -> No
     )
 
 
-def _take_back_target(repo: Repository, request: RequestRow, *, now: datetime) -> None:
+def _take_back_target(repo: Repository, request: Request, *, now: datetime) -> None:
     if request.permanent:
         target = repo.namespace(request.namespace)
         assert target is not None

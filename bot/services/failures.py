@@ -17,10 +17,10 @@ from __future__ import annotations
 import logging
 import random
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
+from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestKind, RequestState, SourceLeg
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
@@ -30,9 +30,6 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
 from bot.services.text import Part, Strong, gpus, say
 
-if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
-
 log = logging.getLogger(__name__)
 # Waits after temporary faults: 1, 2, 4 s, then 5 s, the shortest reconcile interval, so that once
 # the API server is back the apply lands on the next tick.
@@ -40,7 +37,7 @@ RETRY_FIRST = timedelta(seconds=1)
 RETRY_CAP = timedelta(seconds=5)
 
 
-def fail_request(repo: Repository, request: RequestRow, reason: str, *, now: datetime, recorded: bool = True) -> None:
+def fail_request(repo: Repository, request: Request, reason: str, *, now: datetime, recorded: bool = True) -> None:
     """Mark an approved request failed and take its change back out of the desired state (when its
     effect was ``recorded``: a request refused as it is approved never had one). A shift whose source
     leg is applied keeps it: the audit says so."""
@@ -85,7 +82,7 @@ class FailurePath:
             log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
         return RequestState.FAILED
 
-    def fail_in(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str, *, recorded: bool = True) -> None:
+    def fail_in(self, repo: Repository, out: Outgoing, request: Request, reason: str, *, recorded: bool = True) -> None:
         """In the caller's transaction: fail ``request`` and record the thread's and the requester's word of it.
         A shift refused as it is approved (``recorded`` False) never reached its legs: it is told like a change."""
         fail_request(repo, request, reason, now=self._clock.now(), recorded=recorded)
@@ -120,7 +117,7 @@ class FailurePath:
         log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
         return RequestState.APPROVED
 
-    def _tell_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str) -> None:
+    def _tell_failed(self, repo: Repository, out: Outgoing, request: Request, reason: str) -> None:
         card = self._announce.card_of(repo, request)
         out.thread(
             repo,
@@ -135,7 +132,7 @@ class FailurePath:
         out.direct(repo, card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
         out.refresh(repo, request.id)
 
-    def _tell_shift_failed(self, repo: Repository, out: Outgoing, request: RequestRow, reason: str) -> None:
+    def _tell_shift_failed(self, repo: Repository, out: Outgoing, request: Request, reason: str) -> None:
         card = self._announce.card_of(repo, request)
         assert card.shift is not None
         source_applied = request.source_state == SourceLeg.APPLIED

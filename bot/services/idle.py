@@ -18,6 +18,7 @@ from bot.services.announce import Announcer
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, MetricsSource, Repository, Transactions
 from bot.services.pricing import Pricer
+from bot.services.stores import IdleNudges
 from bot.services.text import Code, Moment, Notice, Strong, gpus, money, say
 
 log = logging.getLogger(__name__)
@@ -115,7 +116,7 @@ class IdleWatch:
         log.info("nudged %s about %s idle GPUs", namespace, held)
         return True
 
-    def _episode_over(self, repo: Repository, *, namespace: str) -> None:
+    def _episode_over(self, repo: IdleNudges, *, namespace: str) -> None:
         row = repo.idle_nudge(namespace)
         if row is not None and row.active:
             row.active = False

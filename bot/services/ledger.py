@@ -23,7 +23,8 @@ from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, 
 from bot.domain.policy import Policy, Team
 from bot.errors import UserError
 from bot.services.access import Access
-from bot.services.ports import MetricsSource, Repository, Transactions
+from bot.services.ports import MetricsSource, Transactions
+from bot.services.stores import LedgerReads
 from bot.services.text import money
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,7 @@ class Ledger:
         summed apart and moved over."""
         managed = managed_teams(self._policy)
 
-        def read(repo: Repository) -> tuple[list[tuple[date, str, float]], list[tuple[date, str, str, float | None]]]:
+        def read(repo: LedgerReads) -> tuple[list[tuple[date, str, float]], list[tuple[date, str, str, float | None]]]:
             moved = sorted(ns for ns, team in repo.ledger_namespace_teams(first, last) if managed.get(ns, team) != team)
             return repo.ledger_team_costs(first, last), repo.ledger_costs(first, last, namespaces=moved) if moved else []
 
@@ -205,7 +206,7 @@ class Ledger:
         dearest and as ``OTHERS`` for the rest (what the stacked chart draws); and each namespace's team
         (the policy's for the namespaces it manages, else the one recorded last)."""
 
-        def read(repo: Repository) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        def read(repo: LedgerReads) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
             return repo.ledger_sums(first, last), repo.ledger_sums(last, last)
 
         month_rows, day_rows = self._db.run(read)

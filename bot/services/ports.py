@@ -2,306 +2,72 @@
 
 Every method raises only the errors of ``bot.errors`` (adapters translate library exceptions).
 The database is a port too: ``Transactions`` runs a unit of work on a ``Repository`` (implemented by
-``bot.adapters.db``). Its rows are the adapter's mapped classes, named here for type checking only:
-services read and change their attributes, and create them through repository methods.
+``bot.adapters.db``), which is the ports per aggregate of ``bot.services.stores`` together. What it
+hands out are the domain's entities (``bot.domain.entities``, ``bot.domain.records``): services read
+and change them, and create them through its methods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bot.domain.costs import NamespaceUsage, Window
-from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, Stamp
+from bot.services.stores import (
+    AuditTrail,
+    AutoApprovals,
+    BlockedAlerts,
+    Budgets,
+    Cards,
+    Digests,
+    Grants,
+    HomeTabs,
+    IdleNudges,
+    LedgerDays,
+    LedgerReads,
+    MetricsOutages,
+    Namespaces,
+    OutboxRecords,
+    Reclaims,
+    Requests,
+    RequestsDue,
+    SlackEvents,
+)
 from bot.services.text import Notice
 from bot.services.views import HomeView, RequestCard
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import (
-        AuditRow,
-        GrantRow,
-        HomeTabRow,
-        IdleNudge,
-        MetricsOutage,
-        NamespaceRow,
-        Reclaim,
-        RequestRow,
-        TeamSpend,
-    )
 
 T = TypeVar("T")
 
 
-class Repository(Protocol):
-    """Reads and writes of one transaction. Rows it returns may be changed in place until it ends."""
-
-    def add_request(self, **fields: Any) -> RequestRow:
-        """A new request with these column values, with its id assigned."""
-        ...
-
-    def add_decision(self, request: RequestRow, *, user_id: str, verdict: Verdict, decided_at: datetime) -> None: ...
-
-    def request(self, request_id: int) -> RequestRow | None: ...
-
-    def set_message_ref(self, request_id: int, *, channel_id: str, ts: str) -> bool:
-        """Where the request's message is in Slack, written without reading the row (its version bumped) and
-        its post claim ended; False (nothing written) when a message is stored already."""
-        ...
-
-    def claim_post(self, request_id: int, *, copy: bool, now: datetime, until: datetime) -> bool:
-        """Hold the right to post the request's card (``copy``: a shift's copy, once the card is posted)
-        until ``until``; False when it is posted, or claimed (or waiting for Slack) past ``now``."""
-        ...
-
-    def release_post(self, request_id: int, *, copy: bool, not_before: datetime) -> None:
-        """End a post claim that did not post: nobody posts it again before ``not_before``."""
-        ...
-
-    def outbox_streams_pending(self, streams: Sequence[str]) -> list[str]:
-        """Those of ``streams`` with an undelivered outbox entry, in the order given."""
-        ...
-
-    def add_outbox_entry(
-        self,
-        *,
-        stream: str,
-        kind: str,
-        now: datetime,
-        request_id: int | None = None,
-        target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
-        actions: list[dict[str, Any]] | None = None,
-        latest_only: bool = False,
-    ) -> None:
-        """Record an outbox entry in this transaction: it exists if and only if the transaction commits.
-        ``latest_only``: skip it when an unclaimed entry of the stream is already waiting (a card update
-        renders the request as it is at delivery, so one waiting is enough)."""
-        ...
-
-    def requests_in(self, states: Iterable[RequestState], *, namespaces: Iterable[str] | None = None) -> Sequence[RequestRow]: ...
-
-    def count_requests_by_state(self) -> dict[str, int]: ...
-
-    def pending_past_deadline(self, now: datetime) -> Sequence[RequestRow]: ...
-
-    def unposted_requests(self, now: datetime) -> Sequence[int]:
-        """Requests without a message in Slack that nobody is posting (nor waiting for Slack) at ``now``."""
-        ...
-
-    def unposted_copies(self, now: datetime) -> Sequence[int]:
-        """Pending shifts whose card is posted but whose copy for the source team is not (nor given up),
-        and that nobody is posting (nor waiting for Slack) at ``now``."""
-        ...
-
-    def set_copy_ref(self, request_id: int, *, ts: str) -> bool:
-        """Where the copy of a shift's card is (``""``: refused by Slack, given up), its claim ended; False
-        (nothing written) when one is stored already."""
-        ...
-
-    def approved_unleased(self, now: datetime) -> Sequence[RequestRow]: ...
-
-    def failed_shifts_holding_source(self) -> Sequence[RequestRow]:
-        """Temporary shifts whose target side failed while their source stays lowered."""
-        ...
-
-    def shift_sources_in_flight(self) -> dict[str, int]:
-        """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
-        ...
-
-    def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
-        """(delta, duration_seconds) of the team's auto-approved requests created in [start, end) that
-        took effect or are taking it."""
-        ...
-
-    def lock_auto_approval(self, team: str) -> None:
-        """Serialise the team's auto-approval decisions until the transaction ends; call it before reading."""
-        ...
-
-    def namespace(self, name: str) -> NamespaceRow | None: ...
-
-    def namespace_known(self, name: str) -> bool:
-        """Whether the bot has a row for ``name`` (``namespace(name) is not None``, without loading it)."""
-        ...
-
-    def add_namespace(
-        self,
-        *,
-        name: str,
-        team: str,
-        base_gpus: int,
-        last_seen_gpus: int | None,
-        seen_resource_version: str | None,
-        updated_at: datetime,
-    ) -> NamespaceRow: ...
-
-    def namespaces(self, names: Iterable[str]) -> Sequence[NamespaceRow]: ...
-
-    def add_grant(
-        self, *, request_id: int, namespace: str, gpus: int, state: GrantState, starts_at: datetime, ends_at: datetime
-    ) -> GrantRow: ...
-
-    def active_grant_total(self, namespace: str) -> int: ...
-
-    def grants(self, *, states: Iterable[GrantState], namespaces: Iterable[str] | None = None) -> Sequence[GrantRow]: ...
-
-    def grants_due(self, now: datetime) -> Sequence[GrantRow]: ...
-
-    def grants_to_remind(self, horizon: datetime) -> Sequence[GrantRow]: ...
-
-    def auto_approved_gpus(self, namespace: str, *, excluding_request: int | None = None) -> int: ...
-
-    def grant_of(self, request_id: int) -> GrantRow | None: ...
-
-    def grant(self, grant_id: int) -> GrantRow | None: ...
-
-    def remove_grant(self, grant: GrantRow) -> None: ...
-
-    def record(
-        self,
-        *,
-        at: datetime,
-        action: str,
-        actor: str = ...,
-        namespace: str | None = None,
-        request_id: int | None = None,
-        before: dict[str, Any] | None = None,
-        after: dict[str, Any] | None = None,
-        detail: str = "",
-    ) -> None:
-        """Append to the audit trail (``actor`` defaults to the bot)."""
-        ...
-
-    def audit_trail(
-        self, *, namespace: str | None = None, request_id: int | None = None, limit: int = 20
-    ) -> Sequence[AuditRow]: ...
-
-    def latest_audit_id(self, *, namespaces: Iterable[str], requester: str | None = None) -> int: ...
-
-    def request_at(self, channel_id: str, message_ts: str) -> RequestRow | None: ...
-
-    def claim_event(self, event_id: str, *, at: datetime) -> bool:
-        """Record an Events API delivery; False when it was recorded before."""
-        ...
-
-    def forget_events_before(self, moment: datetime) -> None: ...
-
-    def blocked_alerted(self, key: str) -> bool: ...
-
-    def remember_blocked_alert(self, key: str, *, namespace: str, at: datetime, quota_day: date | None = None) -> None:
-        """Remember the alert; a quota alert (``quota_day`` given, schedules.timezone) also counts in the
-        namespace's workloads blocked by the quota that day."""
-        ...
-
-    def quota_blocks(self, first: date, last: date) -> dict[str, int]:
-        """Workloads blocked by the GPU quota per namespace over the days [first, last]."""
-        ...
-
-    def open_reclaim(self, namespace: str) -> Reclaim | None: ...
-
-    def open_reclaims(self) -> Sequence[Reclaim]: ...
-
-    def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim: ...
-
-    def finish_reclaim(self, reclaim_id: int, *, used: int, at: datetime) -> bool:
-        """Close an open reclaim; False when it was closed already (by another replica)."""
-        ...
-
-    def home_tabs(self) -> Sequence[HomeTabRow]: ...
-
-    def save_home_tab(self, user_id: str, *, at: datetime, last_audit_id: int) -> None: ...
-
-    def team_spend(self, teams: Iterable[str]) -> Sequence[TeamSpend]: ...
-
-    def team_over_budget(self, team: str, month: str) -> bool:
-        """Whether the last measurement of ``month`` (``YYYY-MM``) found ``team`` at or over its budget."""
-        ...
-
-    def record_team_spend(self, team: str, *, month: str, spent: float, budget: float, forecast: float, at: datetime) -> None:
-        """Keep the team's latest month-to-date measurement."""
-        ...
-
-    def budget_alerts_sent(self, team: str, month: str) -> set[str]: ...
-
-    def claim_budget_alerts(self, team: str, month: str, keys: Iterable[str], *, percent: float, at: datetime) -> bool:
-        """Record these warnings, all or none; False (nothing recorded) when any was recorded before."""
-        ...
-
-    def digest_days_posted(self, scope: str, *, first: date, last: date) -> set[date]: ...
-
-    def claim_digest(self, scope: str, day: date, *, at: datetime) -> bool:
-        """Claim the (scope, day) digest before posting it; False when it was claimed before."""
-        ...
-
-    def release_digest(self, scope: str, day: date) -> None: ...
-
-    def mark_digest_posted(self, scope: str, day: date, *, at: datetime) -> None: ...
-
-    def latest_ledger_day(self) -> date | None: ...
-
-    def replace_ledger_day(
-        self,
-        day: date,
-        *,
-        status: str,
-        recorded_at: datetime,
-        ksm_spacing: float | None,
-        dcgm_spacing: float | None,
-        entries: Iterable[Mapping[str, Any]],
-    ) -> None:
-        """The day's ledger rows replaced whole by ``entries`` (column values)."""
-        ...
-
-    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]: ...
-
-    def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
-        """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
-        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
-        ...
-
-    def ledger_costs(
-        self, first: date, last: date, *, namespaces: Iterable[str] | None = None
-    ) -> list[tuple[date, str, str, float | None]]:
-        """(day, namespace, recorded team, summed cost) of the entries in [first, last] (of ``namespaces`` when given)."""
-        ...
-
-    def ledger_team_costs(self, first: date, last: date) -> list[tuple[date, str, float]]:
-        """(day, recorded team, summed cost) of [first, last], grouped in the database."""
-        ...
-
-    def ledger_namespace_teams(self, first: date, last: date) -> list[tuple[str, str]]:
-        """The distinct (namespace, recorded team) pairs of [first, last]."""
-        ...
-
-    def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
-        """(namespace, team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost,
-        last day) summed over [first, last] per namespace, recorded team and model, in the database."""
-        ...
-
-    def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
-        """GPU-hours of ``namespace`` per GPU model over [first, last]."""
-        ...
-
-    def open_metrics_outage(self) -> MetricsOutage | None:
-        """The oldest Prometheus outage not yet over."""
-        ...
-
-    def start_metrics_outage(self, *, at: datetime, cause: str) -> MetricsOutage:
-        """A new open outage, with its id assigned."""
-        ...
-
-    def idle_nudge(self, namespace: str) -> IdleNudge | None: ...
-
-    def snooze_idle_nudges(self, namespace: str, *, until: datetime, by: str) -> None: ...
-
-    def remember_idle_nudge(self, namespace: str, *, gpus: float, at: datetime) -> None:
-        """The namespace was nudged about ``gpus`` idle GPUs: an idle episode is on."""
-        ...
+class Repository(
+    Requests,
+    RequestsDue,
+    Cards,
+    AutoApprovals,
+    Grants,
+    Namespaces,
+    AuditTrail,
+    OutboxRecords,
+    SlackEvents,
+    HomeTabs,
+    BlockedAlerts,
+    Budgets,
+    Digests,
+    IdleNudges,
+    MetricsOutages,
+    Reclaims,
+    LedgerDays,
+    LedgerReads,
+    Protocol,
+):
+    """Reads and writes of one transaction: every port of ``bot.services.stores``. Entities it returns
+    may be changed in place until it ends."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from enum import Enum
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError
-from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.ports import QuotaCluster, Transactions
+from bot.services.stores import LedgerReads
 from bot.services.text import money
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class Pricer:
         hours = self._db.run(lambda repo: self.recent_hours(repo, namespace))
         return self.price_from(hours, self.dearest_on_nodes if not hours else None)
 
-    def recent_hours(self, repo: Repository, namespace: str) -> dict[str, float]:
+    def recent_hours(self, repo: LedgerReads, namespace: str) -> dict[str, float]:
         """The GPU-hours of each model ``namespace`` ran on lately, read in ``repo``'s transaction (for ``price_from``)."""
         today = self._clock.now().astimezone(self._zone).date()  # ledger days are in this zone
         first, last = today - timedelta(days=RECENT_DAYS), today - timedelta(days=1)

@@ -26,18 +26,15 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
+from bot.domain.entities import Namespace
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
 from bot.services.ports import QuotaTarget, Repository, Transactions
 from bot.services.reclaim import follow_reclaim
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import NamespaceRow
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +101,7 @@ class QuotaSync:
         self._sleep = sleep or time.sleep
         self._rng = rng or random.Random()
 
-    def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, namespace: str) -> NamespaceRow:
+    def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, namespace: str) -> Namespace:
         """Record a namespace the first time the bot sees it (a submission's read).
 
         Later reads are folded only inside ``converge``'s critical section: a snapshot read outside
@@ -287,9 +284,7 @@ class QuotaSync:
             used = snapshot.used if snapshot is not None else written.used
             follow_reclaim(repo, namespace, request_id=request_id, hard=written.hard, used=used, at=now)
 
-    def _adopt_namespace(
-        self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None, seen: Observation
-    ) -> NamespaceRow:
+    def _adopt_namespace(self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None, seen: Observation) -> Namespace:
         now = self._clock.now()
         team = self._policy.team_of(namespace)
         row = repo.add_namespace(

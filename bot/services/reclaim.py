@@ -11,19 +11,16 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.domain.quota import QuotaSnapshot
 from bot.domain.reclaim import span_text
+from bot.domain.records import Reclaim
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.announce import Announcer, Outgoing
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.text import Notice, Strong, gpus, say
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import Reclaim
 
 log = logging.getLogger(__name__)
 

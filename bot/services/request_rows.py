@@ -4,22 +4,19 @@ request was applied: shared by the appliers (``changes``, ``shift_apply``) and t
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from bot.domain.entities import Grant, Request
 from bot.domain.lifecycle import GrantState, RequestState, check_grant_transition, check_request_transition
 from bot.services.ports import Repository
 
-if TYPE_CHECKING:
-    from bot.adapters.db.models import GrantRow, RequestRow
 
-
-def move_request(request: RequestRow, target: RequestState, *, now: datetime) -> None:
+def move_request(request: Request, target: RequestState, *, now: datetime) -> None:
     check_request_transition(RequestState(request.state), target)
     request.state = target
     request.touch(now=now)
 
 
-def move_grant(grant: GrantRow, target: GrantState) -> None:
+def move_grant(grant: Grant, target: GrantState) -> None:
     check_grant_transition(GrantState(grant.state), target)
     grant.state = target
 

@@ -6,19 +6,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot.domain.commands import GpuAmount, format_request_id
+from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestKind, RequestState, Verdict
 from bot.errors import UserError
 from bot.services.ports import Transactions
 from bot.services.text import Notice, Refusal, User, say
 
 if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
     from bot.services.ports import Repository
 
 AUTO_APPROVER = "gpu-quota-bot"
 
 
-def load_request(database: Transactions, request_id: int) -> RequestRow:
+def load_request(database: Transactions, request_id: int) -> Request:
     """The request, read in its own transaction; a UserError if there is none."""
     request = database.run(lambda repo: repo.request(request_id))
     if request is None:
@@ -31,7 +31,7 @@ def gpu_hours(gpus: int, duration_seconds: int | None) -> float:
     return max(gpus, 0) * (duration_seconds or 0) / 3600
 
 
-def pending(repo: Repository, request_id: int) -> RequestRow:
+def pending(repo: Repository, request_id: int) -> Request:
     """The request, read inside the transaction; a UserError if it is no longer pending."""
     row = repo.request(request_id)
     assert row is not None, "the request was loaded before the transaction"
@@ -49,14 +49,14 @@ def check_reason_length(reason: str) -> None:
         raise UserError(f"The reason is {len(reason.strip()):,} characters long; say it in at most {MAX_REASON:,}.")
 
 
-def delta_now(request: RequestRow, current: int) -> int:
+def delta_now(request: Request, current: int) -> int:
     """The change a request makes to a quota that is ``current`` now: a total asked for ("8") stays that total."""
     if request.kind != RequestKind.CHANGE:
         return request.delta
     return GpuAmount.parse(request.amount_text).delta_from(current)
 
 
-def already_decided(request: RequestRow) -> Notice:
+def already_decided(request: Request) -> Notice:
     display = format_request_id(request.id)
     state = RequestState(request.state)
     if state == RequestState.DENIED:

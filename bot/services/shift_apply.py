@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
+from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestState, SourceLeg
 from bot.domain.policy import Policy
 from bot.domain.quota import below_usage_note, change_problem, desired_gpus
@@ -40,9 +40,6 @@ from bot.services.ports import Repository, Transactions
 from bot.services.quota_sync import QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied
 from bot.services.text import Moment, Part, Strong, gpus, say
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import RequestRow
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +77,7 @@ class ShiftApplier:
         with self._sync.exclusive(request.namespace):
             return self._target_leg(request_id, request.namespace, out, lease, source_outcome)
 
-    def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> RequestRow | RequestState:
+    def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> Request | RequestState:
         """The request to apply, or the state it is settled in (by another worker)."""
         request = repo.request(request_id)
         assert request is not None

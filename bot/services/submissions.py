@@ -10,11 +10,11 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
-from typing import TYPE_CHECKING
 
 from bot.clock import Clock
 from bot.domain.commands import RequestDraft, format_request_id
 from bot.domain.durations import format_duration
+from bot.domain.entities import Grant, Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 from bot.domain.policy import (
     AutoApproval,
@@ -39,9 +39,6 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
 from bot.services.requests import AUTO_APPROVER, check_reason_length, gpu_hours, load_request
 from bot.services.views import RequestCard
-
-if TYPE_CHECKING:
-    from bot.adapters.db.models import GrantRow, RequestRow
 
 log = logging.getLogger(__name__)
 # A submission's "before" may be this old when this process read or wrote the quota that recently (a
@@ -161,7 +158,7 @@ class Submissions:
         """Raise UserError unless the request has a grant to extend (asked before the extend form opens)."""
         self._active_grant(load_request(self._db, request_id))
 
-    def _active_grant(self, request: RequestRow) -> GrantRow:
+    def _active_grant(self, request: Request) -> Grant:
         """The request's grant if it is active now; after downtime one may be past its end before the reconcile ends it."""
         request_id = request.id
         if request.kind == RequestKind.SHIFT:
@@ -182,7 +179,7 @@ class Submissions:
         permanent = new.duration is None
         within_capacity = capacity is not None and not capacity.oversubscribed
 
-        def create(repo: Repository) -> tuple[RequestRow, RequestCard]:
+        def create(repo: Repository) -> tuple[Request, RequestCard]:
             now = self._clock.now()
             # Price and budget are read in this transaction too: one transaction for the whole submission.
             price = self._pricer.price_from(self._pricer.recent_hours(repo, new.namespace), dearest)

@@ -15,8 +15,9 @@ import requests
 import yaml
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.models import AuditRow, RequestRow
+from bot.domain.entities import Request
 from bot.domain.lifecycle import GrantState
+from bot.domain.records import AuditEntry
 from bot.sandbox.session import SIGNING_SECRET
 from bot.sandbox.slack_api import Recorded, SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
@@ -141,13 +142,13 @@ class Ledger:
         self.database = Database.from_url(url)
 
     def states(self) -> dict[int, str]:
-        return self.database.run(lambda repo: {r.id: str(r.state) for r in repo.session.query(RequestRow).all()})
+        return self.database.run(lambda repo: {r.id: str(r.state) for r in repo.session.query(Request).all()})
 
     def count(self, state: str) -> int:
         return sum(1 for s in self.states().values() if s == state)
 
-    def audit(self, action: str) -> list[AuditRow]:
-        return self.database.run(lambda repo: list(repo.session.query(AuditRow).filter(AuditRow.action == action).all()))
+    def audit(self, action: str) -> list[AuditEntry]:
+        return self.database.run(lambda repo: list(repo.session.query(AuditEntry).filter(AuditEntry.action == action).all()))
 
     def per_request(self, action: str) -> Counter[int]:
         return Counter(row.request_id for row in self.audit(action) if row.request_id is not None)

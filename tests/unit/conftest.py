@@ -6,10 +6,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from bot.adapters.db.database import Database
-from bot.adapters.db.models import Base, RequestRow
+from bot.adapters.db.models import Base
 from bot.bootstrap import SlackPorts, build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
+from bot.domain.entities import Request
 from bot.domain.policy import Policy, parse_policy
 from bot.services.container import Services
 from bot.services.outcomes import Submitted
@@ -55,7 +56,7 @@ class World:
         command = parse_command(text)
         return self.services.submissions.submit(requester=user, draft=command.draft)  # type: ignore[union-attr]
 
-    def request(self, request_id: int) -> RequestRow:
+    def request(self, request_id: int) -> Request:
         row = self.database.run(lambda repo: repo.request(request_id))
         assert row is not None
         return row

@@ -1,5 +1,10 @@
-"""Tables. Requests and namespaces carry a version column: two replicas (or two managers clicking at
+"""Tables, and how the domain's entities are mapped onto them (SQLAlchemy's imperative mapping: the
+classes of ``bot.domain.entities`` and ``bot.domain.records`` know nothing of the database).
+
+Requests, grants and namespaces carry a version column: two replicas (or two managers clicking at
 once) that change the same row cannot both win; the loser's transaction is retried from a fresh read.
+The tables only the adapter reads and writes (digest runs, alerts, the outbox, the ledger) are
+declared with their row classes.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     Boolean,
+    Column,
     Date,
     DateTime,
     Float,
@@ -17,14 +23,18 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     TypeDecorator,
     UniqueConstraint,
+    event,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
-from sqlalchemy.orm.attributes import flag_modified
+from sqlalchemy import inspect as inspect_state
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm.attributes import QueryableAttribute, flag_modified
 
-from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.entities import Decision, Grant, Namespace, Request
+from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -48,151 +58,163 @@ class Base(DeclarativeBase):
     pass
 
 
-class NamespaceRow(Base):
-    """The bot's view of one managed namespace: its base quota and the last value it saw/wrote."""
+metadata = Base.metadata
 
-    __tablename__ = "namespaces"
+namespaces = Table(
+    "namespaces",
+    metadata,
+    Column("name", String(63), primary_key=True),
+    Column("team", String(100), nullable=False),
+    Column("base_gpus", Integer, nullable=False),
+    Column("last_seen_gpus", Integer),
+    Column("seen_resource_version", String(64)),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("version", Integer, nullable=False),
+)
 
-    name: Mapped[str] = mapped_column(String(63), primary_key=True)
-    team: Mapped[str] = mapped_column(String(100))
-    base_gpus: Mapped[int] = mapped_column(Integer)
-    last_seen_gpus: Mapped[int | None] = mapped_column(Integer)
-    # The quota's resourceVersion whose hand edits are already in the base: never adopted twice.
-    seen_resource_version: Mapped[str | None] = mapped_column(String(64))
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
+requests = Table(
+    "requests",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(20), nullable=False),
+    Column("state", String(20), nullable=False, index=True),
+    Column("namespace", String(63), nullable=False, index=True),
+    Column("team", String(100), nullable=False),
+    Column("requester_id", String(32), nullable=False, index=True),
+    Column("amount_text", String(16), nullable=False),
+    Column("delta", Integer, nullable=False),
+    Column("duration_seconds", Integer),
+    Column("reason", Text, nullable=False),
+    Column("approvals_required", Integer, nullable=False),
+    Column("auto_approved", Boolean, nullable=False, default=False),
+    Column("auto_note", Text),
+    Column("hard_before", Integer, nullable=False),
+    Column("used_before", Integer),
+    Column("allocatable", Integer),
+    Column("committed_after", Integer),
+    Column("cost", Float),
+    Column("cost_basis", String(400)),
+    Column("channel_id", String(32), nullable=False),
+    Column("message_ts", String(32)),
+    Column("post_claimed_until", UTCDateTime),
+    Column("extends_request_id", Integer, ForeignKey("requests.id")),
+    Column("failure_reason", Text),
+    Column("apply_lease_until", UTCDateTime, index=True),
+    Column("apply_attempts", Integer, nullable=False, default=0, server_default="0"),
+    Column("applied_from", Integer),
+    Column("applied_to", Integer),
+    Column("source_namespace", String(63)),
+    Column("source_team", String(100)),
+    Column("source_state", String(10)),
+    Column("source_from", Integer),
+    Column("source_to", Integer),
+    Column("source_used", Integer),
+    Column("source_channel_id", String(32)),
+    Column("source_message_ts", String(32)),
+    Column("copy_claimed_until", UTCDateTime),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("decide_by", UTCDateTime, nullable=False, index=True),
+    Column("decided_at", UTCDateTime),
+    Column("applied_at", UTCDateTime),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("version", Integer, nullable=False),
+)
 
-    __mapper_args__ = {"version_id_col": version}
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", Integer, ForeignKey("requests.id"), nullable=False, index=True),
+    Column("user_id", String(32), nullable=False),
+    Column("verdict", String(10), nullable=False),
+    Column("decided_at", UTCDateTime, nullable=False),
+    UniqueConstraint("request_id", "user_id", name="uq_decision_per_user"),
+)
 
+grants = Table(
+    "grants",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("request_id", Integer, ForeignKey("requests.id"), nullable=False, unique=True),
+    Column("namespace", String(63), nullable=False, index=True),
+    Column("gpus", Integer, nullable=False),
+    Column("state", String(10), nullable=False, index=True),
+    Column("starts_at", UTCDateTime, nullable=False),
+    Column("ends_at", UTCDateTime, nullable=False, index=True),
+    Column("reminded_at", UTCDateTime),
+    Column("ended_at", UTCDateTime),
+    Column("end_reason", String(20)),
+    Column("ended_by", String(32)),
+    Column("version", Integer, nullable=False),
+)
 
-class RequestRow(Base):
-    __tablename__ = "requests"
+# Append-only: rows are inserted, never updated or deleted (the repository offers no way to).
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", UTCDateTime, nullable=False, index=True),
+    Column("actor", String(64), nullable=False),
+    Column("action", String(40), nullable=False),
+    Column("namespace", String(63), index=True),
+    Column("request_id", Integer, index=True),
+    Column("before", JSON),
+    Column("after", JSON),
+    Column("detail", Text, nullable=False, default=""),
+)
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    kind: Mapped[RequestKind] = mapped_column(String(20))
-    state: Mapped[RequestState] = mapped_column(String(20), index=True)
-    namespace: Mapped[str] = mapped_column(String(63), index=True)
-    team: Mapped[str] = mapped_column(String(100))
-    requester_id: Mapped[str] = mapped_column(String(32), index=True)
-    amount_text: Mapped[str] = mapped_column(String(16))  # as typed: "+4", "-2", "8"
-    delta: Mapped[int] = mapped_column(Integer)
-    duration_seconds: Mapped[int | None] = mapped_column(Integer)  # None: permanent
-    reason: Mapped[str] = mapped_column(Text)
-    approvals_required: Mapped[int] = mapped_column(Integer)
-    auto_approved: Mapped[bool] = mapped_column(Boolean, default=False)
-    auto_note: Mapped[str | None] = mapped_column(Text)  # which auto-approval rule allowed it, or what kept it for a person
-    # What the requester and the approvers saw when it was asked:
-    hard_before: Mapped[int] = mapped_column(Integer)
-    used_before: Mapped[int | None] = mapped_column(Integer)
-    allocatable: Mapped[int | None] = mapped_column(Integer)
-    committed_after: Mapped[int | None] = mapped_column(Integer)
-    cost: Mapped[float | None] = mapped_column(Float)
-    cost_basis: Mapped[str | None] = mapped_column(String(400))  # "per month, at 4.80 USD/h, the ... price"
-    # Where it lives in Slack:
-    channel_id: Mapped[str] = mapped_column(String(32))
-    message_ts: Mapped[str | None] = mapped_column(String(32))
-    # Nobody posts the card before this time: a poster's claim (its lease) or Slack's Retry-After. Only
-    # the one who holds it posts, and a ts is stored only while none is (bot.services.announce).
-    post_claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # Extensions point at the request whose grant they extend:
-    extends_request_id: Mapped[int | None] = mapped_column(ForeignKey("requests.id"))
-    failure_reason: Mapped[str | None] = mapped_column(Text)
-    # The apply: a worker owns it until the lease ends (then the reconcile resumes it); failed
-    # attempts so far (temporary faults), and the quota before -> after it actually made.
-    apply_lease_until: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
-    apply_attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    applied_from: Mapped[int | None] = mapped_column(Integer)
-    applied_to: Mapped[int | None] = mapped_column(Integer)
-    # A shift (kind 'shift'): namespace/team above are the target; the source leg, its state
-    # (bot.domain.lifecycle.SourceLeg) and the source quota before -> after the bot made.
-    source_namespace: Mapped[str | None] = mapped_column(String(63))
-    source_team: Mapped[str | None] = mapped_column(String(100))
-    source_state: Mapped[str | None] = mapped_column(String(10))
-    source_from: Mapped[int | None] = mapped_column(Integer)
-    source_to: Mapped[int | None] = mapped_column(Integer)
-    source_used: Mapped[int | None] = mapped_column(Integer)  # GPUs in use in the source when asked
-    source_channel_id: Mapped[str | None] = mapped_column(String(32))  # the card's copy for the source team
-    source_message_ts: Mapped[str | None] = mapped_column(String(32))
-    copy_claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)  # as post_claimed_until, for the copy
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    decide_by: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    applied_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)  # set on every change: bumps the version
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
+team_spend = Table(
+    "team_spend",
+    metadata,
+    Column("team", String(100), primary_key=True),
+    Column("month", String(7), nullable=False),
+    Column("spent", Float, nullable=False),
+    Column("budget", Float, nullable=False),
+    Column("forecast", Float, nullable=False),
+    Column("measured_at", UTCDateTime, nullable=False),
+)
 
-    decisions: Mapped[list[DecisionRow]] = relationship(
-        back_populates="request", order_by="DecisionRow.id", cascade="all, delete-orphan"
-    )
-    grant: Mapped[GrantRow | None] = relationship(back_populates="request", uselist=False)
+idle_nudges = Table(
+    "idle_nudges",
+    metadata,
+    Column("namespace", String(63), primary_key=True),
+    Column("gpus", Float, nullable=False),
+    Column("active", Boolean, nullable=False),
+    Column("nudged_at", UTCDateTime),
+    Column("snoozed_until", UTCDateTime),
+    Column("snoozed_by", String(32)),
+)
 
-    __mapper_args__ = {"version_id_col": version}
+metrics_outages = Table(
+    "metrics_outages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("cause", Text, nullable=False),
+    Column("notified_at", UTCDateTime),
+    Column("ended_at", UTCDateTime, index=True),
+)
 
-    @property
-    def permanent(self) -> bool:
-        return self.duration_seconds is None
+home_tabs = Table(
+    "home_tabs",
+    metadata,
+    Column("user_id", String(32), primary_key=True),
+    Column("published_at", UTCDateTime, nullable=False),
+    Column("last_audit_id", Integer, nullable=False),
+)
 
-    @property
-    def approvals(self) -> list[DecisionRow]:
-        return [d for d in self.decisions if d.verdict == Verdict.APPROVE]
-
-    def touch(self, *, now: datetime) -> None:
-        """Mark the request changed so its version is bumped even when only its decisions changed:
-        a concurrent transaction that read the old version then fails and is retried from a fresh read."""
-        self.updated_at = now
-        flag_modified(self, "updated_at")
-
-
-class DecisionRow(Base):
-    __tablename__ = "decisions"
-    __table_args__ = (UniqueConstraint("request_id", "user_id", name="uq_decision_per_user"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    request_id: Mapped[int] = mapped_column(ForeignKey("requests.id"), index=True)
-    user_id: Mapped[str] = mapped_column(String(32))
-    verdict: Mapped[Verdict] = mapped_column(String(10))
-    decided_at: Mapped[datetime] = mapped_column(UTCDateTime)
-
-    request: Mapped[RequestRow] = relationship(back_populates="decisions")
-
-
-class GrantRow(Base):
-    """The temporary part of an applied request: ``gpus`` on top of the base until ``ends_at``."""
-
-    __tablename__ = "grants"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    request_id: Mapped[int] = mapped_column(ForeignKey("requests.id"), unique=True)
-    namespace: Mapped[str] = mapped_column(String(63), index=True)
-    gpus: Mapped[int] = mapped_column(Integer)
-    state: Mapped[GrantState] = mapped_column(String(10), index=True)
-    starts_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    ends_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-    reminded_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    end_reason: Mapped[str | None] = mapped_column(String(20))  # expired | released
-    ended_by: Mapped[str | None] = mapped_column(String(32))
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-
-    request: Mapped[RequestRow] = relationship(back_populates="grant")
-
-    __mapper_args__ = {"version_id_col": version}
-
-
-class AuditRow(Base):
-    """Append-only: rows are inserted, never updated or deleted (the repository offers no way to)."""
-
-    __tablename__ = "audit_events"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-    actor: Mapped[str] = mapped_column(String(64))  # a Slack user id, or "gpu-quota-bot"
-    action: Mapped[str] = mapped_column(String(40))
-    namespace: Mapped[str | None] = mapped_column(String(63), index=True)
-    request_id: Mapped[int | None] = mapped_column(Integer, index=True)
-    before: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    after: Mapped[dict[str, Any] | None] = mapped_column(JSON)
-    detail: Mapped[str] = mapped_column(Text, default="")
+reclaims = Table(
+    "reclaims",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("namespace", String(63), nullable=False, index=True),
+    Column("request_id", Integer),
+    Column("quota", Integer, nullable=False),
+    Column("used_at_start", Integer, nullable=False),
+    Column("used_at_end", Integer),
+    Column("started_at", UTCDateTime, nullable=False),
+    Column("finished_at", UTCDateTime, index=True),
+)
 
 
 class DigestRun(Base):
@@ -223,32 +245,6 @@ class BudgetAlert(Base):
     sent_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-class TeamSpend(Base):
-    """The latest month-to-date spend per team, as the budget job last measured it."""
-
-    __tablename__ = "team_spend"
-
-    team: Mapped[str] = mapped_column(String(100), primary_key=True)
-    month: Mapped[str] = mapped_column(String(7))
-    spent: Mapped[float] = mapped_column(Float)
-    budget: Mapped[float] = mapped_column(Float)
-    forecast: Mapped[float] = mapped_column(Float)
-    measured_at: Mapped[datetime] = mapped_column(UTCDateTime)
-
-
-class IdleNudge(Base):
-    """The idle-GPU nudge state of a namespace: not repeated while snoozed or unchanged."""
-
-    __tablename__ = "idle_nudges"
-
-    namespace: Mapped[str] = mapped_column(String(63), primary_key=True)
-    gpus: Mapped[float] = mapped_column(Float)
-    active: Mapped[bool] = mapped_column(Boolean)  # the idle episode that was nudged is still going on
-    nudged_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    snoozed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    snoozed_by: Mapped[str | None] = mapped_column(String(32))
-
-
 class BlockedAlert(Base):
     """A workload the GPU quota kept from starting, told to its team once."""
 
@@ -259,18 +255,6 @@ class BlockedAlert(Base):
     alerted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
-class MetricsOutage(Base):
-    """Prometheus could not be read: when it started, whether admins were told, when it ended."""
-
-    __tablename__ = "metrics_outages"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    cause: Mapped[str] = mapped_column(Text)
-    notified_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
-
-
 class SlackEventRow(Base):
     """An Events API delivery already handled: Slack re-sends an event it thinks was missed
     (``X-Slack-Retry-Num``, the same ``event_id``), and a decision typed in a thread must count once."""
@@ -279,16 +263,6 @@ class SlackEventRow(Base):
 
     event_id: Mapped[str] = mapped_column(String(64), primary_key=True)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
-
-
-class HomeTabRow(Base):
-    """A person who opened the bot's App Home: their tab is re-published when something of theirs changes."""
-
-    __tablename__ = "home_tabs"
-
-    user_id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    published_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    last_audit_id: Mapped[int] = mapped_column(Integer)  # the newest audit event the published tab reflects
 
 
 # The states of an outbox entry.
@@ -358,22 +332,6 @@ class LedgerEntry(Base):
     idle_cost: Mapped[float] = mapped_column(Float)
 
 
-class Reclaim(Base):
-    """A quota lowered below what the namespace was using: followed until usage is within it (gradual
-    reclaim: running pods are never evicted, the quota only refuses new ones)."""
-
-    __tablename__ = "reclaims"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    namespace: Mapped[str] = mapped_column(String(63), index=True)
-    request_id: Mapped[int | None] = mapped_column(Integer)  # the change that lowered it (its thread hears the end)
-    quota: Mapped[int] = mapped_column(Integer)  # the lowered hard value
-    used_at_start: Mapped[int] = mapped_column(Integer)
-    used_at_end: Mapped[int | None] = mapped_column(Integer)
-    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)  # None: still reclaiming
-
-
 class QuotaBlockDay(Base):
     """How many workloads the GPU quota kept from starting in a namespace on a day (UTC): what
     proposals cite as "blocked by quota N times"."""
@@ -383,3 +341,54 @@ class QuotaBlockDay(Base):
     namespace: Mapped[str] = mapped_column(String(63), primary_key=True)
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     blocked: Mapped[int] = mapped_column(Integer)
+
+
+def _map_entities() -> None:
+    """Map the domain's classes onto their tables, once (on import: whoever reads the tables has them)."""
+    mapped = Base.registry.map_imperatively
+    mapped(Namespace, namespaces, version_id_col=namespaces.c.version)
+    mapped(Decision, decisions, properties={"request": relationship(Request, back_populates="decisions")})
+    mapped(
+        Grant,
+        grants,
+        version_id_col=grants.c.version,
+        properties={"request": relationship(Request, back_populates="grant")},
+    )
+    mapped(
+        Request,
+        requests,
+        version_id_col=requests.c.version,
+        properties={
+            "decisions": relationship(Decision, back_populates="request", order_by=decisions.c.id, cascade="all, delete-orphan"),
+            "grant": relationship(Grant, back_populates="request", uselist=False),
+        },
+    )
+    for entity, table in (
+        (AuditEntry, audit_events),
+        (TeamSpend, team_spend),
+        (IdleNudge, idle_nudges),
+        (MetricsOutage, metrics_outages),
+        (HomeTab, home_tabs),
+        (Reclaim, reclaims),
+    ):
+        mapped(entity, table)
+
+
+_map_entities()
+
+
+def attribute(entity: type, name: str) -> QueryableAttribute[Any]:
+    """The mapped attribute ``name`` of an entity class, for queries and loader options (the plain
+    class names it as the value type, which the type checker sees)."""
+    found: QueryableAttribute[Any] = getattr(entity, name)
+    return found
+
+
+@event.listens_for(Session, "before_flush")
+def _touched_requests_move_their_version(session: Session, _context: object, _instances: object) -> None:
+    """A request whose ``updated_at`` was set (``Request.touch``) is written, and its version moved,
+    even when the value is the one it had or only its decisions changed: a concurrent transaction that
+    read the old version then fails and is retried from a fresh read."""
+    for instance in session.dirty:
+        if isinstance(instance, Request) and "updated_at" in inspect_state(instance).committed_state:
+            flag_modified(instance, "updated_at")

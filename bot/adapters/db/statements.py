@@ -8,40 +8,40 @@ Rows read here are plain tuples: nothing the session would track.
 
 from __future__ import annotations
 
-from typing import cast
-
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 
 from bot.adapters.db.models import (
     OUTBOX_PENDING,
-    AuditRow,
-    GrantRow,
     LedgerEntry,
-    NamespaceRow,
     OutboxEntry,
-    RequestRow,
-    TeamSpend,
+    audit_events,
+    grants,
+    namespaces,
+    requests,
+    team_spend,
 )
 from bot.domain.lifecycle import GrantState, RequestState
 
-_requests = RequestRow.__table__.c
-_grants = GrantRow.__table__.c
+_requests = requests.c
+_grants = grants.c
 _ledger = LedgerEntry.__table__.c
 _outbox = OutboxEntry.__table__.c
-_spend = TeamSpend.__table__.c
-_namespaces = NamespaceRow.__table__.c
+_spend = team_spend.c
+_namespaces = namespaces.c
 _GRANTED = [RequestState.APPROVED, RequestState.APPLIED]
 
 # A new request row (every column given, see ``NEW_REQUEST_DEFAULTS``), its id returned.
-ADD_REQUEST = insert(cast(Table, RequestRow.__table__)).returning(_requests.id)
+ADD_REQUEST = insert(requests).returning(_requests.id)
 
 # The columns a new request leaves to their defaults: what the ORM would have written.
-NEW_REQUEST_DEFAULTS: dict[str, object] = {
-    column.name: None for column in RequestRow.__table__.columns if column.name != "id"
-} | {"auto_approved": False, "apply_attempts": 0, "version": 1}
+NEW_REQUEST_DEFAULTS: dict[str, object] = {column.name: None for column in requests.columns if column.name != "id"} | {
+    "auto_approved": False,
+    "apply_attempts": 0,
+    "version": 1,
+}
 
 # One audit event (the trail is appended to, never changed).
-ADD_AUDIT_EVENT = insert(cast(Table, AuditRow.__table__))
+ADD_AUDIT_EVENT = insert(audit_events)
 
 # A team's auto-approved requests created in [start, end): their GPUs and seconds.
 AUTO_APPROVED_SIZES = select(_requests.delta, _requests.duration_seconds).where(
@@ -55,7 +55,7 @@ AUTO_APPROVED_SIZES = select(_requests.delta, _requests.duration_seconds).where(
 # A namespace's active grants with their requests' auto-approval flag.
 ACTIVE_GRANTS_WITH_FLAG = (
     select(_grants.request_id, _grants.gpus, _requests.auto_approved)
-    .join_from(GrantRow.__table__, RequestRow.__table__, _requests.id == _grants.request_id)
+    .join_from(grants, requests, _requests.id == _grants.request_id)
     .where(_grants.namespace == bindparam("namespace"), _grants.state == GrantState.ACTIVE)
 )
 
@@ -77,7 +77,7 @@ LEDGER_MODEL_HOURS = (
 # Where a request's message is, unless one is stored already (its poster's claim ends); the version moves
 # as the ORM's version counter would.
 SET_MESSAGE_REF = (
-    update(cast(Table, RequestRow.__table__))
+    update(requests)
     .where(_requests.id == bindparam("request_id"), _requests.message_ts.is_(None))
     .values(
         message_ts=bindparam("new_ts"),
