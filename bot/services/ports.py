@@ -19,7 +19,7 @@ from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, Stamp
-from bot.services.text import Notice
+from bot.services.messages import Said
 from bot.services.views import HomeView, RequestCard
 
 if TYPE_CHECKING:
@@ -75,11 +75,12 @@ class Repository(Protocol):
         now: datetime,
         request_id: int | None = None,
         target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
+        notice: dict[str, Any] | list[dict[str, str]] | None = None,
         actions: list[dict[str, Any]] | None = None,
         latest_only: bool = False,
     ) -> None:
         """Record an outbox entry in this transaction: it exists if and only if the transaction commits.
+        ``notice``: the typed message as JSON (``bot.services.messages.to_json``).
         ``latest_only``: skip it when an unclaimed entry of the stream is already waiting (a card update
         renders the request as it is at delivery, so one waiting is enough)."""
         ...
@@ -313,7 +314,7 @@ class Claimed:
     kind: str
     request_id: int | None
     target: str | None
-    notice: list[dict[str, str]] | None
+    notice: dict[str, Any] | list[dict[str, str]] | None  # a typed message; a list: an old entry's notice parts
     actions: list[dict[str, Any]]
     attempts: int
     created_at: datetime
@@ -562,7 +563,7 @@ class Report:
 
 
 class Notifier(Protocol):
-    """Slack (or a fake): notices are rendered by the implementation, which escapes all text in them."""
+    """Slack (or a fake): messages are worded by the implementation, which escapes all text in them."""
 
     def post_request(self, card: RequestCard) -> MessageRef:
         """Post the request message (with its buttons while pending) in the team's channel."""
@@ -572,15 +573,15 @@ class Notifier(Protocol):
         """Re-render the request message in place."""
         ...
 
-    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def reply(self, ref: MessageRef, message: Said, *, actions: Sequence[Action] = ()) -> None:
         """Post in the request's thread."""
         ...
 
-    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, message: Said, *, actions: Sequence[Action] = ()) -> None:
         """A direct message from the bot."""
         ...
 
-    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
+    def post(self, channel_id: str, message: Said, *, actions: Sequence[Action] = ()) -> MessageRef:
         """A message in a channel, outside any request (admin notices, warnings)."""
         ...
 
