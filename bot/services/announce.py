@@ -44,10 +44,9 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
-from bot.services.messages import Message, Said, from_json, to_json
+from bot.services.messages import CopyNotPosted, Message, Said, from_json, to_json
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
-from bot.services.text import Channel, say
 from bot.services.views import RequestCard
 
 if TYPE_CHECKING:
@@ -168,13 +167,7 @@ class Announcer:
             return
         except GpuQuotaError as error:
             log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
-            team = card.shift.team_label if card.shift else "the source team"
-            refused = say(
-                ":warning: The copy of this card could not be posted in ",
-                Channel(copy.channel_id),
-                f" ({error}); ",
-                f"approvers of {team} do not see it there: send them this thread.",
-            )
+            refused = CopyNotPosted(copy.channel_id, str(error), card.shift.team_label if card.shift else None)
             out = self.outgoing()
 
             def give_up(repo: Repository) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from types import UnionType
 from typing import Any, ClassVar
@@ -57,6 +57,8 @@ def from_json(data: dict[str, Any] | list[dict[str, str]]) -> Said:
 def _encode(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.astimezone(timezone.utc).isoformat()
+    if isinstance(value, timedelta):
+        return value.total_seconds()
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, tuple):
@@ -77,6 +79,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return tuple(_decode(typing.get_args(hint)[0], item) for item in value)
     if hint is datetime:
         return datetime.fromisoformat(value)
+    if hint is timedelta:
+        return timedelta(seconds=value)
     if isinstance(hint, type) and issubclass(hint, Enum):
         return hint(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
@@ -126,3 +130,199 @@ class CancelledToRequester(Message):
 @dataclass(frozen=True)
 class RetryBy(Message):
     user_id: str
+
+
+# --- applying a change, and a grant's end (bot.services.changes) ---------------------------------
+
+
+@dataclass(frozen=True)
+class Applied(Message):
+    """In the thread: the quota is written. ``ends_at``: a temporary grant's end; ``drift``: a hand edit
+    adopted into the base; ``used``: GPUs in use when the quota was written (a note when above it)."""
+
+    namespace: str
+    quota_name: str
+    before: int
+    after: int
+    ends_at: datetime | None
+    drift: int
+    used: int
+
+
+@dataclass(frozen=True)
+class AppliedToRequester(Message):
+    request_id: int
+    namespace: str
+    after: int
+    ends_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ExtensionApplied(Message):
+    """In the extension's thread: the grant it extends now ends at ``ends_at``."""
+
+    extends_id: int
+    ends_at: datetime
+
+
+@dataclass(frozen=True)
+class Extended(Message):
+    """In the extended request's thread."""
+
+    request_id: int  # the extension
+    extends_id: int
+    ends_at: datetime
+
+
+@dataclass(frozen=True)
+class ExtendedToRequester(Extended):
+    pass
+
+
+@dataclass(frozen=True)
+class GrantNotPutBack(Message):
+    """In the thread: the grant ended but the quota write failed (the bot retries); ``error`` as the
+    cluster said it."""
+
+    error: str
+
+
+@dataclass(frozen=True)
+class GrantEnded(Message):
+    """In the thread: ``released_by`` None when it expired; ``before`` None when there was no quota."""
+
+    namespace: str
+    released_by: str | None
+    before: int | None
+    after: int
+    used: int
+
+
+@dataclass(frozen=True)
+class GrantEndedToRequester(Message):
+    request_id: int
+    namespace: str
+    released_by: str | None
+    before: int | None
+    after: int
+
+
+# --- waiting for the cluster, and failures (bot.services.failures) -------------------------------
+
+
+@dataclass(frozen=True)
+class WaitingForCluster(Message):
+    """In the thread, on the first temporary fault of an apply; ``reason`` as the cluster said it."""
+
+    reason: str
+    shift: bool
+
+
+@dataclass(frozen=True)
+class ApplyFailed(Message):
+    """In the thread; ``reason``: the API server's (or the policy's) words."""
+
+    request_id: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ApplyFailedToRequester(ApplyFailed):
+    pass
+
+
+@dataclass(frozen=True)
+class ShiftFailed(Message):
+    """In the thread and to the requester. ``source_applied``: the source side is lowered
+    (``source_before`` -> ``source_after``) while the target side failed."""
+
+    request_id: int
+    reason: str
+    namespace: str
+    source_namespace: str
+    source_before: int
+    source_after: int
+    source_applied: bool
+
+
+# --- shifts (bot.services.shift_apply) -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ShiftApplied(Message):
+    """In the thread: the source lowered, then the target raised; ``ends_at``: a temporary shift's end;
+    ``source_used``: GPUs in use in the source when it was lowered (None: not read)."""
+
+    source_namespace: str
+    source_before: int
+    source_after: int
+    namespace: str
+    before: int
+    after: int
+    ends_at: datetime | None
+    source_used: int | None
+
+
+@dataclass(frozen=True)
+class ShiftAppliedToRequester(ShiftApplied):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class SourceNotRaised(Message):
+    source_namespace: str
+    error: str
+
+
+@dataclass(frozen=True)
+class SourceReturned(Message):
+    source_namespace: str
+    before: int | None
+    after: int
+
+
+# --- the reconcile job (bot.services.reconcile) --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaEditedOutside(Message):
+    """To the admin channel: a hand edit of the quota, adopted into the base."""
+
+    namespace: str
+    drift: int
+    after: int
+
+
+@dataclass(frozen=True)
+class Expired(Message):
+    """In the thread: nobody decided within ``timeout``."""
+
+    request_id: int
+    timeout: timedelta
+
+
+@dataclass(frozen=True)
+class ExpiredToRequester(Expired):
+    pass
+
+
+@dataclass(frozen=True)
+class GrantEndsSoon(Message):
+    """To the requester, with Extend and Release buttons."""
+
+    request_id: int
+    gpus: int
+    namespace: str
+    ends_at: datetime
+
+
+# --- cards (bot.services.announce) ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CopyNotPosted(Message):
+    """In the thread: the shift's copy for the source team was refused; ``error`` as Slack said it."""
+
+    channel_id: str
+    error: str
+    team_label: str | None

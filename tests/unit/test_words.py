@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 from types import UnionType
 from typing import Any
@@ -29,6 +29,8 @@ def sample(hint: Any) -> Any:
         return (sample(typing.get_args(hint)[0]), sample(typing.get_args(hint)[0]))
     if hint is datetime:
         return MOMENT
+    if hint is timedelta:
+        return timedelta(hours=36)
     if hint is bool:
         return True
     if hint is int:
@@ -80,3 +82,9 @@ def test_fill_puts_typed_parts_and_escaped_text_in_the_sentence() -> None:
     assert render(notice) == (
         "<@U0LEE> set *a&amp;b* at <!date^1796288400^{date_short_pretty} at {time}|2026-12-03 09:00 UTC> (4)."
     )
+
+
+def test_a_quota_below_what_is_in_use_explains_the_gradual_reclaim() -> None:
+    assert "in use" not in render(messages.Applied("team-a", "gpu-quota", 4, 4, None, 0, used=4))
+    text = render(messages.Applied("team-a", "gpu-quota", 4, 1, None, 0, used=3))
+    assert "\n3 GPUs are in use, above the new quota of 1. Running pods keep running" in text and "`exceeded quota`" in text

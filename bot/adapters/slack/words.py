@@ -10,14 +10,16 @@ An old outbox entry's notice (recorded before typed messages) is delivered as it
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from functools import singledispatch
 
 from bot.adapters.slack import mrkdwn
 from bot.domain.commands import format_request_id
 from bot.services import messages as m
-from bot.services.text import Notice, Part, User, Words
+from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, Words, gpus
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
+Value = Part | str | int  # what a placeholder takes
 
 
 def render(said: m.Said) -> str:
@@ -25,7 +27,7 @@ def render(said: m.Said) -> str:
     return mrkdwn.render(notice(said))
 
 
-def fill(template: str, **values: Part | str | int) -> Notice:
+def fill(template: str, **values: Value) -> Notice:
     """A notice from a whole sentence and its named values: text values are shown as text (escaped at
     render), typed parts as themselves (a mention, a moment, a bold name)."""
     parts: list[Part] = []
@@ -77,7 +79,7 @@ def _(said: m.DeniedBy) -> Notice:
 
 @notice.register
 def _(said: m.DeniedToRequester) -> Notice:
-    values: dict[str, Part | str] = {"request": format_request_id(said.request_id), "user": User(said.user_id)}
+    values: dict[str, Value] = {"request": format_request_id(said.request_id), "user": User(said.user_id)}
     if said.reason:
         return fill(
             "{request} was denied by {user}. Reason: {reason} The thread has the discussion.", reason=said.reason, **values
@@ -98,3 +100,294 @@ def _(said: m.CancelledToRequester) -> Notice:
 @notice.register
 def _(said: m.RetryBy) -> Notice:
     return fill(":repeat: Retry by {user}.", user=User(said.user_id))
+
+
+# --- applying a change, and a grant's end -------------------------------------------------
+
+
+def _below_usage(*, new_hard: int, used: int) -> Notice | None:
+    """What happens when a quota drops under what is already in use (the source document's reclaim)."""
+    if new_hard >= used:
+        return None
+    return fill(
+        "{used} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
+        " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
+        " {new_hard}: a gradual reclaim as jobs finish, not a hard cut.",
+        used=used,
+        new_hard=new_hard,
+    )
+
+
+def _line(*notices: Notice | None) -> Notice:
+    """Notices on lines of their own (None: left out)."""
+    present = [n for n in notices if n is not None]
+    newline = Notice((Words("\n"),))
+    return join(*[piece for index, n in enumerate(present) for piece in ((newline, n) if index else (n,))])
+
+
+@notice.register
+def _(said: m.Applied) -> Notice:
+    head = fill(
+        ":white_check_mark: Applied: {resource} in {namespace} ({quota}) {before} → {after}.",
+        resource=Code("requests.nvidia.com/gpu"),
+        namespace=Strong(said.namespace),
+        quota=said.quota_name,
+        before=gpus(said.before),
+        after=Strong(gpus(said.after)),
+    )
+    ends = None
+    if said.ends_at is not None:
+        ends = fill("The grant ends {at}; the quota then goes back automatically.", at=Moment(said.ends_at))
+    drift = None
+    if said.drift:
+        drift = fill(
+            ":warning: Someone had changed this quota outside the bot by {drift} GPUs (e.g. {command})."
+            " The bot adopted that change into the base instead of overwriting it.",
+            drift=f"{said.drift:+d}",
+            command=Code("kubectl edit"),
+        )
+    return _line(head, ends, drift, _below_usage(new_hard=said.after, used=said.used))
+
+
+@notice.register
+def _(said: m.AppliedToRequester) -> Notice:
+    values: dict[str, Value] = {
+        "request": format_request_id(said.request_id),
+        "namespace": Strong(said.namespace),
+        "gpus": gpus(said.after),
+    }
+    if said.ends_at is not None:
+        return fill("{request} is applied: {namespace} now has {gpus} until {at}.", at=Moment(said.ends_at), **values)
+    return fill("{request} is applied: {namespace} now has {gpus}.", **values)
+
+
+@notice.register
+def _(said: m.ExtensionApplied) -> Notice:
+    return fill(
+        ":white_check_mark: Applied: {extended} now ends {at}.",
+        extended=format_request_id(said.extends_id),
+        at=Moment(said.ends_at),
+    )
+
+
+@notice.register
+def _(said: m.Extended) -> Notice:
+    return fill(
+        "Extended by {request}: {extended} now ends {at}.",
+        request=format_request_id(said.request_id),
+        extended=format_request_id(said.extends_id),
+        at=Moment(said.ends_at),
+    )
+
+
+@notice.register
+def _(said: m.ExtendedToRequester) -> Notice:
+    return fill(
+        "{request} is applied: {extended} now ends {at}.",
+        request=format_request_id(said.request_id),
+        extended=format_request_id(said.extends_id),
+        at=Moment(said.ends_at),
+    )
+
+
+@notice.register
+def _(said: m.GrantNotPutBack) -> Notice:
+    return fill(
+        ":warning: The grant is over but the quota could not be put back yet: {error}. The bot keeps retrying.", error=said.error
+    )
+
+
+def _grant_ended(namespace: str, released_by: str | None, before: int | None, after: int) -> Notice:
+    """ "grant expired: *ns* 4 GPUs → *2 GPUs*." (or "released by @someone")."""
+    values: dict[str, Value] = {
+        "namespace": Strong(namespace),
+        "before": "no quota" if before is None else gpus(before),
+        "after": Strong(gpus(after)),
+    }
+    if released_by is None:
+        return fill("grant expired: {namespace} {before} → {after}.", **values)
+    return fill("grant released by {user}: {namespace} {before} → {after}.", user=User(released_by), **values)
+
+
+@notice.register
+def _(said: m.GrantEnded) -> Notice:
+    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after)
+    return _line(join(fill(":hourglass: The "), summary), _below_usage(new_hard=said.after, used=said.used))
+
+
+@notice.register
+def _(said: m.GrantEndedToRequester) -> Notice:
+    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after)
+    return join(fill("{request}: ", request=format_request_id(said.request_id)), summary)
+
+
+# --- waiting for the cluster, and failures ------------------------------------------------
+
+
+@notice.register
+def _(said: m.WaitingForCluster) -> Notice:
+    if said.shift:
+        return fill(
+            ":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}. The bot keeps trying.", reason=said.reason
+        )
+    return fill(
+        ":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}."
+        " The bot keeps trying and says here when it is applied; nothing needs to be done.",
+        reason=said.reason,
+    )
+
+
+@notice.register
+def _(said: m.ApplyFailed) -> Notice:
+    return fill(
+        ":x: Could not apply {request}: {reason}\n"
+        "The request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
+        request=format_request_id(said.request_id),
+        reason=said.reason,
+    )
+
+
+@notice.register
+def _(said: m.ApplyFailedToRequester) -> Notice:
+    return fill("{request} could not be applied: {reason}", request=format_request_id(said.request_id), reason=said.reason)
+
+
+@notice.register
+def _(said: m.ShiftFailed) -> Notice:
+    request = format_request_id(said.request_id)
+    if not said.source_applied:
+        return fill(
+            ":x: Could not apply {request}: {reason}.\nNothing was changed; an admin can retry.",
+            request=request,
+            reason=said.reason,
+        )
+    return fill(
+        ":x: {request}: the source side is applied ({source} {before} → {after}) but {reason}.\n"
+        "The source stays lowered. An admin's Retry re-applies only the target side ({namespace});"
+        " Give back returns the GPUs to the source instead.",
+        request=request,
+        source=Strong(said.source_namespace),
+        before=gpus(said.source_before),
+        after=gpus(said.source_after),
+        reason=said.reason,
+        namespace=said.namespace,
+    )
+
+
+# --- shifts -------------------------------------------------------------------------------
+
+
+def _shift_applied(said: m.ShiftApplied) -> Notice:
+    """ "Shift applied, source first: ..." without its emoji, and the lines that follow."""
+    head = fill(
+        "Shift applied, source first: {source} {source_before} → {source_after} (gave up {given}),"
+        " then {namespace} {before} → {after}.",
+        source=Strong(said.source_namespace),
+        source_before=gpus(said.source_before),
+        source_after=Strong(gpus(said.source_after)),
+        given=gpus(said.source_before - said.source_after),
+        namespace=Strong(said.namespace),
+        before=gpus(said.before),
+        after=Strong(gpus(said.after)),
+    )
+    ends = None
+    if said.ends_at is not None:
+        ends = fill(
+            "The shift ends {at}; then {namespace} goes down first and {source} gets its GPUs back.",
+            at=Moment(said.ends_at),
+            namespace=said.namespace,
+            source=said.source_namespace,
+        )
+    note = None if said.source_used is None else _below_usage(new_hard=said.source_after, used=said.source_used)
+    return _line(head, ends, None if note is None else join(fill("{source}: ", source=said.source_namespace), note))
+
+
+@notice.register
+def _(said: m.ShiftApplied) -> Notice:
+    return join(fill(":white_check_mark: "), _shift_applied(said))
+
+
+@notice.register
+def _(said: m.ShiftAppliedToRequester) -> Notice:
+    return join(fill("{request} is applied: ", request=format_request_id(said.request_id)), _shift_applied(said))
+
+
+@notice.register
+def _(said: m.SourceNotRaised) -> Notice:
+    return fill(
+        ":warning: The shift is over but {source} could not be raised yet: {error}",
+        source=Strong(said.source_namespace),
+        error=said.error,
+    )
+
+
+@notice.register
+def _(said: m.SourceReturned) -> Notice:
+    return fill(
+        ":hourglass: GPUs back to the source: {source} {before} → {after}.",
+        source=Strong(said.source_namespace),
+        before="no quota" if said.before is None else gpus(said.before),
+        after=Strong(gpus(said.after)),
+    )
+
+
+# --- the reconcile job --------------------------------------------------------------------
+
+
+@notice.register
+def _(said: m.QuotaEditedOutside) -> Notice:
+    return fill(
+        ":warning: The GPU quota of {namespace} was changed outside the bot by {drift} GPUs (now {gpus})."
+        " The bot adopted the change; see {command}.",
+        namespace=Strong(said.namespace),
+        drift=f"{said.drift:+d}",
+        gpus=gpus(said.after),
+        command=Code(f"/gpu-quota audit {said.namespace}"),
+    )
+
+
+def _hours(duration: timedelta) -> str:
+    return f"{duration.total_seconds() / 3600:g}h"
+
+
+@notice.register
+def _(said: m.Expired) -> Notice:
+    return fill(
+        ":zzz: {request} expired: nobody decided within {hours}.",
+        request=format_request_id(said.request_id),
+        hours=_hours(said.timeout),
+    )
+
+
+@notice.register
+def _(said: m.ExpiredToRequester) -> Notice:
+    return fill(
+        "{request} expired: nobody decided within {hours}. Ask again if you still need the GPUs.",
+        request=format_request_id(said.request_id),
+        hours=_hours(said.timeout),
+    )
+
+
+@notice.register
+def _(said: m.GrantEndsSoon) -> Notice:
+    return fill(
+        ":alarm_clock: {request}: your {gpus} in {namespace} go back {at}.",
+        request=format_request_id(said.request_id),
+        gpus=gpus(said.gpus),
+        namespace=Strong(said.namespace),
+        at=Moment(said.ends_at),
+    )
+
+
+# --- cards --------------------------------------------------------------------------------
+
+
+@notice.register
+def _(said: m.CopyNotPosted) -> Notice:
+    return fill(
+        ":warning: The copy of this card could not be posted in {channel} ({error});"
+        " approvers of {team} do not see it there: send them this thread.",
+        channel=Channel(said.channel_id),
+        error=said.error,
+        team=said.team_label or "the source team",
+    )
