@@ -174,6 +174,7 @@ def test_the_check_sees_imports_that_run_and_skips_type_only_ones(tmp_path: Path
 # Services say what happened as outcomes (``bot.services.outcomes``); the Slack edge makes the words.
 WORDLESS_SERVICES = [
     "announce",
+    "budget",
     "capacity",
     "cards",
     "changes",
@@ -182,10 +183,12 @@ WORDLESS_SERVICES = [
     "effects",
     "failures",
     "home",
+    "idle",
     "inbox",
     "ledger",
     "lifecycle",
     "messages",
+    "metrics_health",
     "outcomes",
     "pods",
     "ports",
@@ -193,6 +196,7 @@ WORDLESS_SERVICES = [
     "queries",
     "quota_sync",
     "quota_target",
+    "reclaim",
     "reconcile",
     "request_rows",
     "shift_apply",
@@ -207,12 +211,8 @@ WORDLESS_SERVICES = [
 SERVICES_WITH_WORDS = [
     "access",
     "blocked",
-    "budget",
     "digest",
-    "idle",
-    "metrics_health",
     "proposals",
-    "reclaim",
     "requests",
 ]
 EMOJI = re.compile(r":[a-z0-9_+-]+:")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from enum import Enum
 from types import UnionType
 from typing import Any, ClassVar
@@ -57,6 +57,8 @@ def from_json(data: dict[str, Any] | list[dict[str, str]]) -> Said:
 def _encode(value: Any) -> Any:
     if isinstance(value, datetime):
         return value.astimezone(timezone.utc).isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
     if isinstance(value, timedelta):
         return value.total_seconds()
     if isinstance(value, Enum):
@@ -79,6 +81,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return tuple(_decode(typing.get_args(hint)[0], item) for item in value)
     if hint is datetime:
         return datetime.fromisoformat(value)
+    if hint is date:
+        return date.fromisoformat(value)
     if hint is timedelta:
         return timedelta(seconds=value)
     if isinstance(hint, type) and issubclass(hint, Enum):
@@ -326,3 +330,70 @@ class CopyNotPosted(Message):
     channel_id: str
     error: str
     team_label: str | None
+
+
+# --- the jobs' alerts: metrics, idle GPUs, reclaims, budgets -------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricsUnavailable(Message):
+    """To the admin channel, once per outage; ``cause`` as the metrics client said it."""
+
+    since: datetime
+    cause: str
+
+
+@dataclass(frozen=True)
+class MetricsBack(Message):
+    since: datetime
+
+
+@dataclass(frozen=True)
+class IdleNudge(Message):
+    """To the team's channel: GPUs held under the idle threshold for the window. ``price_basis``:
+    ``bot.services.pricing.Price.describe`` (still made there)."""
+
+    namespace: str
+    gpus: int
+    threshold_percent: float
+    window: timedelta
+    highest: float  # the highest utilisation seen, 0..1
+    idle_hours: float
+    cost: float
+    currency: str
+    price_basis: str
+
+
+@dataclass(frozen=True)
+class NudgesSnoozed(Message):
+    """What the person who pressed Snooze reads."""
+
+    namespace: str
+    until: datetime
+
+
+@dataclass(frozen=True)
+class ReclaimEnded(Message):
+    """In the request's thread (or the team's channel): jobs finishing freed ``freed`` GPUs over ``span``."""
+
+    namespace: str
+    freed: int
+    span: timedelta
+    quota: int
+
+
+@dataclass(frozen=True)
+class BudgetAlert(Message):
+    """To the team's channel, mentioning its owners. ``threshold``: the highest threshold crossed
+    (None: the forecast alone); ``over_since`` / ``runs_out``: the outlook, when there is one."""
+
+    team_label: str
+    users: tuple[str, ...]
+    usergroups: tuple[str, ...]
+    spent: float
+    budget: float
+    forecast: float
+    currency: str
+    threshold: int | None
+    over_since: date | None
+    runs_out: datetime | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from enum import Enum
 from types import UnionType
 from typing import Any
@@ -31,6 +31,8 @@ def sample(hint: Any) -> Any:
         return MOMENT
     if hint is timedelta:
         return timedelta(hours=36)
+    if hint is date:
+        return MOMENT.date()
     if hint is bool:
         return True
     if hint is int:

@@ -15,8 +15,9 @@ from functools import singledispatch
 
 from bot.adapters.slack import mrkdwn
 from bot.domain.commands import format_request_id
+from bot.domain.reclaim import span_text
 from bot.services import messages as m
-from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, Words, gpus
+from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 Value = Part | str | int  # what a placeholder takes
@@ -391,3 +392,98 @@ def _(said: m.CopyNotPosted) -> Notice:
         error=said.error,
         team=said.team_label or "the source team",
     )
+
+
+# --- the jobs' alerts: metrics, idle GPUs, reclaims, budgets ------------------------------
+
+
+@notice.register
+def _(said: m.MetricsUnavailable) -> Notice:
+    return fill(
+        ":warning: GPU metrics unavailable since {since}: {cause}."
+        " The bot keeps serving requests; digests catch up when Prometheus answers again.",
+        since=Moment(said.since),
+        cause=said.cause,
+    )
+
+
+@notice.register
+def _(said: m.MetricsBack) -> Notice:
+    return fill(":white_check_mark: GPU metrics are back (unavailable since {since}).", since=Moment(said.since))
+
+
+@notice.register
+def _(said: m.IdleNudge) -> Notice:
+    return fill(
+        ":electric_plug: {namespace} holds {gpus} whose utilisation stayed under {threshold}% for the last {window} h"
+        " (highest {highest}): about {idle_hours} idle GPU-hours, {cost} ({price_basis})."
+        " Release what you do not use so others can have it.",
+        namespace=Strong(said.namespace),
+        gpus=gpus(said.gpus),
+        threshold=f"{said.threshold_percent:g}",
+        window=f"{said.window.total_seconds() / 3600:g}",
+        highest=f"{said.highest:.0%}",
+        idle_hours=f"{said.idle_hours:,.0f}",
+        cost=money(said.cost, said.currency),
+        price_basis=said.price_basis,
+    )
+
+
+@notice.register
+def _(said: m.NudgesSnoozed) -> Notice:
+    return fill(
+        "Idle-GPU nudges for {namespace} are snoozed until {until}.", namespace=Code(said.namespace), until=Moment(said.until)
+    )
+
+
+@notice.register
+def _(said: m.ReclaimEnded) -> Notice:
+    return fill(
+        ":white_check_mark: {freed} in {namespace}: usage is within the quota of {quota} now. No pod was evicted.",
+        freed=Strong(f"{gpus(said.freed)} freed over {span_text(said.span)} as jobs finished"),
+        namespace=Strong(said.namespace),
+        quota=gpus(said.quota),
+    )
+
+
+def _mentions(users: tuple[str, ...], usergroups: tuple[str, ...]) -> Notice:
+    """The people to tell, as mentions made from their ids (users, then user groups), space-separated."""
+    mentions: list[Part] = [User(u) for u in sorted(users)]
+    mentions += [UserGroup(g) for g in sorted(usergroups)]
+    return Notice(tuple(part for index, p in enumerate(mentions) for part in ((Words(" "), p) if index else (p,))))
+
+
+def _outlook(said: m.BudgetAlert) -> Notice:
+    """Over budget since a day, or the run-out time when it falls within this month, or nothing."""
+    if said.over_since is not None:
+        return fill(" It has been over budget since {day}.", day=f"{said.over_since:%a %d %b}")
+    if said.runs_out is not None:
+        return fill(" At the current burn it runs out around {at}.", at=Moment(said.runs_out))
+    return Notice(())
+
+
+@notice.register
+def _(said: m.BudgetAlert) -> Notice:
+    percent, forecast_percent = 100 * said.spent / said.budget, 100 * said.forecast / said.budget
+    values: dict[str, Value] = {
+        "team": Strong(said.team_label),
+        "spent": f"{money(said.spent, said.currency)} of {money(said.budget, said.currency)}",
+        "percent": f"{percent:.0f}",
+        "forecast": f"{money(said.forecast, said.currency)} ({forecast_percent:.0f}%)",
+    }
+    owners = _mentions(said.users, said.usergroups)
+    if said.threshold is None:
+        head = fill(
+            " {team} is on course to overspend its GPU budget this month: {spent} so far ({percent}%),"
+            " month-end forecast {forecast}.",
+            **values,
+        )
+        return join(fill(":chart_with_upwards_trend: "), owners, head, _outlook(said))
+    icon = fill(":rotating_light: " if said.threshold >= 100 else ":moneybag: ")
+    head = fill(
+        " {team} has used {percent}% of its monthly GPU budget ({spent}; threshold {threshold}%). Month-end forecast {forecast}.",
+        threshold=said.threshold,
+        **values,
+    )
+    over = fill(" New increases need one more approval until next month.") if said.threshold >= 100 else Notice(())
+    return join(icon, owners, head, _outlook(said), over)
