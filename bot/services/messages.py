@@ -21,6 +21,7 @@ from enum import Enum
 from types import UnionType
 from typing import Any, ClassVar
 
+from bot.domain.priority import WaitCause
 from bot.services.text import Notice
 
 
@@ -397,3 +398,58 @@ class BudgetAlert(Message):
     threshold: int | None
     over_since: date | None
     runs_out: datetime | None
+
+
+# --- blocked workloads and shift proposals (bot.services.blocked, bot.services.proposals) --------
+
+
+@dataclass(frozen=True)
+class QuotaBlocked(Message):
+    """To the team's channel: a workload the quota keeps from starting (``kind``/``name`` as its creator
+    named it), with the figures of the API server's message when it had them (``requested`` None: none)."""
+
+    namespace: str
+    kind: str
+    name: str
+    count: int
+    requested: int | None
+    used: int
+    limited: int
+
+
+@dataclass(frozen=True)
+class WaitingPod:
+    name: str
+    gpus: int
+    class_label: str
+    cause: WaitCause
+
+
+@dataclass(frozen=True)
+class SchedulingWait(Message):
+    """To the team's channel: GPU pods waiting for the scheduler, not the quota; ``pods``: the first few of ``count``."""
+
+    namespace: str
+    count: int
+    pods: tuple[WaitingPod, ...]
+
+
+@dataclass(frozen=True)
+class ShiftProposal(Message):
+    """To the admin channel: proposal ``index`` of ``count`` over the last ``window_days``. ``blocked``:
+    quota alerts of the target (None: not a signal); ``saturation``: the share of time at its quota
+    (None: not a signal); ``saturation_read``: whether Prometheus was read for it."""
+
+    index: int
+    count: int
+    window_days: int
+    gpus: int
+    source_namespace: str
+    source_peak: float
+    source_quota: int
+    source_mean: float
+    source_busy: float | None
+    namespace: str
+    blocked: int | None
+    saturation: float | None
+    saturation_read: bool

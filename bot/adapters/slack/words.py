@@ -15,6 +15,7 @@ from functools import singledispatch
 
 from bot.adapters.slack import mrkdwn
 from bot.domain.commands import format_request_id
+from bot.domain.priority import WaitCause
 from bot.domain.reclaim import span_text
 from bot.services import messages as m
 from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
@@ -487,3 +488,105 @@ def _(said: m.BudgetAlert) -> Notice:
     )
     over = fill(" New increases need one more approval until next month.") if said.threshold >= 100 else Notice(())
     return join(icon, owners, head, _outlook(said), over)
+
+
+# --- blocked workloads and shift proposals ------------------------------------------------
+
+
+def _times(count: int) -> str:
+    return f"{count} time{'s' if count != 1 else ''}"
+
+
+@notice.register
+def _(said: m.QuotaBlocked) -> Notice:
+    # Workload names come from whoever created them: parts, escaped by mrkdwn.
+    values: dict[str, Value] = {
+        "workload": Strong(f"{said.kind} {said.name}"),
+        "namespace": Strong(said.namespace),
+        "error": Code("exceeded quota"),
+        "times": _times(said.count),
+    }
+    head = "{namespace} cannot start pods: the GPU quota is full ({error}, {times})."
+    advice = " Ask for more, or wait for running jobs to finish."
+    if said.requested is None:
+        return fill(":no_entry: {workload} in " + head + advice, **values)
+    return fill(
+        ":no_entry: {workload} in " + head + " It asks for {requested} GPU(s) while {used} of {limited} are in use." + advice,
+        requested=said.requested,
+        used=said.used,
+        limited=said.limited,
+        **values,
+    )
+
+
+_CAUSES = {
+    WaitCause.PREEMPTING: "lower-priority pods are being preempted to make room for it",
+    WaitCause.NO_VICTIMS: "no free GPU, and no lower-priority pod to preempt",
+    WaitCause.NEVER_PREEMPTS: "no free GPU, and its priority class never preempts (preemptionPolicy: Never)",
+    WaitCause.NO_CAPACITY: "no free GPU on any node",
+}
+
+
+@notice.register
+def _(said: m.SchedulingWait) -> Notice:
+    many = said.count != 1
+    head = fill(
+        ":hourglass_flowing_sand: {count} GPU pod{s} in {namespace} {wait} for the scheduler, not the quota ({error}):",
+        count=said.count,
+        s="s" if many else "",
+        namespace=Strong(said.namespace),
+        wait="wait" if many else "waits",
+        error=Code("Insufficient nvidia.com/gpu"),
+    )
+    lines = [
+        fill(
+            "\n• {pod} ({gpus} GPU{s}, {priority}): {cause}",
+            pod=Strong(pod.name),
+            gpus=pod.gpus,
+            s="s" if pod.gpus != 1 else "",
+            priority=pod.class_label,
+            cause=_CAUSES[pod.cause],
+        )
+        for pod in said.pods
+    ]
+    if said.count > len(said.pods):
+        lines.append(fill("\n• and {more} more", more=said.count - len(said.pods)))
+    advice = fill(
+        "\nMore quota would not help: the pods start when GPUs free up or pods of lower priority are preempted. "
+        "Ask the platform admins about capacity or priority classes."
+    )
+    return join(head, *lines, advice)
+
+
+def _shortage(said: m.ShiftProposal) -> str:
+    """What showed the target short, each figure with its signal; says when Prometheus was not read."""
+    shown = []
+    if said.blocked is not None:
+        unread = "" if said.saturation_read else "; Prometheus was not read"
+        shown.append(f"blocked by quota {_times(said.blocked)} (the bot's alerts{unread})")
+    if said.saturation is not None:
+        shown.append(f"at its quota {said.saturation * 100:.0f} % of the time (Prometheus)")
+    return " and ".join(shown)
+
+
+@notice.register
+def _(said: m.ShiftProposal) -> Notice:
+    busy = f"{said.source_busy * 100:.0f} % busy" if said.source_busy is not None else "utilisation not measured"
+    return fill(
+        ":bulb: Proposal {index} of {count} (last {days} days): shift {gpus} from {source} to {target}."
+        " {source_name} used at most {peak} of {quota} ({mean} on average), {busy};"
+        " {target_name} was {shortage}. Nothing changes unless a shift is requested and approved.",
+        index=said.index,
+        count=said.count,
+        days=said.window_days,
+        gpus=Strong(gpus(said.gpus)),
+        source=Strong(said.source_namespace),
+        target=Strong(said.namespace),
+        source_name=said.source_namespace,
+        peak=f"{said.source_peak:g}",
+        quota=gpus(said.source_quota),
+        mean=f"{said.source_mean:.1f}",
+        busy=busy,
+        target_name=said.namespace,
+        shortage=_shortage(said),
+    )
