@@ -208,7 +208,9 @@ WORDLESS_SERVICES = [
     "text",
     "views",
 ]
-# Not converted yet: they still make thread messages, report lines or refusal notices (a shrinking list).
+# Not converted yet (a shrinking list): access and requests make refusals and the "already decided"
+# answer (the ephemeral replies of #19's refusal step, next); digest makes the daily report's lines.
+# Everything said in threads, direct messages and posts is a typed message (``bot.services.messages``).
 # Refusals raised as UserError are not counted anywhere yet: they are sentences made in the services too.
 SERVICES_WITH_WORDS = [
     "access",
