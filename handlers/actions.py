@@ -15,9 +15,9 @@ from slack_sdk import WebClient
 
 from bot.adapters.slack import ids, modals
 from bot.adapters.slack.events import ButtonClick, click_surface
-from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
 from bot.adapters.slack.replies import reply_text
+from bot.adapters.slack.words import render
 from bot.errors import GpuQuotaError
 from bot.executor import BUSY
 from bot.services.outcomes import Confirmation

@@ -12,7 +12,7 @@ from slack_sdk import WebClient
 from bot.adapters.slack import blocks, ids
 from bot.adapters.slack.events import SlashCommand
 from bot.adapters.slack.mrkdwn import escape
-from bot.adapters.slack.replies import reply_text
+from bot.adapters.slack.replies import cost_lines, reply_text
 from bot.domain.commands import (
     USAGE,
     AuditCommand,
@@ -31,7 +31,6 @@ from bot.domain.commands import (
 )
 from bot.domain.durations import MAX_DURATION
 from bot.executor import BUSY
-from bot.services.ledger import cost_lines
 from handlers.outcome import attempt
 from handlers.replies import open_extend_form, open_request_form, open_shift_form, reply_privately, submitted_text
 

@@ -6,11 +6,11 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from bot.adapters.slack.mrkdwn import render
+from bot.adapters.slack.words import render
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
+from bot.services.messages import Said
 from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal, Report
-from bot.services.text import Notice
 from bot.services.views import HomeView, RequestCard
 
 
@@ -130,17 +130,17 @@ class FakeNotifier:
         self._check("update")
         self.sent.append(Sent("update", card.channel_id, card=card))
 
-    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def reply(self, ref: MessageRef, message: Said, *, actions: Sequence[Action] = ()) -> None:
         self._check("reply")
-        self.sent.append(Sent("reply", f"{ref.channel_id}/{ref.ts}", render(notice), actions))
+        self.sent.append(Sent("reply", f"{ref.channel_id}/{ref.ts}", render(message), actions))
 
-    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, message: Said, *, actions: Sequence[Action] = ()) -> None:
         self._check("dm")
-        self.sent.append(Sent("dm", user_id, render(notice), actions))
+        self.sent.append(Sent("dm", user_id, render(message), actions))
 
-    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
+    def post(self, channel_id: str, message: Said, *, actions: Sequence[Action] = ()) -> MessageRef:
         self._check("post")
-        self.sent.append(Sent("post", channel_id, render(notice), actions))
+        self.sent.append(Sent("post", channel_id, render(message), actions))
         return MessageRef(channel_id, f"{next(self._ts)}.000")
 
     def publish(self, channel_id: str, report: Report) -> MessageRef:

@@ -130,17 +130,6 @@ class CapacityImpact:
         return self.committed_after > self.allocatable
 
 
-def below_usage_note(*, new_hard: int, used: int) -> str | None:
-    """What happens when a quota drops under what is already in use (the source document's reclaim)."""
-    if new_hard >= used:
-        return None
-    return (
-        f"{used} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
-        " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
-        f" {new_hard}: a gradual reclaim as jobs finish, not a hard cut."
-    )
-
-
 HOURS_PER_MONTH = 730  # 365 * 24 / 12: the usual cloud billing month
 
 

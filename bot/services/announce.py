@@ -45,9 +45,9 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
+from bot.services.messages import CopyNotPosted, Message, Said, from_json, to_json
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
-from bot.services.text import Channel, Notice, say
 from bot.services.views import RequestCard
 
 log = logging.getLogger(__name__)
@@ -165,13 +165,7 @@ class Announcer:
             return
         except GpuQuotaError as error:
             log.error("could not post the copy of %s in %s: %s", card.display_id, copy.channel_id, error)
-            team = card.shift.team_label if card.shift else "the source team"
-            refused = say(
-                ":warning: The copy of this card could not be posted in ",
-                Channel(copy.channel_id),
-                f" ({error}); ",
-                f"approvers of {team} do not see it there: send them this thread.",
-            )
+            refused = CopyNotPosted(copy.channel_id, str(error), card.shift.team_label if card.shift else None)
             out = self.outgoing()
 
             def give_up(repo: Repository) -> None:
@@ -217,17 +211,17 @@ class Announcer:
         """Re-render the request message (recorded; only the latest state is delivered)."""
         self._say_alone(lambda out, repo: out.refresh(repo, request_id))
 
-    def thread(self, request_id: int, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
+    def thread(self, request_id: int, text: Said, *, actions: Sequence[Action] = ()) -> bool:
         """A reply in the request's thread, in a transaction of its own; True once recorded (it is
         delivered at once or later). A reply decided with a state change goes through ``outgoing``."""
         self._say_alone(lambda out, repo: out.thread(repo, request_id, text, actions=actions))
         return True
 
-    def direct(self, user_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
+    def direct(self, user_id: str, text: Said, *, actions: Sequence[Action] = ()) -> bool:
         self._say_alone(lambda out, repo: out.direct(repo, user_id, text, actions=actions))
         return True
 
-    def post(self, channel_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> bool:
+    def post(self, channel_id: str, text: Said, *, actions: Sequence[Action] = ()) -> bool:
         self._say_alone(lambda out, repo: out.post(repo, channel_id, text, actions=actions))
         return True
 
@@ -338,14 +332,14 @@ class Outgoing:
         self._now = now
         self._streams: dict[str, None] = {}  # insertion-ordered: drained in the order first said
 
-    def thread(self, repo: Repository, request_id: int, text: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def thread(self, repo: Repository, request_id: int, text: Said, *, actions: Sequence[Action] = ()) -> None:
         """A reply in the request's thread (it waits for the request message when that has no ``ts`` yet)."""
         self._add(repo, _thread_stream(request_id), "reply", notice=text, actions=actions, request_id=request_id)
 
-    def direct(self, repo: Repository, user_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def direct(self, repo: Repository, user_id: str, text: Said, *, actions: Sequence[Action] = ()) -> None:
         self._add(repo, f"dm:{user_id}", "direct", notice=text, actions=actions, target=user_id)
 
-    def post(self, repo: Repository, channel_id: str, text: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def post(self, repo: Repository, channel_id: str, text: Said, *, actions: Sequence[Action] = ()) -> None:
         self._add(repo, f"channel:{channel_id}", "post", notice=text, actions=actions, target=channel_id)
 
     def refresh(self, repo: Repository, request_id: int) -> None:
@@ -365,7 +359,7 @@ class Outgoing:
         stream: str,
         kind: str,
         *,
-        notice: Notice | None = None,
+        notice: Said | None = None,
         actions: Sequence[Action] = (),
         request_id: int | None = None,
         target: str | None = None,
@@ -377,7 +371,7 @@ class Outgoing:
             now=self._now(),
             request_id=request_id,
             target=target,
-            notice=notice.to_json() if notice is not None else None,
+            notice=None if notice is None else to_json(notice) if isinstance(notice, Message) else notice.to_json(),
             actions=[_action_json(a) for a in actions],
             latest_only=latest_only,
         )
@@ -392,9 +386,10 @@ def _card_stream(request_id: int) -> str:
     return f"card:{request_id}"
 
 
-def _notice(entry: Claimed) -> Notice:
-    assert entry.notice is not None, f"outbox entry {entry.id} has no notice"
-    return Notice.from_json(entry.notice)
+def _notice(entry: Claimed) -> Said:
+    """The entry's typed message; an entry recorded before typed messages: its notice, as stored."""
+    assert entry.notice is not None, f"outbox entry {entry.id} has no message"
+    return from_json(entry.notice)
 
 
 def _action_json(action: Action) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from bot.domain.policy import Policy
 from bot.domain.priority import GpuPod, WaitCause, wait_cause
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
+from bot.services.messages import QuotaBlocked, SchedulingWait, WaitingPod
 from bot.services.pods import PodView
 from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
 from bot.services.stores import BlockedAlerts
-from bot.services.text import Code, Notice, Part, Strong, Words, say
 
 log = logging.getLogger(__name__)
 _FIGURES = re.compile(
@@ -179,21 +179,12 @@ class BlockedWatch:
         return {pod.name: pod for pod in pods if pod.phase == "Pending"}
 
 
-def _quota_notice(refusal: QuotaRefusal) -> tuple[Notice, list[Action]]:
+def _quota_notice(refusal: QuotaRefusal) -> tuple[QuotaBlocked, list[Action]]:
     """The message to the team about a workload the quota keeps from starting, with its [Request more]."""
     figures = shortfall(refusal.message)
     more = f"+{figures.missing}" if figures else "+1"
-    detail = f" It asks for {figures.requested} GPU(s) while {figures.used} of {figures.limited} are in use." if figures else ""
-    # Workload names come from whoever created them: they are notice parts, escaped by the adapter.
-    text = say(
-        ":no_entry: ",
-        Strong(f"{refusal.kind} {refusal.name}"),
-        " in ",
-        Strong(refusal.namespace),
-        " cannot start pods: the GPU quota is full (",
-        Code("exceeded quota"),
-        f", {refusal.count} time{'s' if refusal.count != 1 else ''}).{detail} Ask for more, or wait for running jobs to finish.",
-    )
+    requested, used, limited = (figures.requested, figures.used, figures.limited) if figures else (None, 0, 0)
+    text = QuotaBlocked(refusal.namespace, refusal.kind, refusal.name, refusal.count, requested, used, limited)
     value = json.dumps({"namespace": refusal.namespace, "gpus": more})
     return text, [Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")]
 
@@ -205,41 +196,12 @@ class _Waiting:
     cause: WaitCause
 
 
-_CAUSES = {
-    WaitCause.PREEMPTING: "lower-priority pods are being preempted to make room for it",
-    WaitCause.NO_VICTIMS: "no free GPU, and no lower-priority pod to preempt",
-    WaitCause.NEVER_PREEMPTS: "no free GPU, and its priority class never preempts (preemptionPolicy: Never)",
-    WaitCause.NO_CAPACITY: "no free GPU on any node",
-}
 _SHOWN = 10
 
 
-def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> Notice:
-    count = len(waiting)
-    parts: list[str | Part] = [
-        ":hourglass_flowing_sand: ",
-        f"{count} GPU pod{'s' if count != 1 else ''} in ",
-        Strong(namespace),
-        f" {'wait' if count != 1 else 'waits'} for the scheduler, not the quota (",
-        Code("Insufficient nvidia.com/gpu"),
-        "):",
-    ]
-    for entry in waiting[:_SHOWN]:
-        pod = entry.pod
-        parts += [
-            "\n• ",
-            Strong(pod.name),
-            f" ({pod.gpus} GPU{'s' if pod.gpus != 1 else ''}, ",
-            Words(pod.class_label),
-            f"): {_CAUSES[entry.cause]}",
-        ]
-    if count > _SHOWN:
-        parts.append(f"\n• and {count - _SHOWN} more")
-    parts.append(
-        "\nMore quota would not help: the pods start when GPUs free up or pods of lower priority are preempted. "
-        "Ask the platform admins about capacity or priority classes."
-    )
-    return say(*parts)
+def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> SchedulingWait:
+    pods = tuple(WaitingPod(e.pod.name, e.pod.gpus, e.pod.class_label, e.cause) for e in waiting[:_SHOWN])
+    return SchedulingWait(namespace, len(waiting), pods)
 
 
 def _alerted(repo: BlockedAlerts, *, key: str) -> bool:

@@ -19,14 +19,14 @@ from bot.domain.costs import (
     over_budget_since,
     thresholds_to_send,
 )
-from bot.domain.policy import People, Policy, Team
+from bot.domain.policy import Policy, Team
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
+from bot.services.messages import BudgetAlert
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Transactions
 from bot.services.spend import SpendReader
 from bot.services.stores import Budgets
-from bot.services.text import Moment, Notice, Part, Strong, User, UserGroup, money, say
 
 log = logging.getLogger(__name__)
 
@@ -148,49 +148,18 @@ class BudgetWatch:
             out.post(repo, team.channel, self._message(team, state, keys))
             return True
 
-    def _message(self, team: Team, state: BudgetState, keys: list[str]) -> Notice:
-        currency = self._policy.pricing.currency
-        owners = _mentions(team.owners if not team.owners.empty else team.approvers)
-        outlook = _outlook(state)
-        spent = f"{money(state.spent, currency)} of {money(state.budget, currency)}"
-        forecast = f"{money(state.forecast, currency)} ({state.forecast_percent:.0f}%)"
-        if keys == [FORECAST]:
-            return say(
-                ":chart_with_upwards_trend: ",
-                *owners,
-                " ",
-                Strong(team.label),
-                f" is on course to overspend its GPU budget this month: {spent} so far ({state.percent:.0f}%),"
-                f" month-end forecast {forecast}.",
-                *outlook,
-            )
-        highest = max(int(k) for k in keys if k != FORECAST)
-        icon = ":rotating_light:" if highest >= 100 else ":moneybag:"
-        over = " New increases need one more approval until next month." if highest >= 100 else ""
-        return say(
-            f"{icon} ",
-            *owners,
-            " ",
-            Strong(team.label),
-            f" has used {state.percent:.0f}% of its monthly GPU budget ({spent}; threshold {highest}%)."
-            f" Month-end forecast {forecast}.",
-            *outlook,
-            over,
+    def _message(self, team: Team, state: BudgetState, keys: list[str]) -> BudgetAlert:
+        owners = team.owners if not team.owners.empty else team.approvers
+        thresholds = [int(k) for k in keys if k != FORECAST]
+        return BudgetAlert(
+            team.label,
+            tuple(owners.users),
+            tuple(owners.usergroups),
+            state.spent,
+            state.budget,
+            state.forecast,
+            self._policy.pricing.currency,
+            max(thresholds) if thresholds else None,
+            state.over_since,
+            state.runs_out,
         )
-
-
-def _outlook(state: BudgetState) -> tuple[str | Part, ...]:
-    """Over budget since a day, or the run-out time when it falls within this month, or nothing."""
-    if state.over_since is not None:
-        return (f" It has been over budget since {state.over_since:%a %d %b}.",)
-    if state.runs_out is not None:
-        return (" At the current burn it runs out around ", Moment(state.runs_out), ".")
-    return ()
-
-
-def _mentions(people: People) -> list[str | Part]:
-    """The people to tell, as mentions made from their ids (users, then user groups), space-separated."""
-    parts: list[str | Part] = []
-    for part in [User(u) for u in sorted(people.users)] + [UserGroup(g) for g in sorted(people.usergroups)]:
-        parts += [" ", part] if parts else [part]
-    return parts

@@ -29,18 +29,27 @@ from bot.domain.commands import format_request_id
 from bot.domain.entities import Grant, Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.policy import Policy
-from bot.domain.quota import below_usage_note, change_problem
+from bot.domain.quota import change_problem
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import APPLY_LEASE, return_source_in
 from bot.services.failures import FailurePath
+from bot.services.messages import (
+    Applied,
+    AppliedToRequester,
+    Extended,
+    ExtendedToRequester,
+    ExtensionApplied,
+    GrantEnded,
+    GrantEndedToRequester,
+    GrantNotPutBack,
+)
 from bot.services.ports import Repository, Transactions
 from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied, move_grant, move_request
 from bot.services.shift_apply import ShiftApplier
-from bot.services.text import Code, Moment, Part, Strong, User, gpus, say
 
 log = logging.getLogger(__name__)
 
@@ -177,34 +186,12 @@ class ChangeApplier:
         assert request is not None
         card = self._announce.card_of(repo, request)
         temporary = card.grant_ends_at is not None and not card.permanent
-        parts: list[str | Part] = [
-            ":white_check_mark: Applied: ",
-            Code("requests.nvidia.com/gpu"),
-            " in ",
-            Strong(card.namespace),
-            f" ({outcome.quota_name}) {gpus(card.hard_before)} → ",
-            Strong(gpus(card.hard_after)),
-            ".",
-        ]
-        if temporary:
-            assert card.grant_ends_at is not None
-            parts += ["\nThe grant ends ", Moment(card.grant_ends_at), "; the quota then goes back automatically."]
-        if outcome.drift:
-            parts += [
-                f"\n:warning: Someone had changed this quota outside the bot by {outcome.drift:+d} GPUs (e.g. ",
-                Code("kubectl edit"),
-                "). The bot adopted that change into the base instead of overwriting it.",
-            ]
-        note = below_usage_note(new_hard=card.hard_after, used=outcome.used)
-        if note:
-            parts.append("\n" + note)
-        out.thread(repo, request_id, say(*parts))
-        until: list[str | Part] = [" until ", Moment(card.grant_ends_at), "."] if temporary and card.grant_ends_at else ["."]
-        out.direct(
-            repo,
-            card.requester_id,
-            say(f"{card.display_id} is applied: ", Strong(card.namespace), f" now has {gpus(card.hard_after)}", *until),
+        ends_at = card.grant_ends_at if temporary else None
+        applied = Applied(
+            card.namespace, outcome.quota_name, card.hard_before, card.hard_after, ends_at, outcome.drift, outcome.used
         )
+        out.thread(repo, request_id, applied)
+        out.direct(repo, card.requester_id, AppliedToRequester(request_id, card.namespace, card.hard_after, ends_at))
         out.refresh(repo, request_id)
 
     def _apply_extension(self, request_id: int, out: Outgoing) -> RequestState:
@@ -242,10 +229,9 @@ class ChangeApplier:
     def _tell_extended(self, repo: Repository, out: Outgoing, request: Request) -> None:
         card = self._announce.card_of(repo, request)
         assert card.extends_id is not None and card.grant_ends_at is not None
-        new_end = (f"{format_request_id(card.extends_id)} now ends ", Moment(card.grant_ends_at), ".")
-        out.thread(repo, request.id, say(":white_check_mark: Applied: ", *new_end))
-        out.thread(repo, card.extends_id, say(f"Extended by {card.display_id}: ", *new_end))
-        out.direct(repo, card.requester_id, say(f"{card.display_id} is applied: ", *new_end))
+        out.thread(repo, request.id, ExtensionApplied(card.extends_id, card.grant_ends_at))
+        out.thread(repo, card.extends_id, Extended(request.id, card.extends_id, card.grant_ends_at))
+        out.direct(repo, card.requester_id, ExtendedToRequester(request.id, card.extends_id, card.grant_ends_at))
         out.refresh(repo, request.id)
         out.refresh(repo, card.extends_id)
 
@@ -298,14 +284,7 @@ class ChangeApplier:
         except GpuQuotaError as error:
             log.error("could not put back the quota of %s: %s", format_request_id(grant.request_id), error)
             if first_attempt:
-                self._announce.thread(
-                    grant.request_id,
-                    say(
-                        ":warning: The grant is over but the quota could not be put back yet: ",
-                        str(error),
-                        ". The bot keeps retrying.",
-                    ),
-                )
+                self._announce.thread(grant.request_id, GrantNotPutBack(str(error)))
             return False
 
         out = self._announce.outgoing()
@@ -329,11 +308,10 @@ class ChangeApplier:
 
     def _tell_ended(self, repo: Repository, out: Outgoing, grant: Grant, request: Request, outcome: SyncOutcome) -> None:
         card = self._announce.card_of(repo, request)
-        how: list[str | Part] = ["expired"] if grant.end_reason == "expired" else ["released by ", User(grant.ended_by or "?")]
-        before = "no quota" if outcome.before is None else gpus(outcome.before)
-        summary = ("grant ", *how, ": ", Strong(grant.namespace), f" {before} → ", Strong(gpus(outcome.after)), ".")
-        note = below_usage_note(new_hard=outcome.after, used=outcome.used)
-        out.thread(repo, grant.request_id, say(":hourglass: The ", *summary, *(["\n" + note] if note else [])))
+        released_by = None if grant.end_reason == "expired" else grant.ended_by or "?"
+        ended = GrantEnded(grant.namespace, released_by, outcome.before, outcome.after, outcome.used)
+        out.thread(repo, grant.request_id, ended)
         if grant.ended_by != card.requester_id:
-            out.direct(repo, card.requester_id, say(f"{card.display_id}: ", *summary))
+            told = GrantEndedToRequester(grant.request_id, grant.namespace, released_by, outcome.before, outcome.after)
+            out.direct(repo, card.requester_id, told)
         out.refresh(repo, grant.request_id)

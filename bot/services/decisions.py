@@ -29,6 +29,7 @@ from bot.services.announce import Announcer, Outgoing
 from bot.services.changes import ChangeApplier
 from bot.services.effects import record_effect, source_problem
 from bot.services.failures import FailurePath
+from bot.services.messages import ApprovedBy, DeniedBy, DeniedToRequester
 from bot.services.outcomes import Confirmation, Decided, Decision
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
@@ -36,7 +37,6 @@ from bot.services.quota_sync import QuotaRead, QuotaSync
 from bot.services.request_rows import move_request
 from bot.services.requests import already_decided, check_reason_length, delta_now, load_request, pending
 from bot.services.text import Refusal
-from bot.services.thread_words import approved_by, denied_by, denied_to_requester
 
 log = logging.getLogger(__name__)
 
@@ -265,12 +265,12 @@ class Decisions:
             raise UserError(problem)
 
     def _tell_approval(self, repo: Repository, out: Outgoing, row: Request, user: str) -> None:
-        out.thread(repo, row.id, approved_by(user, len(row.approvals), row.approvals_required))
+        out.thread(repo, row.id, ApprovedBy(user, len(row.approvals), row.approvals_required))
         out.refresh(repo, row.id)
 
     def _tell_denial(self, repo: Repository, out: Outgoing, row: Request, user: str, reason: str) -> None:
-        out.thread(repo, row.id, denied_by(user, reason))
-        out.direct(repo, row.requester_id, denied_to_requester(row.id, user, reason))
+        out.thread(repo, row.id, DeniedBy(user, reason))
+        out.direct(repo, row.requester_id, DeniedToRequester(row.id, user, reason))
         out.refresh(repo, row.id)
 
     def _current_quota(self, namespace: str) -> int | None:

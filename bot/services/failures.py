@@ -25,10 +25,10 @@ from bot.domain.lifecycle import RequestKind, RequestState, SourceLeg
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import take_back_effect
+from bot.services.messages import ApplyFailed, ApplyFailedToRequester, ShiftFailed, WaitingForCluster
 from bot.services.ports import Action, ActionKind, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
-from bot.services.text import Part, Strong, gpus, say
 
 log = logging.getLogger(__name__)
 # Waits after temporary faults: 1, 2, 4 s, then 5 s, the shortest reconcile interval, so that once
@@ -105,12 +105,7 @@ class FailurePath:
             request.apply_lease_until = now + timedelta(seconds=self._rng.uniform(ceiling / 2, ceiling))
             request.touch(now=now)
             if request.apply_attempts == 1:
-                then = (
-                    ". The bot keeps trying."
-                    if request.kind == RequestKind.SHIFT
-                    else ". The bot keeps trying and says here when it is applied; nothing needs to be done."
-                )
-                out.thread(repo, request_id, say(":hourglass_flowing_sand: Approved; waiting for the cluster: ", reason, then))
+                out.thread(repo, request_id, WaitingForCluster(reason, shift=request.kind == RequestKind.SHIFT))
             return request.apply_attempts
 
         attempts = self._db.run(backoff)
@@ -122,34 +117,21 @@ class FailurePath:
         out.thread(
             repo,
             request.id,
-            say(
-                f":x: Could not apply {card.display_id}: ",
-                reason,  # the API server's (or the policy's) words: shown as text, never as markup
-                "\nThe request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
-            ),
+            ApplyFailed(request.id, reason),  # the API server's (or the policy's) words: shown as text, never as markup
             actions=[Action(ActionKind.RETRY, "Retry", str(request.id), "primary")],
         )
-        out.direct(repo, card.requester_id, say(f"{card.display_id} could not be applied: ", reason))
+        out.direct(repo, card.requester_id, ApplyFailedToRequester(request.id, reason))
         out.refresh(repo, request.id)
 
     def _tell_shift_failed(self, repo: Repository, out: Outgoing, request: Request, reason: str) -> None:
         card = self._announce.card_of(repo, request)
         assert card.shift is not None
         source_applied = request.source_state == SourceLeg.APPLIED
-        if source_applied:
-            parts: list[str | Part] = [
-                f":x: {card.display_id}: the source side is applied (",
-                Strong(card.shift.namespace),
-                f" {gpus(card.shift.before)} → {gpus(card.shift.after)}) but ",
-                reason,
-                f".\nThe source stays lowered. An admin's Retry re-applies only the target side ({card.namespace});"
-                " Give back returns the GPUs to the source instead.",
-            ]
-        else:
-            parts = [f":x: Could not apply {card.display_id}: ", reason, ".\nNothing was changed; an admin can retry."]
+        shift = card.shift
+        failed = ShiftFailed(request.id, reason, card.namespace, shift.namespace, shift.before, shift.after, source_applied)
         actions = [Action(ActionKind.RETRY, "Retry", str(request.id), "primary")]
         if source_applied:
             actions.append(Action(ActionKind.RELEASE, "Give back", str(request.id)))
-        out.thread(repo, request.id, say(*parts), actions=actions)
-        out.direct(repo, card.requester_id, say(*parts))
+        out.thread(repo, request.id, failed, actions=actions)
+        out.direct(repo, card.requester_id, failed)
         out.refresh(repo, request.id)

@@ -15,11 +15,11 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
+from bot.services.messages import IdleNudge, NudgesSnoozed
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, MetricsSource, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.stores import IdleNudges
-from bot.services.text import Code, Moment, Notice, Strong, gpus, money, say
 
 log = logging.getLogger(__name__)
 SNOOZE = timedelta(hours=24)
@@ -72,7 +72,7 @@ class IdleWatch:
                     nudged.append(namespace)
         return nudged
 
-    def snooze(self, *, user: str, namespace: str) -> Notice:
+    def snooze(self, *, user: str, namespace: str) -> NudgesSnoozed:
         team = self._policy.team_of(namespace)
         if team is None:
             raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
@@ -80,7 +80,7 @@ class IdleWatch:
             raise UserError(f"Only {team.label} can snooze nudges about `{namespace}`.")
         until = self._clock.now() + SNOOZE
         self._db.run(lambda repo: repo.snooze_idle_nudges(namespace, until=until, by=user))
-        return say("Idle-GPU nudges for ", Code(namespace), " are snoozed until ", Moment(until), ".")
+        return NudgesSnoozed(namespace, until)
 
     def _nudge(self, channel: str, namespace: str, held: float, highest: float) -> bool:
         now = self._clock.now()
@@ -97,13 +97,8 @@ class IdleWatch:
         actions = [Action(ActionKind.RELEASE, f"Release grant GQ-{grant}", str(grant), "primary")] if grant else []
         actions.append(Action(ActionKind.SNOOZE, "Snooze 24 h", namespace))
         threshold = self._policy.metrics.idle_threshold_percent
-        text = say(
-            ":electric_plug: ",
-            Strong(namespace),
-            f" holds {gpus(int(held))} whose utilisation stayed under {threshold:g}% for the last "
-            f"{window.total_seconds() / 3600:g} h (highest {highest:.0%}): about {idle_hours:,.0f} idle GPU-hours, "
-            f"{money(cost, self._policy.pricing.currency)} ({price.describe()}). Release what you do not use so others can have it.",
-        )
+        currency = self._policy.pricing.currency
+        text = IdleNudge(namespace, int(held), threshold, window, highest, idle_hours, cost, currency, price.describe())
         out = self._announce.outgoing()
 
         def nudge(repo: Repository) -> None:

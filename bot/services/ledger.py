@@ -25,7 +25,6 @@ from bot.errors import UserError
 from bot.services.access import Access
 from bot.services.ports import MetricsSource, Transactions
 from bot.services.stores import LedgerReads
-from bot.services.text import money
 
 log = logging.getLogger(__name__)
 
@@ -377,27 +376,3 @@ class CostLookup:
     def _check(self, user: str, team: Team) -> None:
         if not (self._access.belongs_to(user, team) or self._access.is_admin(user)):
             raise UserError(f"Only the people of {team.label} and admins can see its costs.")
-
-
-def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
-    """The answer as lines of text (one place, so the Slack edge can take it over)."""
-    through = f" (through {answer.recorded_through:%d %b})" if answer.recorded_through else ""
-    head = f"*{answer.scope}* · {answer.month:%B %Y}{through}"
-    if answer.line is None:
-        lines = [f"{head}: nothing recorded."]
-    else:
-        line = answer.line
-        budget = f" of {money(answer.budget, currency)} ({line.cost / answer.budget:.0%})" if answer.budget else ""
-        utilisation = "n/a" if line.utilisation is None else f"{line.utilisation:.0%}"
-        lines = [
-            f"{head}: {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}{budget}",
-            f"Idle (samples under the threshold): {line.idle_hours:,.1f} GPU-h · {money(line.idle_cost, currency)}"
-            f" · average utilisation {utilisation}",
-        ]
-        lines += [
-            f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
-            for model, (hours, cost) in sorted(line.by_model.items(), key=lambda item: item[1][1], reverse=True)
-        ]
-    if answer.missing:
-        lines.append(f"No metrics for {day_ranges(answer.missing)}: not counted.")
-    return lines

@@ -18,11 +18,11 @@ from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
 from bot.services.effects import record_effect, source_problem
+from bot.services.messages import CancelledBy, CancelledToRequester, RetryBy
 from bot.services.outcomes import Cancelled, Release, Released, Retried
 from bot.services.ports import Repository, Transactions
 from bot.services.request_rows import move_request
 from bot.services.requests import load_request, pending
-from bot.services.thread_words import cancelled_by, cancelled_to_requester, retry_by
 
 if TYPE_CHECKING:
     pass
@@ -61,9 +61,9 @@ class Lifecycle:
             move_request(row, RequestState.CANCELLED, now=now)
             row.decided_at = now
             repo.record(at=now, actor=user, action="request_cancelled", namespace=row.namespace, request_id=request_id)
-            out.thread(repo, request_id, cancelled_by(user))
+            out.thread(repo, request_id, CancelledBy(user))
             if user != row.requester_id:
-                out.direct(repo, row.requester_id, cancelled_to_requester(request_id, user))
+                out.direct(repo, row.requester_id, CancelledToRequester(request_id, user))
             out.refresh(repo, request_id)
 
         self._db.run(cancel)
@@ -119,7 +119,7 @@ class Lifecycle:
             row.decided_at = now
             record_effect(repo, row, now=now)
             repo.record(at=now, actor=user, action="request_retried", namespace=row.namespace, request_id=request_id)
-            out.thread(repo, request_id, retry_by(user))
+            out.thread(repo, request_id, RetryBy(user))
 
         self._db.run(reapprove)
         out.deliver()

@@ -8,8 +8,8 @@ import threading
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.services.announce import Announcer, Outgoing
+from bot.services.messages import MetricsBack, MetricsUnavailable
 from bot.services.ports import Repository, Transactions
-from bot.services.text import Moment, say
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +45,7 @@ class MetricsHealth:
         if outage.notified_at is not None or not self._policy.admin_channel:
             return
         outage.notified_at = self._clock.now()
-        text = say(
-            ":warning: GPU metrics unavailable since ",
-            Moment(outage.started_at),
-            f": {cause}. The bot keeps serving requests; digests catch up when Prometheus answers again.",
-        )
-        out.post(repo, self._policy.admin_channel, text)
+        out.post(repo, self._policy.admin_channel, MetricsUnavailable(outage.started_at, cause))
 
     def _close(self, repo: Repository, out: Outgoing) -> None:
         outage = repo.open_metrics_outage()
@@ -58,5 +53,4 @@ class MetricsHealth:
             return
         outage.ended_at = self._clock.now()
         if outage.notified_at is not None and self._policy.admin_channel:
-            back = say(":white_check_mark: GPU metrics are back (unavailable since ", Moment(outage.started_at), ").")
-            out.post(repo, self._policy.admin_channel, back)
+            out.post(repo, self._policy.admin_channel, MetricsBack(outage.started_at))

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, Stamp
+from bot.services.messages import Said
 from bot.services.stores import (
     AuditTrail,
     AutoApprovals,
@@ -39,7 +40,6 @@ from bot.services.stores import (
     RequestsDue,
     SlackEvents,
 )
-from bot.services.text import Notice
 from bot.services.views import HomeView, RequestCard
 
 T = TypeVar("T")
@@ -79,7 +79,7 @@ class Claimed:
     kind: str
     request_id: int | None
     target: str | None
-    notice: list[dict[str, str]] | None
+    notice: dict[str, Any] | list[dict[str, str]] | None  # a typed message; a list: an old entry's notice parts
     actions: list[dict[str, Any]]
     attempts: int
     created_at: datetime
@@ -329,7 +329,7 @@ class Report:
 
 
 class Notifier(Protocol):
-    """Slack (or a fake): notices are rendered by the implementation, which escapes all text in them."""
+    """Slack (or a fake): messages are worded by the implementation, which escapes all text in them."""
 
     def post_request(self, card: RequestCard) -> MessageRef:
         """Post the request message (with its buttons while pending) in the team's channel."""
@@ -339,15 +339,15 @@ class Notifier(Protocol):
         """Re-render the request message in place."""
         ...
 
-    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def reply(self, ref: MessageRef, message: Said, *, actions: Sequence[Action] = ()) -> None:
         """Post in the request's thread."""
         ...
 
-    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, message: Said, *, actions: Sequence[Action] = ()) -> None:
         """A direct message from the bot."""
         ...
 
-    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
+    def post(self, channel_id: str, message: Said, *, actions: Sequence[Action] = ()) -> MessageRef:
         """A message in a channel, outside any request (admin notices, warnings)."""
         ...
 

@@ -25,8 +25,8 @@ from bot.domain.proposals import NamespaceUse, Proposal, Signal, propose, signal
 from bot.errors import PermanentError, TemporaryError
 from bot.services.announce import Announcer
 from bot.services.ledger import RECORDED, Ledger
+from bot.services.messages import ShiftProposal
 from bot.services.ports import Action, ActionKind, MetricsSource, QuotaCluster, Repository, Transactions
-from bot.services.text import Notice, Strong, gpus, say
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class ProposalService:
             def post(repo: Repository) -> None:
                 """The proposals recorded with the day marked posted."""
                 for index, proposal in enumerate(proposals, start=1):
-                    notice = proposal_notice(proposal, index, len(proposals), saturation_read=measured.saturation_read)
+                    notice = proposal_message(proposal, index, len(proposals), saturation_read=measured.saturation_read)
                     out.post(repo, channel, notice, actions=[propose_button(proposal)])
                 repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now())
 
@@ -171,34 +171,25 @@ class ProposalService:
             return None
 
 
-def proposal_notice(proposal: Proposal, index: int, count: int, *, saturation_read: bool = True) -> Notice:
-    """ "Shift 2 GPUs from A to B: A used at most 2 of 4 GPUs (1.5 on average), 31 % busy; B was blocked by quota 17
-    times (the bot's alerts) and at its quota 92 % of the time (Prometheus)." """
+def proposal_message(proposal: Proposal, index: int, count: int, *, saturation_read: bool = True) -> ShiftProposal:
+    """Proposal ``index`` of ``count``: the source's use and what showed the target short, each with its signal."""
     source, target = proposal.source, proposal.target
-    busy = f"{source.busy * 100:.0f} % busy" if source.busy is not None else "utilisation not measured"
-    return say(
-        f":bulb: Proposal {index} of {count} (last {WINDOW_DAYS} days): shift ",
-        Strong(gpus(proposal.gpus)),
-        " from ",
-        Strong(source.namespace),
-        " to ",
-        Strong(target.namespace),
-        f". {source.namespace} used at most {source.peak:g} of {gpus(source.quota)} ({source.mean:.1f} on average), {busy}; "
-        f"{target.namespace} was {shortage(target, saturation_read=saturation_read)}. "
-        "Nothing changes unless a shift is requested and approved.",
-    )
-
-
-def shortage(target: NamespaceUse, *, saturation_read: bool) -> str:
-    """What showed the target short, each figure with its signal; says when Prometheus was not read."""
     found = signals(target)
-    said = []
-    if Signal.ALERTS in found:
-        unread = "" if saturation_read else "; Prometheus was not read"
-        said.append(f"blocked by quota {target.blocked} time{'s' if target.blocked != 1 else ''} (the bot's alerts{unread})")
-    if Signal.SATURATION in found and target.saturation is not None:
-        said.append(f"at its quota {target.saturation * 100:.0f} % of the time (Prometheus)")
-    return " and ".join(said)
+    return ShiftProposal(
+        index,
+        count,
+        WINDOW_DAYS,
+        proposal.gpus,
+        source.namespace,
+        source.peak,
+        source.quota,
+        source.mean,
+        source.busy,
+        target.namespace,
+        target.blocked if Signal.ALERTS in found else None,
+        target.saturation if Signal.SATURATION in found else None,
+        saturation_read,
+    )
 
 
 def propose_button(proposal: Proposal) -> Action:

@@ -19,8 +19,9 @@ from bot.domain.reclaim import span_text
 from bot.domain.records import Reclaim
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.announce import Announcer, Outgoing
+from bot.services.messages import ReclaimEnded
 from bot.services.ports import QuotaCluster, Repository, Transactions
-from bot.services.text import Notice, Strong, gpus, say
+from bot.services.text import gpus
 
 log = logging.getLogger(__name__)
 
@@ -98,13 +99,13 @@ class ReclaimWatch:
         now = self._clock.now()
         used = snapshot.used if snapshot is not None else 0
         freed = reclaim.used_at_start - used
-        span = span_text(now - reclaim.started_at)
+        span = now - reclaim.started_at
         if snapshot is None:
             why = "the quota or the namespace is gone"
         elif freed <= 0:
             why = "the quota was raised over usage by hand"
         else:
-            why = f"{gpus(freed)} freed over {span} as jobs finished"
+            why = f"{gpus(freed)} freed over {span_text(span)} as jobs finished"
 
         out = self._announce.outgoing()
 
@@ -121,9 +122,7 @@ class ReclaimWatch:
                 detail=why,
             )
             if snapshot is not None and freed > 0:  # said with the close: recorded if and only if it commits
-                self._announce_end(
-                    repo, out, reclaim, reclaim_notice(reclaim.namespace, freed=freed, span=span, quota=snapshot.hard)
-                )
+                self._announce_end(repo, out, reclaim, ReclaimEnded(reclaim.namespace, freed, span, snapshot.hard))
             return True
 
         if not self._db.run(claim):
@@ -132,24 +131,13 @@ class ReclaimWatch:
         out.deliver()
         return True
 
-    def _announce_end(self, repo: Repository, out: Outgoing, reclaim: _Open, notice: Notice) -> None:
+    def _announce_end(self, repo: Repository, out: Outgoing, reclaim: _Open, notice: ReclaimEnded) -> None:
         if reclaim.request_id is not None:
             out.thread(repo, reclaim.request_id, notice)
             return
         team = self._policy.team_of(reclaim.namespace)
         if team is not None:
             out.post(repo, team.channel, notice)
-
-
-def reclaim_notice(namespace: str, *, freed: int, span: str, quota: int) -> Notice:
-    """ "3 GPUs freed over 2 days 4 h as jobs finished": the quota of ``namespace`` now covers its usage."""
-    return say(
-        ":white_check_mark: ",
-        Strong(f"{gpus(freed)} freed over {span} as jobs finished"),
-        " in ",
-        Strong(namespace),
-        f": usage is within the quota of {gpus(quota)} now. No pod was evicted.",
-    )
 
 
 @dataclass(frozen=True)

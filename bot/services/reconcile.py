@@ -21,10 +21,10 @@ from bot.domain.policy import Policy
 from bot.errors import GpuQuotaError, RateLimited
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
+from bot.services.messages import Expired, ExpiredToRequester, GrantEndsSoon, Message, QuotaEditedOutside
 from bot.services.ports import Action, ActionKind, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
-from bot.services.text import Code, Moment, Notice, Strong, gpus, say
 
 log = logging.getLogger(__name__)
 
@@ -82,16 +82,7 @@ class Reconciler:
                 continue
             if outcome.drift:
                 report.drifted.append(namespace)
-                self._tell_admins(
-                    say(
-                        ":warning: The GPU quota of ",
-                        Strong(namespace),
-                        f" was changed outside the bot by {outcome.drift:+d} GPUs (now {gpus(outcome.after)})."
-                        " The bot adopted the change; see ",
-                        Code(f"/gpu-quota audit {namespace}"),
-                        ".",
-                    )
-                )
+                self._tell_admins(QuotaEditedOutside(namespace, outcome.drift, outcome.after))
         return report
 
     def _guarded(self, step: Callable[[TickReport], None], report: TickReport) -> None:
@@ -112,9 +103,8 @@ class Reconciler:
                 move_request(request, RequestState.EXPIRED, now=now)
                 request.decided_at = now
                 repo.record(at=now, action="request_expired", namespace=request.namespace, request_id=request.id)
-                text = f"{format_request_id(request.id)} expired: nobody decided within {_hours(timeout)}."
-                out.thread(repo, request.id, say(f":zzz: {text}"))
-                out.direct(repo, request.requester_id, say(f"{text} Ask again if you still need the GPUs."))
+                out.thread(repo, request.id, Expired(request.id, timeout))
+                out.direct(repo, request.requester_id, ExpiredToRequester(request.id, timeout))
                 out.refresh(repo, request.id)
                 expired.append(request.id)
             return expired
@@ -138,13 +128,7 @@ class Reconciler:
                 out.direct(
                     repo,
                     request.requester_id,
-                    say(
-                        f":alarm_clock: {format_request_id(request.id)}: your {gpus(grant.gpus)} in ",
-                        Strong(grant.namespace),
-                        " go back ",
-                        Moment(grant.ends_at),
-                        ".",
-                    ),
+                    GrantEndsSoon(request.id, grant.gpus, grant.namespace, grant.ends_at),
                     actions=[
                         Action(ActionKind.EXTEND, "Extend", str(request.id), "primary"),
                         Action(ActionKind.RELEASE, "Release now", str(request.id)),
@@ -212,11 +196,6 @@ class Reconciler:
         self._announce.deliver_pending()
         self._announce.forget_delivered()
 
-    def _tell_admins(self, text: Notice) -> None:
+    def _tell_admins(self, text: Message) -> None:
         if self._policy.admin_channel:
             self._announce.post(self._policy.admin_channel, text)
-
-
-def _hours(duration: timedelta) -> str:
-    hours = duration.total_seconds() / 3600
-    return f"{hours:g}h"

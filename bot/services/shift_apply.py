@@ -31,15 +31,15 @@ from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestState, SourceLeg
 from bot.domain.policy import Policy
-from bot.domain.quota import below_usage_note, change_problem, desired_gpus
+from bot.domain.quota import change_problem, desired_gpus
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import record_target, return_source_in, shifted_gpus
 from bot.services.failures import FailurePath
+from bot.services.messages import ShiftApplied, ShiftAppliedToRequester, SourceNotRaised, SourceReturned
 from bot.services.ports import Repository, Transactions
 from bot.services.quota_sync import QuotaSync, SyncOutcome
 from bot.services.request_rows import mark_applied
-from bot.services.text import Moment, Part, Strong, gpus, say
 
 log = logging.getLogger(__name__)
 
@@ -169,25 +169,11 @@ class ShiftApplier:
         card = self._announce.card_of(repo, request)
         assert card.shift is not None and card.applied_from is not None and card.applied_to is not None
         source = card.shift
-        parts: list[str | Part] = [
-            ":white_check_mark: Shift applied, source first: ",
-            Strong(source.namespace),
-            f" {gpus(source.before)} → ",
-            Strong(gpus(source.after)),
-            f" (gave up {gpus(source.before - source.after)}), then ",
-            Strong(card.namespace),
-            f" {gpus(card.applied_from)} → ",
-            Strong(gpus(card.applied_to)),
-            ".",
-        ]
-        if card.grant_ends_at is not None and not card.permanent:
-            parts += ["\nThe shift ends ", Moment(card.grant_ends_at), f"; then {card.namespace} goes down first and "]
-            parts += [f"{source.namespace} gets its GPUs back."]
-        note = below_usage_note(new_hard=source.after, used=source_outcome.used) if source_outcome else None
-        if note:
-            parts += [f"\n{source.namespace}: ", note]
-        out.thread(repo, request_id, say(*parts))
-        out.direct(repo, card.requester_id, say(f"{card.display_id} is applied: ", *parts[1:]))
+        ends_at = card.grant_ends_at if card.grant_ends_at is not None and not card.permanent else None
+        used = source_outcome.used if source_outcome else None
+        sides = (source.namespace, source.before, source.after, card.namespace, card.applied_from, card.applied_to)
+        out.thread(repo, request_id, ShiftApplied(*sides, ends_at, used))
+        out.direct(repo, card.requester_id, ShiftAppliedToRequester(*sides, ends_at, used, request_id))
         out.refresh(repo, request_id)
 
     def give_back(self, request_id: int, *, actor: str) -> bool:
@@ -213,13 +199,7 @@ class ShiftApplier:
             outcome = self._sync.converge(source, request_id=request_id)
         except GpuQuotaError as error:  # the base is back; the sweep writes it once the cluster takes it
             log.error("could not give %s its GPUs back for %s yet: %s", source, format_request_id(request_id), error)
-            self._announce.thread(
-                request_id, say(":warning: The shift is over but ", Strong(source), " could not be raised yet: ", str(error))
-            )
+            self._announce.thread(request_id, SourceNotRaised(source, str(error)))
             return
-        before = "no quota" if outcome.before is None else gpus(outcome.before)
-        self._announce.thread(
-            request_id,
-            say(":hourglass: GPUs back to the source: ", Strong(source), f" {before} → ", Strong(gpus(outcome.after)), "."),
-        )
+        self._announce.thread(request_id, SourceReturned(source, outcome.before, outcome.after))
         self._announce.refresh(request_id)

@@ -179,11 +179,12 @@ class OutboxRecords(Protocol):
         now: datetime,
         request_id: int | None = None,
         target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
+        notice: dict[str, Any] | list[dict[str, str]] | None = None,
         actions: list[dict[str, Any]] | None = None,
         latest_only: bool = False,
     ) -> None:
         """Record an outbox entry in this transaction: it exists if and only if the transaction commits.
+        ``notice``: the typed message as JSON (``bot.services.messages.to_json``).
         ``latest_only``: skip it when an unclaimed entry of the stream is already waiting (a card update
         renders the request as it is at delivery, so one waiting is enough)."""
         ...

@@ -18,7 +18,8 @@ from bot.sandbox.session import BOT_TOKEN
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.world import sandbox_policy, sandbox_slack
 from bot.services.announce import DEAD_KEPT, PERMANENT_TRIES, SENT_KEPT, Announcer
-from bot.services.text import say
+from bot.services.messages import DeniedToRequester
+from bot.services.text import User, say
 from tests.integration.conftest import START
 
 STREAMS = {"dm:U0ALICE": "DU0ALICE", "dm:U0BOB": "DU0BOB", "channel:C0PLATFORM": "C0PLATFORM", "channel:C0BIZ": "C0BIZ"}
@@ -148,6 +149,30 @@ def test_a_rate_limit_waits_its_retry_after(tmp_path: Path, stand_in: SlackApiSt
     assert announcer.deliver_pending() == 0 and delivered(stand_in, "DU0ALICE") == []
     clock.advance(timedelta(seconds=1))
     assert announcer.deliver_pending() == 1 and delivered(stand_in, "DU0ALICE") == ["hello"]
+
+
+def test_entries_recorded_before_typed_messages_are_delivered_as_recorded_then_the_new_ones(
+    database_url: str, stand_in: SlackApiStandIn
+) -> None:
+    """An upgrade finds entries holding a notice's parts (the old format): they go out as they were, in order."""
+    upgrade(database_url)
+    clock = ManualClock(START)
+    old = say("GQ-1 was denied by ", User("U0LEE"), ". Reason: ", "<!channel> no", " The thread has the discussion.")
+    database = Database.from_url(database_url)
+    database.run(
+        lambda repo: repo.add_outbox_entry(
+            stream="dm:U0ALICE", kind="direct", target="U0ALICE", notice=old.to_json(), now=clock.now()
+        )
+    )
+    announcer = replica(database_url, stand_in, clock)
+    stand_in.fail("chat.postMessage", "internal_error", status=500)  # the new message waits behind the old one
+    announcer.direct("U0ALICE", DeniedToRequester(2, "U0LEE", "<!here> later"))
+    clock.advance(timedelta(minutes=1))
+    announcer.deliver_pending()
+    assert delivered(stand_in, "DU0ALICE") == [
+        "GQ-1 was denied by <@U0LEE>. Reason: &lt;!channel&gt; no The thread has the discussion.",
+        "GQ-2 was denied by <@U0LEE>. Reason: &lt;!here&gt; later The thread has the discussion.",
+    ]
 
 
 @pytest.mark.postgres

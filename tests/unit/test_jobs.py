@@ -10,7 +10,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.models import Base
-from bot.adapters.slack.mrkdwn import render
+from bot.adapters.slack.words import render
 from bot.bootstrap import SlackPorts, build_services
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command

@@ -6,7 +6,6 @@ from hypothesis import strategies as st
 from bot.domain.quota import (
     CapacityImpact,
     QuotaSnapshot,
-    below_usage_note,
     change_cost,
     change_problem,
     desired_gpus,
@@ -111,12 +110,6 @@ def test_in_sync_needs_value_stamp_and_equal_limits() -> None:
     assert not in_sync(snap(8, bot=8, limits=4), 8)
     assert not in_sync(snap(8, bot=8), 9)
     assert not in_sync(None, 0)
-
-
-def test_below_usage_explains_the_gradual_reclaim() -> None:
-    assert below_usage_note(new_hard=4, used=4) is None
-    note = below_usage_note(new_hard=1, used=3)
-    assert note is not None and "Running pods keep running" in note and "exceeded quota" in note
 
 
 def test_capacity() -> None:

@@ -284,7 +284,9 @@ class OutboxEntry(Base):
     kind: Mapped[str] = mapped_column(String(10))  # reply | direct | post | card
     request_id: Mapped[int | None] = mapped_column(Integer)
     target: Mapped[str | None] = mapped_column(String(64))  # the user of a direct message, the channel of a post
-    notice: Mapped[list[dict[str, str]] | None] = mapped_column(JSON)  # None for a card: rendered from the request
+    # The typed message (``bot.services.messages.to_json``), or a notice's parts (a list) in an entry recorded
+    # before typed messages; None for a card: rendered from the request.
+    notice: Mapped[dict[str, Any] | list[dict[str, str]] | None] = mapped_column(JSON)
     actions: Mapped[list[dict[str, str | None]]] = mapped_column(JSON, default=list)
     state: Mapped[str] = mapped_column(String(10), index=True)  # pending | sent | dead
     attempts: Mapped[int] = mapped_column(Integer, default=0)

@@ -108,7 +108,7 @@ class Repository(RecordStore):
         now: datetime,
         request_id: int | None = None,
         target: str | None = None,
-        notice: list[dict[str, str]] | None = None,
+        notice: dict[str, Any] | list[dict[str, str]] | None = None,
         actions: list[dict[str, Any]] | None = None,
         latest_only: bool = False,
     ) -> None:

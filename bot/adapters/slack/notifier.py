@@ -7,7 +7,7 @@ direct messages, posts and message updates are not: a 429 surfaces at once as ``
 Retry-After, so no worker thread sleeps through a rate limit and the caller decides when to try again
 (the outbox for what it delivers, the post claim for cards: a card post asleep in the SDK while a
 reconcile tick re-posted the card once left two cards).
-Notices are rendered to mrkdwn here (``mrkdwn.render``), at delivery.
+Messages are worded and rendered to mrkdwn here (``words.render``), at delivery.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message
-from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.transport import PooledWebClient
+from bot.adapters.slack.words import render
 from bot.errors import PermanentError, RateLimited, TemporaryError
 from bot.observability import count_error
+from bot.services.messages import Said
 from bot.services.ports import Action, MessageRef, Report
-from bot.services.text import Notice
 from bot.services.views import RequestCard
 
 log = logging.getLogger(__name__)
@@ -117,8 +117,8 @@ class SlackNotifier:
             ),
         )
 
-    def reply(self, ref: MessageRef, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
-        text = render(notice)
+    def reply(self, ref: MessageRef, message: Said, *, actions: Sequence[Action] = ()) -> None:
+        text = render(message)
         slack_call(
             "reply in a request's thread",
             lambda: self._outbox.chat_postMessage(
@@ -126,16 +126,16 @@ class SlackNotifier:
             ),
         )
 
-    def tell_user(self, user_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> None:
+    def tell_user(self, user_id: str, message: Said, *, actions: Sequence[Action] = ()) -> None:
         channel = self._dm_channel(user_id)
-        text = render(notice)
+        text = render(message)
         slack_call(
             f"send a direct message to {user_id}",
             lambda: self._outbox.chat_postMessage(channel=channel, text=text, blocks=message_blocks(text, actions)),
         )
 
-    def post(self, channel_id: str, notice: Notice, *, actions: Sequence[Action] = ()) -> MessageRef:
-        text = render(notice)
+    def post(self, channel_id: str, message: Said, *, actions: Sequence[Action] = ()) -> MessageRef:
+        text = render(message)
         response = slack_call(
             f"post in {channel_id}",
             lambda: self._outbox.chat_postMessage(channel=channel_id, text=text, blocks=message_blocks(text, actions)),

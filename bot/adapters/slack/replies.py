@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import assert_never
 
 from bot.adapters.slack.mrkdwn import escape
+from bot.services.ledger import CostAnswer, day_ranges
 from bot.services.outcomes import Cancelled, Decided, Decision, Release, Released, Retried
-from bot.services.text import gpus
+from bot.services.text import gpus, money
 
 Outcome = Decided | Cancelled | Released | Retried
 
@@ -59,3 +60,27 @@ def _released(released: Released) -> str:
             return f"Released {display}: {gpus(released.gpus)} given back to {namespace}."
         case _:
             assert_never(released.how)
+
+
+def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
+    """The answer of ``/gpu-quota cost`` as lines of mrkdwn."""
+    through = f" (through {answer.recorded_through:%d %b})" if answer.recorded_through else ""
+    head = f"*{answer.scope}* · {answer.month:%B %Y}{through}"
+    if answer.line is None:
+        lines = [f"{head}: nothing recorded."]
+    else:
+        line = answer.line
+        budget = f" of {money(answer.budget, currency)} ({line.cost / answer.budget:.0%})" if answer.budget else ""
+        utilisation = "n/a" if line.utilisation is None else f"{line.utilisation:.0%}"
+        lines = [
+            f"{head}: {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}{budget}",
+            f"Idle (samples under the threshold): {line.idle_hours:,.1f} GPU-h · {money(line.idle_cost, currency)}"
+            f" · average utilisation {utilisation}",
+        ]
+        lines += [
+            f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
+            for model, (hours, cost) in sorted(line.by_model.items(), key=lambda item: item[1][1], reverse=True)
+        ]
+    if answer.missing:
+        lines.append(f"No metrics for {day_ranges(answer.missing)}: not counted.")
+    return lines
