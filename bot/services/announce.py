@@ -116,19 +116,22 @@ class Announcer:
         the commit (``post_card(..., claimed=True)``), and nobody else before this time."""
         return self._clock.now() + LEASE
 
-    def post_card(self, request_id: int, *, card: RequestCard | None = None, claimed: bool = False) -> GpuQuotaError | None:
+    def post_card(
+        self, request_id: int, *, card: RequestCard | None = None, claimed: datetime | None = None
+    ) -> GpuQuotaError | None:
         """Post the request message once and remember where; returns Slack's error when it did not take the
         post (``RateLimited``: the reconcile posts it after the Retry-After); None when it is posted (also
         when already, or by someone else).
 
         ``card``: the card as the caller's transaction just rendered it (saves reading the row again);
-        ``claimed``: that transaction wrote the row with the post claim (``new_card_claim``).
+        ``claimed``: the post claim that transaction wrote the row with (``new_card_claim``).
         Replies and updates recorded before the ``ts`` was known are delivered right after."""
-        if not claimed and not self._claim(request_id, copy=False):
+        held = claimed or self._claim(request_id, copy=False)
+        if held is None:
             return None
         card = self._with_pods(card) if card is not None else self.card(request_id)
         try:
-            ref = self._post_claimed(card, copy=False)
+            ref = self._post_claimed(card, copy=False, held=held)
         except GpuQuotaError as error:
             log.error("could not post %s in %s: %s", card.display_id, card.channel_id, error)
             return error
@@ -156,10 +159,11 @@ class Announcer:
         is given up (``source_message_ts`` "")."""
         card = card or self.card(request_id)
         copy = source_copy(card)
-        if copy is None or copy.message_ts is not None or not self._claim(request_id, copy=True):
+        held = self._claim(request_id, copy=True) if copy is not None and copy.message_ts is None else None
+        if copy is None or held is None:
             return
         try:
-            ref = self._post_claimed(copy, copy=True)
+            ref = self._post_claimed(copy, copy=True, held=held)
         except TemporaryError as error:
             log.warning("could not post the copy of %s in %s yet: %s", card.display_id, copy.channel_id, error)
             return
@@ -178,11 +182,13 @@ class Announcer:
         if not self._db.run(lambda repo: repo.set_copy_ref(card.request_id, ts=ref.ts)):
             self._withdraw(ref, f"the copy of {card.display_id}")
 
-    def _claim(self, request_id: int, *, copy: bool) -> bool:
+    def _claim(self, request_id: int, *, copy: bool) -> datetime | None:
+        """The end of the post claim this process took, or None when someone holds it or it is posted."""
         now = self._clock.now()
-        return self._db.run(lambda repo: repo.claim_post(request_id, copy=copy, now=now, until=now + LEASE))
+        until = now + LEASE
+        return until if self._db.run(lambda repo: repo.claim_post(request_id, copy=copy, now=now, until=until)) else None
 
-    def _post_claimed(self, card: RequestCard, *, copy: bool) -> MessageRef:
+    def _post_claimed(self, card: RequestCard, *, copy: bool, held: datetime) -> MessageRef:
         """Post a card whose claim this process holds; when Slack does not take it, the claim ends: nobody
         posts it before the Retry-After of a 429 (or the wait a 5xx or timeout hints at; the reconcile posts
         it then), a refusal leaves the next reconcile tick free to try."""
@@ -191,7 +197,7 @@ class Announcer:
         except GpuQuotaError as error:
             wait = timedelta(seconds=error.delay) if isinstance(error, TemporaryError) else timedelta(0)
             not_before = self._clock.now() + wait
-            self._db.run(lambda repo: repo.release_post(card.request_id, copy=copy, not_before=not_before))
+            self._db.run(lambda repo: repo.release_post(card.request_id, copy=copy, held=held, not_before=not_before))
             raise
 
     def _withdraw(self, ref: MessageRef, what: str) -> None:

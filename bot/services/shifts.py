@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from bot.clock import Clock
 from bot.domain.commands import ShiftDraft, format_request_id
@@ -79,7 +80,7 @@ class ShiftService:
         required = 1 if self._policy.shifts.approval == ShiftApproval.ADMIN or same_team else 2
         channel = self._channel(target.team)
 
-        def create(repo: Repository) -> int:
+        def create(repo: Repository) -> tuple[int, datetime | None]:
             now = self._clock.now()
             for name, side in ((draft.source, source), (draft.target, target)):
                 if repo.namespace(name) is None:
@@ -125,9 +126,9 @@ class ShiftService:
                 },
                 detail=draft.reason.strip(),
             )
-            return request.id
+            return request.id, request.post_claimed_until
 
-        request_id = self._db.run(create)
+        request_id, claim = self._db.run(create)
         log.info(
             "%s: shift of %d GPUs from %s to %s by %s",
             format_request_id(request_id),
@@ -136,7 +137,7 @@ class ShiftService:
             draft.target,
             requester,
         )
-        post_error = self._announce.post_card(request_id, claimed=True)
+        post_error = self._announce.post_card(request_id, claimed=claim)
         return Submitted.of(request_id, channel, RequestState.PENDING, required, post_error)
 
     def _side(self, namespace: str) -> _Side:

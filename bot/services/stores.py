@@ -64,8 +64,9 @@ class Cards(Protocol):
         until ``until``; False when it is posted, or claimed (or waiting for Slack) past ``now``."""
         ...
 
-    def release_post(self, request_id: int, *, copy: bool, not_before: datetime) -> None:
-        """End a post claim that did not post: nobody posts it again before ``not_before``."""
+    def release_post(self, request_id: int, *, copy: bool, held: datetime, not_before: datetime) -> None:
+        """End the post claim ``held`` (its end, as claimed) that did not post: nobody posts it again before
+        ``not_before``. A claim someone else took since (``held`` lapsed) is theirs and stays."""
         ...
 
     def unposted_requests(self, now: datetime) -> Sequence[int]:

@@ -249,7 +249,7 @@ class Submissions:
             log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
             if request.auto_note:
                 log.info("%s", request.auto_note)
-            post_error = self._announce.post_card(request.id, card=card, claimed=True)
+            post_error = self._announce.post_card(request.id, card=card, claimed=request.post_claimed_until)
             state = RequestState(request.state)
             if request.auto_approved:
                 state = self._applier.apply(request.id)  # claimed again: the card was posted since

@@ -192,3 +192,19 @@ def test_a_429_on_a_reposted_card_ends_the_ticks_reposts(slack: SlackOverHttp, c
     clock.advance(timedelta(seconds=3))
     slack.sandbox.services.reconciler.tick()  # type: ignore[union-attr]
     assert len(slack.channel_messages("C0FRONTIER")) == 3
+
+
+def test_a_lapsed_posters_release_leaves_the_new_holders_claim(slack: SlackOverHttp, clock: ManualClock) -> None:
+    """Poster A stalls past its lease, B takes the lapsed claim; A's post then fails and A ends its claim:
+    B's claim must stay (else a third poster posts while B's post is in flight, and two cards reach Slack)."""
+    refused_card(slack, clock)  # GQ-1, unposted, its claim free
+    database = slack.sandbox.database
+    assert database is not None
+    first = clock.now()
+    assert database.run(lambda repo: repo.claim_post(1, copy=False, now=first, until=first + timedelta(minutes=2)))
+    later = first + timedelta(minutes=3)  # A's claim lapsed
+    assert database.run(lambda repo: repo.claim_post(1, copy=False, now=later, until=later + timedelta(minutes=2)))
+    database.run(
+        lambda repo: repo.release_post(1, copy=False, held=first + timedelta(minutes=2), not_before=later)  # A gives up
+    )
+    assert not database.run(lambda repo: repo.claim_post(1, copy=False, now=later, until=later + timedelta(minutes=2)))

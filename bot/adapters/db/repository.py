@@ -87,11 +87,11 @@ class Repository(RecordStore):
         )
         return _changed(result)
 
-    def release_post(self, request_id: int, *, copy: bool, not_before: datetime) -> None:
+    def release_post(self, request_id: int, *, copy: bool, held: datetime, not_before: datetime) -> None:
         claimed, posted = _post_columns(copy)
         self.session.execute(
             update(Request)
-            .where(_requests.id == request_id, posted.is_(None))
+            .where(_requests.id == request_id, posted.is_(None), claimed == held)
             .values({claimed: not_before})
             .execution_options(synchronize_session=False)
         )
