@@ -42,8 +42,15 @@ def notice_view(title: str, text: str) -> View:
     return View(type="modal", title=title[:24], close="Close", blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))])
 
 
-def register(app: App, services: Services, work: TrackingExecutor) -> None:
-    def hand_off(
+class FormListeners:
+    """The listeners of the bot's forms, sharing how a valid submission is acknowledged and answered."""
+
+    def __init__(self, services: Services, work: TrackingExecutor) -> None:
+        self._services = services
+        self._work = work
+
+    def _hand_off(
+        self,
         ack: Ack,
         body: dict[str, Any],
         client: WebClient,
@@ -62,51 +69,48 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             if busy_field
             else (lambda: ack(response_action="update", view=notice_view(title, BUSY)))
         )
-        work.hand_off(
+        self._work.hand_off(
             lambda: show(client, body, notice_view(title, attempt(outcome, user=user, what=what))),
             ack=lambda: ack(response_action="update", view=notice_view(title, progress)),
             busy_ack=busy,
         )
 
-    @app.view(ids.REQUEST_FORM)
-    def on_request_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+    def on_request_form(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
         draft, errors = draft_from_form(form.values)
         if errors:
             ack(response_action="errors", errors=errors)
             return
-        hand_off(
+        self._hand_off(
             ack,
             body,
             client,
             title="GPU quota request",
             progress=SUBMITTING,
-            outcome=lambda: submitted_text(services.submissions.submit(requester=form.user_id, draft=draft)),
+            outcome=lambda: submitted_text(self._services.submissions.submit(requester=form.user_id, draft=draft)),
             what="request form",
             busy_field=ids.REASON_BLOCK,
         )
 
-    @app.view(ids.SHIFT_FORM)
-    def on_shift_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+    def on_shift_form(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
         draft, errors = shift_from_form(form.values)
         if draft is None:
             log.info("shift form from %s refused: %s", form.user_id, errors)
             ack(response_action="errors", errors=errors)
             return
-        hand_off(
+        self._hand_off(
             ack,
             body,
             client,
             title="Shift GPUs",
             progress=SUBMITTING,
-            outcome=lambda: submitted_text(services.shifts.submit(requester=form.user_id, draft=draft)),
+            outcome=lambda: submitted_text(self._services.shifts.submit(requester=form.user_id, draft=draft)),
             what="shift form",
             busy_field=ids.REASON_BLOCK,
         )
 
-    @app.view(ids.EXTEND_FORM)
-    def on_extend_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+    def on_extend_form(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
         try:
             duration = parse_duration(form.values.get(ids.DURATION_BLOCK, ""))
@@ -118,14 +122,14 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             log.warning("extend form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
             ack(response_action="errors", errors={ids.DURATION_BLOCK: "This form is not valid; use the Extend button again."})
             return
-        hand_off(
+        self._hand_off(
             ack,
             body,
             client,
             title="Extend a grant",
             progress=SUBMITTING,
             outcome=lambda: submitted_text(
-                services.submissions.extend(
+                self._services.submissions.extend(
                     requester=form.user_id,
                     request_id=request_id,
                     duration=duration,
@@ -136,8 +140,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             busy_field=ids.REASON_BLOCK,
         )
 
-    @app.view(ids.DENY_FORM)
-    def on_deny_form(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+    def on_deny_form(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
         reason = form.values.get(ids.REASON_BLOCK, "")
         if not reason:
@@ -148,39 +151,47 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             log.warning("deny form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
             ack(response_action="errors", errors={ids.REASON_BLOCK: "This form is not valid; use the Deny button again."})
             return
-        hand_off(
+        self._hand_off(
             ack,
             body,
             client,
             title="Deny a request",
             progress=":hourglass_flowing_sand: Denying…",
             outcome=lambda: reply_text(
-                services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason)
+                self._services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason)
             ),
             what="deny form",
             busy_field=ids.REASON_BLOCK,
         )
 
-    @app.view(ids.CONFIRM_APPROVAL_FORM)
-    def on_confirm_approval(ack: Ack, body: dict[str, Any], client: WebClient) -> None:
+    def on_confirm_approval(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:
         form = FormSubmission.from_body(body)
         request_id = form.request_id
         if request_id is None:
             log.warning("approval form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
             ack(response_action="update", view=notice_view("Approve a request", INVALID_FORM))
             return
-        hand_off(
+        self._hand_off(
             ack,
             body,
             client,
             title=f"Approve {format_request_id(request_id)}",
             progress=":hourglass_flowing_sand: Recording your approval…",
             outcome=lambda: reply_text(
-                services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE)
+                self._services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE)
             ),
             what=f"approval form of {format_request_id(request_id)}",
             busy_field=None,  # the form has no field to show it on
         )
+
+
+def register(app: App, services: Services, work: TrackingExecutor) -> None:
+    listeners = FormListeners(services, work)
+    app.view(ids.REQUEST_FORM)(listeners.on_request_form)
+    app.view(ids.SHIFT_FORM)(listeners.on_shift_form)
+    app.view(ids.EXTEND_FORM)(listeners.on_extend_form)
+    app.view(ids.DENY_FORM)(listeners.on_deny_form)
+    app.view(ids.CONFIRM_APPROVAL_FORM)(listeners.on_confirm_approval)
 
 
 def show(client: WebClient, body: dict[str, Any], view: View) -> None:
