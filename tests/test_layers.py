@@ -193,6 +193,7 @@ WORDLESS_SERVICES = [
     "failures",
     "home",
     "inbox",
+    "lifecycle",
     "messages",
     "metrics_health",
     "outcomes",
@@ -208,23 +209,22 @@ WORDLESS_SERVICES = [
     "request_rows",
     "requests",
     "shift_apply",
+    "shifts",
     "spend",
     "stores",
+    "submissions",
     "text",
     "views",
 ]
-# Not converted yet (a shrinking list): digest makes the daily report's lines; idle, ledger, lifecycle,
-# queries, shifts and submissions still raise refusals as sentences (next: typed ``Refused``).
+# Not converted yet (a shrinking list): digest makes the daily report's lines; idle, ledger and
+# queries still raise refusals as sentences (next: typed ``Refused``).
 # Everything said in threads, direct messages and posts is a typed message (``bot.services.messages``);
 # a use case's refusal is a typed ``Refused`` (``bot.services.refusals``), worded at the Slack edge.
 SERVICES_WITH_WORDS = [
     "digest",
     "idle",
     "ledger",
-    "lifecycle",
     "queries",
-    "shifts",
-    "submissions",
 ]
 EMOJI = re.compile(r":[a-z0-9_+-]+:")
 BOLD = re.compile(r"(^|\s)\*[^*\s][^*]*\*")

@@ -12,11 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import Enum
 from typing import ClassVar
 
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.errors import UserError
+
+
+class Reading(Enum):
+    """What the quota was read for when it could not be read (nothing was recorded or submitted)."""
+
+    CONFIRMATION = "confirmation"
+    REQUEST = "request"
+    SHIFT = "shift"
 
 
 class Refusal:
@@ -111,14 +120,6 @@ class ShiftNeedsApproverOf(Refusal):
     team: str  # the label of the team not yet covered
 
 
-class Reading(Enum):
-    """What the quota was read for when it could not be read (nothing was recorded or submitted)."""
-
-    CONFIRMATION = "confirmation"
-    REQUEST = "request"
-    SHIFT = "shift"
-
-
 @dataclass(frozen=True)
 class QuotaUnreadable(Refusal):
     """``problem``: the failing system's words (``str`` of the infrastructure error)."""
@@ -126,3 +127,129 @@ class QuotaUnreadable(Refusal):
     namespace: str
     problem: str
     reading: Reading
+
+
+# --- cancel, release, retry -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotYoursToCancel(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class NotYoursToRelease(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class NothingToGiveBack(Refusal):
+    """A failed shift whose source was never lowered."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class NoActiveGrant(Refusal):
+    """``extending``: asked to extend it (else to release it)."""
+
+    request_id: int
+    extending: bool = False
+
+
+@dataclass(frozen=True)
+class GrantAlreadyEnded(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class AdminsRetry(Refusal):
+    pass
+
+
+@dataclass(frozen=True)
+class NotFailed(Refusal):
+    request_id: int
+    state: RequestState
+
+
+@dataclass(frozen=True)
+class NotRetried(Refusal):
+    """``problem``: the policy check's words (``bot.services.effects.source_problem``)."""
+
+    problem: str
+
+
+# --- submitting a request, an extension or a shift ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Incomplete(Refusal):
+    """``problems``: what the parser found missing (``RequestDraft.problems``); none: it names nothing."""
+
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OverLimits(Refusal):
+    """``problems``: the policy's limit checks' words (``bot.domain.quota``), at least one."""
+
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrantTooLong(Refusal):
+    """An extension would take the whole grant past the team's longest."""
+
+    team: str  # the label
+    longest: timedelta
+    request_id: int
+    would_last: timedelta
+
+
+@dataclass(frozen=True)
+class ShiftNotExtendable(Refusal):
+    request_id: int
+    source_namespace: str
+
+
+@dataclass(frozen=True)
+class NotManaged(Refusal):
+    """``namespace`` as typed; ``managed``: the namespaces to choose from, when the answer lists them;
+    ``submitting``: said while submitting a shift (nothing was submitted)."""
+
+    namespace: str
+    managed: tuple[str, ...] | None = None
+    submitting: bool = False
+
+
+@dataclass(frozen=True)
+class NotAMember(Refusal):
+    team: str  # the label
+    namespace: str
+
+
+@dataclass(frozen=True)
+class NotAShiftMember(Refusal):
+    source_team: str  # labels
+    target_team: str
+
+
+@dataclass(frozen=True)
+class NoSuchNamespace(Refusal):
+    """Not in the cluster; ``reading`` says what was being submitted."""
+
+    namespace: str
+    reading: Reading
+
+
+@dataclass(frozen=True)
+class SameNamespace(Refusal):
+    namespace: str
+
+
+@dataclass(frozen=True)
+class SourceTooSmall(Refusal):
+    namespace: str
+    hard: int
+    gpus: int

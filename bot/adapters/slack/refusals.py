@@ -13,10 +13,11 @@ from functools import singledispatch
 from bot.adapters.slack import mrkdwn
 from bot.adapters.slack.words import fill
 from bot.domain.commands import format_request_id
+from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.services import refusals as r
 from bot.services.requests import AUTO_APPROVER
-from bot.services.text import Notice, Part, User, Words, plain
+from bot.services.text import Notice, Part, User, Words, gpus, plain
 
 
 def render(refusal: r.Refusal) -> str:
@@ -137,3 +138,138 @@ _UNREADABLE = {
 @notice.register
 def _(refusal: r.QuotaUnreadable) -> Notice:
     return fill(_UNREADABLE[refusal.reading], namespace=refusal.namespace, problem=refusal.problem)
+
+
+# --- cancel, release, retry -------------------------------------------------------------------
+
+
+@notice.register
+def _(refusal: r.NotYoursToCancel) -> Notice:
+    return fill("Only the requester or an admin can cancel {request}.", request=format_request_id(refusal.request_id))
+
+
+@notice.register
+def _(refusal: r.NotYoursToRelease) -> Notice:
+    return fill(
+        "Only the requester, an approver of the team or an admin can release {request}.",
+        request=format_request_id(refusal.request_id),
+    )
+
+
+@notice.register
+def _(refusal: r.NothingToGiveBack) -> Notice:
+    return fill("{request} has nothing to give back: its source was not lowered.", request=format_request_id(refusal.request_id))
+
+
+@notice.register
+def _(refusal: r.NoActiveGrant) -> Notice:
+    request = format_request_id(refusal.request_id)
+    if refusal.extending:
+        return fill("{request} has no active grant to extend.", request=request)
+    return fill("{request} has no active grant to release.", request=request)
+
+
+@notice.register
+def _(refusal: r.GrantAlreadyEnded) -> Notice:
+    return fill("The grant of {request} has already ended.", request=format_request_id(refusal.request_id))
+
+
+@notice.register
+def _(refusal: r.AdminsRetry) -> Notice:
+    return fill("Only admins can retry a failed request.")
+
+
+@notice.register
+def _(refusal: r.NotFailed) -> Notice:
+    return fill(
+        "{request} is {state}, not failed: nothing to retry.",
+        request=format_request_id(refusal.request_id),
+        state=refusal.state.value,
+    )
+
+
+@notice.register
+def _(refusal: r.NotRetried) -> Notice:
+    return fill("Not retried: {problem}.", problem=refusal.problem)
+
+
+# --- submitting a request, an extension or a shift ------------------------------------------
+
+
+@notice.register
+def _(refusal: r.Incomplete) -> Notice:
+    problems = "; ".join(refusal.problems) or "namespace, GPUs and a reason are needed"
+    return fill("The request is incomplete: {problems}", problems=problems)
+
+
+@notice.register
+def _(refusal: r.OverLimits) -> Notice:
+    return fill("Not submitted: {problems}.", problems="; ".join(refusal.problems))
+
+
+@notice.register
+def _(refusal: r.GrantTooLong) -> Notice:
+    return fill(
+        "Not submitted: {team} may borrow GPUs for at most {longest} per grant, extensions included;"
+        " {request} would then last {would_last}.",
+        team=refusal.team,
+        longest=format_duration(refusal.longest),
+        request=format_request_id(refusal.request_id),
+        would_last=format_duration(refusal.would_last),
+    )
+
+
+@notice.register
+def _(refusal: r.ShiftNotExtendable) -> Notice:
+    return fill(
+        "{request} is a shift: its GPUs come from {source}, so to keep them longer, request a new shift"
+        " when this one ends (both teams approve it).",
+        request=format_request_id(refusal.request_id),
+        source=refusal.source_namespace,
+    )
+
+
+@notice.register
+def _(refusal: r.NotManaged) -> Notice:
+    values = {"namespace": refusal.namespace, "managed": ", ".join(refusal.managed or ())}
+    if refusal.managed is None:
+        return fill("`{namespace}` is not managed by gpu-quota-bot.", **values)
+    if refusal.submitting:
+        return fill("Not submitted: `{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.", **values)
+    return fill("`{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.", **values)
+
+
+@notice.register
+def _(refusal: r.NotAMember) -> Notice:
+    return fill("Only members of {team} may request GPUs for `{namespace}`.", team=refusal.team, namespace=refusal.namespace)
+
+
+@notice.register
+def _(refusal: r.NotAShiftMember) -> Notice:
+    return fill(
+        "Only members of {source} or {target} (or an admin) may shift their GPUs.",
+        source=refusal.source_team,
+        target=refusal.target_team,
+    )
+
+
+@notice.register
+def _(refusal: r.NoSuchNamespace) -> Notice:
+    if refusal.reading == r.Reading.SHIFT:
+        return fill("Not submitted: the namespace `{namespace}` does not exist in the cluster.", namespace=refusal.namespace)
+    return fill("The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.", namespace=refusal.namespace)
+
+
+@notice.register
+def _(refusal: r.SameNamespace) -> Notice:
+    return fill("Not submitted: the source and the target are both `{namespace}`.", namespace=refusal.namespace)
+
+
+@notice.register
+def _(refusal: r.SourceTooSmall) -> Notice:
+    return fill(
+        "Not submitted: `{namespace}` has {hard}, so it cannot give {gpus}.",
+        namespace=refusal.namespace,
+        hard=gpus(refusal.hard),
+        gpus=refusal.gpus,
+    )
