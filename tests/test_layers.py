@@ -192,7 +192,9 @@ WORDLESS_SERVICES = [
     "effects",
     "failures",
     "home",
+    "idle",
     "inbox",
+    "ledger",
     "lifecycle",
     "messages",
     "metrics_health",
@@ -201,6 +203,7 @@ WORDLESS_SERVICES = [
     "ports",
     "pricing",
     "proposals",
+    "queries",
     "quota_sync",
     "quota_target",
     "reclaim",
@@ -216,15 +219,12 @@ WORDLESS_SERVICES = [
     "text",
     "views",
 ]
-# Not converted yet (a shrinking list): digest makes the daily report's lines; idle, ledger and
-# queries still raise refusals as sentences (next: typed ``Refused``).
+# Not converted yet (a shrinking list): digest makes the daily report's lines (and raises its
+# "only for finished days" and NoMetrics refusals as sentences).
 # Everything said in threads, direct messages and posts is a typed message (``bot.services.messages``);
 # a use case's refusal is a typed ``Refused`` (``bot.services.refusals``), worded at the Slack edge.
 SERVICES_WITH_WORDS = [
     "digest",
-    "idle",
-    "ledger",
-    "queries",
 ]
 EMOJI = re.compile(r":[a-z0-9_+-]+:")
 BOLD = re.compile(r"(^|\s)\*[^*\s][^*]*\*")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import date, timedelta
 from enum import Enum
 from typing import ClassVar
 
@@ -253,3 +253,44 @@ class SourceTooSmall(Refusal):
     namespace: str
     hard: int
     gpus: int
+
+
+# --- status, audit, costs, nudges -----------------------------------------------------------
+
+
+class Asked(Enum):
+    """What a person outside every team asked for without naming its scope."""
+
+    STATUS = "status"
+    COST = "cost"
+
+
+@dataclass(frozen=True)
+class InNoTeam(Refusal):
+    asked: Asked
+
+
+@dataclass(frozen=True)
+class NotYoursToAudit(Refusal):
+    pass
+
+
+@dataclass(frozen=True)
+class NotATeamOrNamespace(Refusal):
+    target: str  # as typed
+
+
+@dataclass(frozen=True)
+class NotYoursToSee(Refusal):
+    team: str  # the label
+
+
+@dataclass(frozen=True)
+class MonthNotBegun(Refusal):
+    month: date  # its first day
+
+
+@dataclass(frozen=True)
+class NotYoursToSnooze(Refusal):
+    team: str  # the label
+    namespace: str

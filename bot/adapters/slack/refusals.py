@@ -273,3 +273,38 @@ def _(refusal: r.SourceTooSmall) -> Notice:
         hard=gpus(refusal.hard),
         gpus=refusal.gpus,
     )
+
+
+# --- status, audit, costs, nudges -----------------------------------------------------------
+
+
+@notice.register
+def _(refusal: r.InNoTeam) -> Notice:
+    if refusal.asked == r.Asked.COST:
+        return fill("You are not in any team of the policy; name one: `/gpu-quota cost <team|namespace> [YYYY-MM]`.")
+    return fill("You are not in any team of the policy; name a namespace: `/gpu-quota status <namespace>`.")
+
+
+@notice.register
+def _(refusal: r.NotYoursToAudit) -> Notice:
+    return fill("Only the team, its approvers and admins can read this audit trail.")
+
+
+@notice.register
+def _(refusal: r.NotATeamOrNamespace) -> Notice:
+    return fill("`{target}` is neither a team nor a namespace of the policy.", target=refusal.target)
+
+
+@notice.register
+def _(refusal: r.NotYoursToSee) -> Notice:
+    return fill("Only the people of {team} and admins can see its costs.", team=refusal.team)
+
+
+@notice.register
+def _(refusal: r.MonthNotBegun) -> Notice:
+    return fill("{month} has not begun.", month=f"{refusal.month:%B %Y}")
+
+
+@notice.register
+def _(refusal: r.NotYoursToSnooze) -> Notice:
+    return fill("Only {team} can snooze nudges about `{namespace}`.", team=refusal.team, namespace=refusal.namespace)
