@@ -25,6 +25,7 @@ from bot.adapters.kube import KubernetesCluster
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
+from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
 from bot.domain.policy import Policy
@@ -54,10 +55,14 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.quota_target import ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
+from bot.services.refusals import Refused
 from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
 from bot.services.submissions import Submissions
 from bot.settings import Settings
+
+# A refusal's ``str`` (logs, form errors, the CLIs) is the Slack edge's wording, the one people read.
+Refused.worded_by(plain_text)
 
 
 def open_database(url: str, *, migrate: Callable[[str], object] = upgrade_if_behind) -> Database:

@@ -3,7 +3,7 @@
 User errors are shown as they are; infrastructure errors are shown with what to do; anything
 unexpected is logged with its traceback and reported with a reference, never swallowed. An error's
 sentence is text, not markup: it may quote what the person typed, so it is escaped for Slack
-(``mrkdwn.escape``); a ``Refusal`` that names people is rendered from its notice.
+(``mrkdwn.escape``); a use case's typed refusal (``Refused``) is worded by ``slack.refusals``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
-from bot.adapters.slack.mrkdwn import escape, render
+from bot.adapters.slack import refusals
+from bot.adapters.slack.mrkdwn import escape
 from bot.errors import GpuQuotaError, LostRace, PermanentError, TemporaryError, UserError
-from bot.services.text import Refusal
+from bot.services.refusals import Refused
 
 log = logging.getLogger("handlers")
 T = TypeVar("T")
@@ -45,4 +46,4 @@ def attempt(work: Callable[[], T], *, user: str, what: str) -> T | str:
 
 def sentence(error: GpuQuotaError) -> str:
     """The error's words as mrkdwn in which nothing the person typed is live."""
-    return render(error.notice) if isinstance(error, Refusal) else escape(str(error))
+    return refusals.render(error.refusal) if isinstance(error, Refused) else escape(str(error))

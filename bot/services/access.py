@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from bot.domain.policy import People, Policy, ShiftApproval, Team
 from bot.services.ports import Directory
+from bot.services.refusals import AdminsDecideShifts, NotAShiftApprover, Refusal, ShiftNeedsApproverOf
 
 
 class Access:
@@ -30,20 +31,20 @@ class Access:
 
     def shift_decision_problem(
         self, user_id: str, teams: tuple[Team, Team], *, approved_by: list[str], fresh: bool = True
-    ) -> str | None:
+    ) -> Refusal | None:
         """Why ``user_id`` may not approve a shift between ``teams`` (source, target) now; None: they may.
 
         ``shifts.approval: admin``: one admin decides. ``each_team``: one approver of each team, so a
         second approval must come from an approver of the team not yet covered.
         """
         if self._policy.shifts.approval == ShiftApproval.ADMIN:
-            return None if self.is_admin(user_id, fresh=fresh) else "Only admins decide shifts (policy `shifts.approval: admin`)."
+            return None if self.is_admin(user_id, fresh=fresh) else AdminsDecideShifts()
         mine = {team.name for team in teams if self.may_decide(user_id, team, fresh=fresh)}
         if not mine:
-            return f"You are not an approver of {teams[0].label} or {teams[1].label}, so you cannot decide this shift."
+            return NotAShiftApprover(teams[0].label, teams[1].label)
         uncovered = [team for team in teams if not any(self.may_decide(other, team, fresh=fresh) for other in approved_by)]
         if approved_by and uncovered and not mine & {team.name for team in uncovered}:
-            return f"This shift already has an approval for your team; it needs one from an approver of {uncovered[0].label}."
+            return ShiftNeedsApproverOf(uncovered[0].label)
         return None
 
     def may_request(self, user_id: str, team: Team, *, fresh: bool = True) -> bool:

@@ -21,7 +21,7 @@ from bot.domain.policy import (
     needs_confirmation,
 )
 from bot.domain.quota import change_cost, change_problem, desired_gpus
-from bot.errors import GpuQuotaError, UserError
+from bot.errors import GpuQuotaError
 from bot.logs import request_context
 from bot.observability import DECISIONS
 from bot.services.access import Access
@@ -34,9 +34,9 @@ from bot.services.outcomes import Confirmation, Decided, Decision
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaRead, QuotaSync
+from bot.services.refusals import DecidedBefore, NotAnApprover, OwnRequest, QuotaUnreadable, Reading, Refused, TeamGone
 from bot.services.request_rows import move_request
 from bot.services.requests import already_decided, check_reason_length, delta_now, load_request, pending
-from bot.services.text import Refusal
 
 log = logging.getLogger(__name__)
 
@@ -96,17 +96,15 @@ class Decisions:
         """A UserError unless ``user`` may decide ``request`` now: still pending, not their own, and a
         decider of its team (of both teams' side, for a shift)."""
         if request.state != RequestState.PENDING:
-            raise Refusal(already_decided(request))
+            raise Refused(already_decided(request))
         if request.requester_id == user:
-            raise UserError(own_request(request.id, verdict))
+            raise Refused(OwnRequest(request.id, verdict))
         if request.kind == RequestKind.SHIFT:
             self._check_shift_decider(user, request, verdict)
             return
         team = self._policy.teams.get(request.team)
         if team is None or not self._access.may_decide(user, team):
-            raise UserError(
-                f"You are not an approver for {team.label if team else request.team}, so you cannot decide {format_request_id(request.id)}."
-            )
+            raise Refused(NotAnApprover(team.label if team else request.team, request.id))
 
     def _confirmation(self, user: str, request: Request) -> Confirmation | None:
         request_id = request.id
@@ -120,9 +118,7 @@ class Decisions:
         try:
             snapshot = self._cluster.read_quota(request.namespace, self._policy.quota_name(request.namespace))
         except GpuQuotaError as error:
-            raise UserError(
-                f"Could not read the quota of `{request.namespace}` to show the change ({error}). Nothing was recorded; try again."
-            ) from error
+            raise Refused(QuotaUnreadable(request.namespace, str(error), Reading.CONFIRMATION)) from error
         current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace)
         delta = delta_now(request, current)
         price = self._pricer.price(request.namespace)
@@ -198,7 +194,7 @@ class Decisions:
         now = self._clock.now()
         row = pending(repo, request_id)
         if row.requester_id == user:
-            raise UserError(own_request(request_id, verdict))
+            raise Refused(OwnRequest(request_id, verdict))
         check_first_decision(row, user)
         if row.kind == RequestKind.SHIFT:
             # Again on the approvals as they are now: another approval may have landed since the check above.
@@ -258,11 +254,11 @@ class Decisions:
     def _check_shift_decider(self, user: str, request: Request, verdict: Verdict, *, fresh: bool = True) -> None:
         source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)
         if source is None or target is None:
-            raise UserError(f"{format_request_id(request.id)} names a team the policy no longer has; an admin can cancel it.")
+            raise Refused(TeamGone(request.id))
         earlier = [d.user_id for d in request.approvals] if verdict == Verdict.APPROVE else []
         problem = self._access.shift_decision_problem(user, (source, target), approved_by=earlier, fresh=fresh)
         if problem:
-            raise UserError(problem)
+            raise Refused(problem)
 
     def _tell_approval(self, repo: Repository, out: Outgoing, row: Request, user: str) -> None:
         out.thread(repo, row.id, ApprovedBy(user, len(row.approvals), row.approvals_required))
@@ -303,14 +299,8 @@ class Decisions:
         return f"refused when approved: {problem}" if problem else None
 
 
-def own_request(request_id: int, verdict: Verdict) -> str:
-    """Why a requester cannot decide their own request."""
-    instead = "; `cancel` it instead if you no longer need it." if verdict == Verdict.DENY else "."
-    return f"You cannot {verdict} your own request {format_request_id(request_id)}{instead}"
-
-
 def check_first_decision(request: Request, user: str) -> None:
     """A UserError when ``user`` already approved or denied ``request``: one decision per person."""
     earlier = next((d for d in request.decisions if d.user_id == user), None)
     if earlier is not None:
-        raise UserError(f"You already {earlier.verdict}d {format_request_id(request.id)}.")
+        raise Refused(DecidedBefore(request.id, Verdict(earlier.verdict)))

@@ -12,13 +12,14 @@ from functools import partial
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy
-from bot.errors import GpuQuotaError, UserError
+from bot.errors import GpuQuotaError
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.messages import IdleNudge, NudgesSnoozed
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, MetricsSource, Repository, Transactions
 from bot.services.pricing import Pricer
+from bot.services.refusals import NotManaged, NotYoursToSnooze, Refused
 from bot.services.stores import IdleNudges
 
 log = logging.getLogger(__name__)
@@ -75,9 +76,9 @@ class IdleWatch:
     def snooze(self, *, user: str, namespace: str) -> NudgesSnoozed:
         team = self._policy.team_of(namespace)
         if team is None:
-            raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
+            raise Refused(NotManaged(namespace))
         if not self._access.may_request(user, team):
-            raise UserError(f"Only {team.label} can snooze nudges about `{namespace}`.")
+            raise Refused(NotYoursToSnooze(team.label, namespace))
         until = self._clock.now() + SNOOZE
         self._db.run(lambda repo: repo.snooze_idle_nudges(namespace, until=until, by=user))
         return NudgesSnoozed(namespace, until)

@@ -21,9 +21,9 @@ from typing import Any
 from bot.clock import Clock
 from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
 from bot.domain.policy import Policy, Team
-from bot.errors import UserError
 from bot.services.access import Access
 from bot.services.ports import MetricsSource, Transactions
+from bot.services.refusals import Asked, InNoTeam, MonthNotBegun, NotATeamOrNamespace, NotYoursToSee, Refused
 from bot.services.stores import LedgerReads
 
 log = logging.getLogger(__name__)
@@ -342,7 +342,7 @@ class CostLookup:
         today = self._clock.now().astimezone(zone).date()
         first = (month or today).replace(day=1)
         if first > today:
-            raise UserError(f"{first:%B %Y} has not begun.")
+            raise Refused(MonthNotBegun(first))
         last = min((first + timedelta(days=32)).replace(day=1) - timedelta(days=1), today - timedelta(days=1))
         scopes = self._scopes(user, target)
         by_namespace = self._ledger.summary(first, last).month if last >= first else {}
@@ -360,13 +360,13 @@ class CostLookup:
         if target is None:
             teams = self._access.teams_of(user)
             if not teams:
-                raise UserError("You are not in any team of the policy; name one: `/gpu-quota cost <team|namespace> [YYYY-MM]`.")
+                raise Refused(InNoTeam(Asked.COST))
         elif target in self._policy.teams:
             teams = [self._policy.teams[target]]
         else:
             team = self._policy.team_of(target)
             if team is None:
-                raise UserError(f"`{target}` is neither a team nor a namespace of the policy.")
+                raise Refused(NotATeamOrNamespace(target))
             self._check(user, team)
             return [(target, {target}, None)]
         for team in teams:
@@ -375,4 +375,4 @@ class CostLookup:
 
     def _check(self, user: str, team: Team) -> None:
         if not (self._access.belongs_to(user, team) or self._access.is_admin(user)):
-            raise UserError(f"Only the people of {team.label} and admins can see its costs.")
+            raise Refused(NotYoursToSee(team.label))

@@ -8,12 +8,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from bot.clock import Clock
-from bot.domain.commands import format_request_id
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg
 from bot.domain.policy import (
     Policy,
 )
-from bot.errors import UserError
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
@@ -21,6 +19,18 @@ from bot.services.effects import record_effect, source_problem
 from bot.services.messages import CancelledBy, CancelledToRequester, RetryBy
 from bot.services.outcomes import Cancelled, Release, Released, Retried
 from bot.services.ports import Repository, Transactions
+from bot.services.refusals import (
+    AdminsRetry,
+    GrantAlreadyEnded,
+    NoActiveGrant,
+    NoSuchRequest,
+    NotFailed,
+    NothingToGiveBack,
+    NotRetried,
+    NotYoursToCancel,
+    NotYoursToRelease,
+    Refused,
+)
 from bot.services.request_rows import move_request
 from bot.services.requests import load_request, pending
 
@@ -51,7 +61,7 @@ class Lifecycle:
     def cancel(self, *, user: str, request_id: int) -> Cancelled:
         request = load_request(self._db, request_id)
         if request.requester_id != user and not self._access.is_admin(user):
-            raise UserError(f"Only the requester or an admin can cancel {format_request_id(request_id)}.")
+            raise Refused(NotYoursToCancel(request_id))
 
         out = self._announce.outgoing()
 
@@ -76,20 +86,18 @@ class Lifecycle:
         teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
         allowed = request.requester_id == user or any(self._access.may_decide(user, team) for team in teams)
         if not allowed:
-            raise UserError(
-                f"Only the requester, an approver of the team or an admin can release {format_request_id(request_id)}."
-            )
+            raise Refused(NotYoursToRelease(request_id))
         if request.kind == RequestKind.SHIFT and request.state == RequestState.FAILED:
             # The target side failed and nobody will retry it: the source gets back what it gave.
             if not self._applier.give_back_source(request_id, actor=user):
-                raise UserError(f"{format_request_id(request_id)} has nothing to give back: its source was not lowered.")
+                raise Refused(NothingToGiveBack(request_id))
             return Released(request_id, Release.SOURCE_GIVEN_BACK, request.delta, request.namespace, request.source_namespace)
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE:
-            raise UserError(f"{format_request_id(request_id)} has no active grant to release.")
+            raise Refused(NoActiveGrant(request_id))
         ended = self._applier.end_grant(grant.id, reason="released", actor=user)
         if ended is None:
-            raise UserError(f"The grant of {format_request_id(request_id)} has already ended.")
+            raise Refused(GrantAlreadyEnded(request_id))
         if ended == GrantState.ENDING:
             return Released(request_id, Release.PENDING, abs(grant.gpus), request.namespace, request.source_namespace)
         if request.kind == RequestKind.SHIFT:  # the target gives them back; the source gets them
@@ -99,7 +107,7 @@ class Lifecycle:
     def retry(self, *, user: str, request_id: int) -> Retried:
         """An admin re-applies a failed request (after fixing what made it fail)."""
         if not self._access.is_admin(user):
-            raise UserError("Only admins can retry a failed request.")
+            raise Refused(AdminsRetry())
 
         out = self._announce.outgoing()
 
@@ -107,13 +115,13 @@ class Lifecycle:
             now = self._clock.now()
             row = repo.request(request_id)
             if row is None:
-                raise UserError(f"{format_request_id(request_id)} does not exist.")
+                raise Refused(NoSuchRequest(request_id))
             if row.state != RequestState.FAILED:
-                raise UserError(f"{format_request_id(request_id)} is {row.state}, not failed: nothing to retry.")
+                raise Refused(NotFailed(request_id, RequestState(row.state)))
             if row.kind == RequestKind.SHIFT and row.source_state != SourceLeg.APPLIED:
                 problem = source_problem(repo, row, None)  # before the source leg is recorded: never a negative base
                 if problem:
-                    raise UserError(f"Not retried: {problem}.")
+                    raise Refused(NotRetried(problem))
             move_request(row, RequestState.APPROVED, now=now)
             row.failure_reason = None
             row.decided_at = now

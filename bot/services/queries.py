@@ -8,10 +8,11 @@ from datetime import timedelta
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
-from bot.errors import GpuQuotaError, UserError
+from bot.errors import GpuQuotaError
 from bot.services.access import Access
 from bot.services.pods import PodView
 from bot.services.ports import QuotaCluster, Transactions
+from bot.services.refusals import Asked, InNoTeam, NoSuchRequest, NotManaged, NotYoursToAudit, Refused
 from bot.services.views import AuditLine, GrantLine, NamespaceStatus, PendingLine
 
 log = logging.getLogger(__name__)
@@ -38,12 +39,12 @@ class Queries:
     def status(self, *, user: str, namespace: str | None = None) -> list[NamespaceStatus]:
         if namespace is not None:
             if self._policy.team_of(namespace) is None:
-                raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
+                raise Refused(NotManaged(namespace))
             names = [namespace]
         else:
             names = sorted(ns.name for team in self._access.teams_of(user) for ns in team.namespaces)
             if not names:
-                raise UserError("You are not in any team of the policy; name a namespace: `/gpu-quota status <namespace>`.")
+                raise Refused(InNoTeam(Asked.STATUS))
         return [self.status_of(name) for name in names]
 
     def status_of(self, namespace: str) -> NamespaceStatus:
@@ -99,17 +100,17 @@ class Queries:
         if namespace is None and request_id is not None:
             request = self._db.run(lambda repo: repo.request(request_id))
             if request is None:
-                raise UserError(f"GQ-{request_id} does not exist.")
+                raise Refused(NoSuchRequest(request_id))
             # A shift belongs to both its teams.
             teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
         else:
             team = self._policy.team_of(namespace or "")
             if team is None:
-                raise UserError(f"`{namespace}` is not managed by gpu-quota-bot.")
+                raise Refused(NotManaged(namespace or ""))
             teams = [team]
         allowed = any(self._access.may_request(user, team, fresh=False) for team in teams)
         if not (allowed or self._access.is_admin(user, fresh=False)):
-            raise UserError("Only the team, its approvers and admins can read this audit trail.")
+            raise Refused(NotYoursToAudit())
         rows = self._db.run(lambda repo: list(repo.audit_trail(namespace=namespace, request_id=request_id, limit=limit)))
         return [AuditLine(r.at, r.actor, r.action, r.namespace, r.request_id, r.before, r.after, r.detail) for r in rows]
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from bot.domain.commands import GpuAmount, format_request_id
+from bot.domain.commands import GpuAmount
 from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestKind, RequestState, Verdict
-from bot.errors import UserError
 from bot.services.ports import Transactions
-from bot.services.text import Notice, Refusal, User, say
+from bot.services.refusals import AlreadyDecided, NoSuchRequest, ReasonTooLong, Refused
 
 if TYPE_CHECKING:
     from bot.services.ports import Repository
@@ -22,7 +21,7 @@ def load_request(database: Transactions, request_id: int) -> Request:
     """The request, read in its own transaction; a UserError if there is none."""
     request = database.run(lambda repo: repo.request(request_id))
     if request is None:
-        raise UserError(f"{format_request_id(request_id)} does not exist.")
+        raise Refused(NoSuchRequest(request_id))
     return request
 
 
@@ -36,7 +35,7 @@ def pending(repo: Repository, request_id: int) -> Request:
     row = repo.request(request_id)
     assert row is not None, "the request was loaded before the transaction"
     if row.state != RequestState.PENDING:
-        raise Refusal(already_decided(row))
+        raise Refused(already_decided(row))
     return row
 
 
@@ -46,7 +45,7 @@ MAX_REASON = 2000  # characters: a reason is read by approvers in a card and a t
 def check_reason_length(reason: str) -> None:
     """A UserError for a reason longer than a card shows (Slack cuts a section at 3,000 characters)."""
     if len(reason.strip()) > MAX_REASON:
-        raise UserError(f"The reason is {len(reason.strip()):,} characters long; say it in at most {MAX_REASON:,}.")
+        raise Refused(ReasonTooLong(len(reason.strip()), MAX_REASON))
 
 
 def delta_now(request: Request, current: int) -> int:
@@ -56,22 +55,11 @@ def delta_now(request: Request, current: int) -> int:
     return GpuAmount.parse(request.amount_text).delta_from(current)
 
 
-def already_decided(request: Request) -> Notice:
-    display = format_request_id(request.id)
+def already_decided(request: Request) -> AlreadyDecided:
+    """Why a request that is no longer pending cannot be decided or cancelled: its state and its deciders."""
     state = RequestState(request.state)
     if state == RequestState.DENIED:
-        deniers = [d.user_id for d in request.decisions if d.verdict == Verdict.DENY]
-        return say(f"{display} was already denied by ", *_people(deniers), ".")
+        return AlreadyDecided(request.id, state, tuple(d.user_id for d in request.decisions if d.verdict == Verdict.DENY))
     if state in (RequestState.APPROVED, RequestState.APPLIED, RequestState.FAILED):
-        approvers = [d.user_id for d in request.approvals]
-        return say(f"{display} was already approved by ", *_people(approvers), f" (now {state}).")
-    return say(f"{display} is already {state}.")
-
-
-def _people(user_ids: list[str]) -> list[str | User]:
-    """``@a, @b`` as notice parts; the auto-approver is named, not mentioned."""
-    parts: list[str | User] = []
-    for index, user_id in enumerate(user_ids):
-        parts += [", "] if index else []
-        parts.append("auto-approval" if user_id == AUTO_APPROVER else User(user_id))
-    return parts
+        return AlreadyDecided(request.id, state, tuple(d.user_id for d in request.approvals))
+    return AlreadyDecided(request.id, state)

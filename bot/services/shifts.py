@@ -18,15 +18,25 @@ from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestKind, RequestState
 from bot.domain.policy import Policy, ShiftApproval, Team, limit_problems
 from bot.domain.quota import QuotaSnapshot, change_cost
-from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.outcomes import Submitted
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaSync
+from bot.services.refusals import (
+    NoSuchNamespace,
+    NotAShiftMember,
+    NotManaged,
+    OverLimits,
+    QuotaUnreadable,
+    Reading,
+    Refused,
+    SameNamespace,
+    SourceTooSmall,
+)
 from bot.services.requests import check_reason_length
-from bot.services.text import gpus
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +75,15 @@ class ShiftService:
         """Record a shift, post its card; it is applied once approved (``shifts.approval``)."""
         check_reason_length(draft.reason)
         if draft.source == draft.target:
-            raise UserError(f"Not submitted: the source and the target are both `{draft.source}`.")
+            raise Refused(SameNamespace(draft.source))
         source, target = self._side(draft.source), self._side(draft.target)
         if not any(self._access.may_request(requester, side.team) for side in (source, target)):
-            raise UserError(f"Only members of {source.team.label} or {target.team.label} (or an admin) may shift their GPUs.")
+            raise Refused(NotAShiftMember(source.team.label, target.team.label))
         if draft.gpus > source.hard:
-            raise UserError(f"Not submitted: `{draft.source}` has {gpus(source.hard)}, so it cannot give {draft.gpus}.")
+            raise Refused(SourceTooSmall(draft.source, source.hard, draft.gpus))
         problems = limit_problems(self._policy, draft.target, current=target.hard, delta=draft.gpus, duration=draft.duration)
         if problems:
-            raise UserError("Not submitted: " + "; ".join(problems) + ".")
+            raise Refused(OverLimits(tuple(problems)))
         price = self._pricer.price(draft.target)
         monthly, basis = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
         same_team = source.team.name == target.team.name
@@ -143,14 +153,13 @@ class ShiftService:
     def _side(self, namespace: str) -> _Side:
         team = self._policy.team_of(namespace)
         if team is None:
-            managed = ", ".join(self._policy.managed_namespaces())
-            raise UserError(f"Not submitted: `{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.")
+            raise Refused(NotManaged(namespace, tuple(self._policy.managed_namespaces()), submitting=True))
         try:
             snapshot = self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
         except NamespaceNotFound:
-            raise UserError(f"Not submitted: the namespace `{namespace}` does not exist in the cluster.") from None
+            raise Refused(NoSuchNamespace(namespace, Reading.SHIFT)) from None
         except GpuQuotaError as error:
-            raise UserError(f"Could not read the quota of `{namespace}` ({error}). Nothing was submitted; try again.") from error
+            raise Refused(QuotaUnreadable(namespace, str(error), Reading.SHIFT)) from error
         return _Side(team, snapshot, snapshot.hard if snapshot else self._policy.default_quota(namespace))
 
     def _channel(self, target: Team) -> str:

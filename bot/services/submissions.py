@@ -1,7 +1,7 @@
 """Submissions: a new request (``submit``) and more time on a grant (``extend``).
 
 The check, the record (with the auto-approval decided in the same transaction, under the team's
-lock), the card and, when policy auto-approves, the apply. Refusals are ``UserError``s.
+lock), the card and, when policy auto-approves, the apply. Refusals are typed (``Refused``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from bot.domain.policy import (
     limit_problems,
 )
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
-from bot.errors import GpuQuotaError, NamespaceNotFound, UserError
+from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.logs import request_context
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -36,6 +36,19 @@ from bot.services.outcomes import Submitted
 from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaSync
+from bot.services.refusals import (
+    GrantTooLong,
+    Incomplete,
+    NoActiveGrant,
+    NoSuchNamespace,
+    NotAMember,
+    NotManaged,
+    OverLimits,
+    QuotaUnreadable,
+    Reading,
+    Refused,
+    ShiftNotExtendable,
+)
 from bot.services.request_rows import move_request
 from bot.services.requests import AUTO_APPROVER, check_reason_length, gpu_hours, load_request
 from bot.services.views import RequestCard
@@ -94,9 +107,7 @@ class Submissions:
     def submit(self, *, requester: str, draft: RequestDraft) -> Submitted:
         """Record a new request, post it for approval, and apply it at once if policy auto-approves."""
         if not draft.complete:
-            raise UserError(
-                "The request is incomplete: " + "; ".join(draft.problems or ("namespace, GPUs and a reason are needed",))
-            )
+            raise Refused(Incomplete(tuple(draft.problems or ())))
         assert draft.namespace is not None and draft.amount is not None
         check_reason_length(draft.reason)
         team = self._team_for_request(requester, draft.namespace)
@@ -106,7 +117,7 @@ class Submissions:
         delta = draft.amount.delta_from(current)
         problems = limit_problems(self._policy, draft.namespace, current=current, delta=delta, duration=draft.duration)
         if problems:
-            raise UserError("Not submitted: " + "; ".join(problems) + ".")
+            raise Refused(OverLimits(tuple(problems)))
         return self._create(
             requester,
             _NewRequest(
@@ -132,10 +143,7 @@ class Submissions:
         # The whole grant counts, not the time left: otherwise repeated extensions make any grant endless.
         whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
         if whole > team.limits.max_duration:
-            raise UserError(
-                f"Not submitted: {team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
-                f" per grant, extensions included; {format_request_id(request_id)} would then last {format_duration(whole)}."
-            )
+            raise Refused(GrantTooLong(team.label, team.limits.max_duration, request_id, whole))
         snapshot = self._read_quota(original.namespace)
         return self._create(
             requester,
@@ -155,7 +163,7 @@ class Submissions:
         )
 
     def check_extendable(self, request_id: int) -> None:
-        """Raise UserError unless the request has a grant to extend (asked before the extend form opens)."""
+        """Raise a refusal unless the request has a grant to extend (asked before the extend form opens)."""
         self._active_grant(load_request(self._db, request_id))
 
     def _active_grant(self, request: Request) -> Grant:
@@ -163,13 +171,10 @@ class Submissions:
         request_id = request.id
         if request.kind == RequestKind.SHIFT:
             # An extension is decided by the target team alone; the source's GPUs need the source team's approval too.
-            raise UserError(
-                f"{format_request_id(request_id)} is a shift: its GPUs come from {request.source_namespace}, so to keep them"
-                " longer, request a new shift when this one ends (both teams approve it)."
-            )
+            raise Refused(ShiftNotExtendable(request_id, request.source_namespace or ""))
         grant = self._db.run(lambda repo: repo.grant_of(request_id))
         if grant is None or grant.state != GrantState.ACTIVE or grant.ends_at <= self._clock.now():
-            raise UserError(f"{format_request_id(request_id)} has no active grant to extend.")
+            raise Refused(NoActiveGrant(request_id, extending=True))
         return grant
 
     def _create(self, requester: str, new: _NewRequest) -> Submitted:
@@ -295,21 +300,18 @@ class Submissions:
     def _team_for_request(self, requester: str, namespace: str) -> Team:
         team = self._policy.team_of(namespace)
         if team is None:
-            managed = ", ".join(self._policy.managed_namespaces())
-            raise UserError(f"`{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.")
+            raise Refused(NotManaged(namespace, tuple(self._policy.managed_namespaces())))
         if not self._access.may_request(requester, team):
-            raise UserError(f"Only members of {team.label} may request GPUs for `{namespace}`.")
+            raise Refused(NotAMember(team.label, namespace))
         return team
 
     def _read_quota(self, namespace: str, *, max_age: float = SUBMITTED_QUOTA_MAX_AGE) -> QuotaSnapshot | None:
         try:
             return self._cluster.read_quota(namespace, self._policy.quota_name(namespace), max_age=max_age)
         except NamespaceNotFound:
-            raise UserError(f"The namespace `{namespace}` does not exist in the cluster. Nothing was submitted.") from None
+            raise Refused(NoSuchNamespace(namespace, Reading.REQUEST)) from None
         except GpuQuotaError as error:
-            raise UserError(
-                f"Could not read the quota of `{namespace}` from the cluster ({error}). Nothing was submitted; try again."
-            ) from error
+            raise Refused(QuotaUnreadable(namespace, str(error), Reading.REQUEST)) from error
 
     def _capacity(self, namespace: str, delta: int) -> CapacityImpact | None:
         """Allocatable GPUs vs all managed quotas after the change; None (and a log line) if unknown."""

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from bot.errors import UserError
-
 
 @dataclass(frozen=True)
 class Words:
@@ -119,14 +117,6 @@ def plain(notice: Notice) -> str:
         else:
             words.append(_value(part))
     return "".join(words)
-
-
-class Refusal(UserError):
-    """A UserError whose sentence names people or moments: shown from its notice, rendered at the edge."""
-
-    def __init__(self, notice: Notice) -> None:
-        super().__init__(plain(notice))
-        self.notice = notice
 
 
 def _value(part: Part) -> str:

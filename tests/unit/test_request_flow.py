@@ -6,12 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from bot.adapters.slack.mrkdwn import render
+from bot.adapters.slack.refusals import render as refusal_words
 from bot.adapters.slack.replies import reply_text
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, UserError
 from bot.services.ports import ActionKind
-from bot.services.text import Refusal
+from bot.services.refusals import Refused
 from tests.unit.conftest import START, World
 
 REQUEST = "request ai-frontier-research +4 for 3d fine-tune on the new corpus"
@@ -116,9 +116,9 @@ def test_double_click_and_late_clicks(world: World) -> None:
     with pytest.raises(UserError, match="already approved GQ-1"):
         approve(world, 1)
     approve(world, 1, "U0KIM")
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(Refused) as refused:
         approve(world, 1, "U0PAT")
-    assert "already approved by <@U0LEE>, <@U0KIM>" in render(refused.value.notice)
+    assert "already approved by <@U0LEE>, <@U0KIM>" in refusal_words(refused.value.refusal)
     assert world.cluster.hard("ai-frontier-research") == 13
     assert [w for w in world.cluster.writes if not w[2]] == [("ai-frontier-research", 13, False)]
 
@@ -137,9 +137,9 @@ def test_deny(world: World) -> None:
     assert reply_text(world.services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.DENY)) == "You denied GQ-1."
     assert world.request(1).state == RequestState.DENIED
     assert "denied by <@U0LEE>" in world.dms("U0ALICE")[0]
-    with pytest.raises(Refusal) as refused:
+    with pytest.raises(Refused) as refused:
         approve(world, 1, "U0KIM")
-    assert "already denied by <@U0LEE>" in render(refused.value.notice)
+    assert "already denied by <@U0LEE>" in refusal_words(refused.value.refusal)
     assert world.cluster.writes == []
 
 

@@ -21,7 +21,7 @@ from bot.services import messages as m
 from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
-Value = Part | str | int  # what a placeholder takes
+Value = Part | Notice | str | int  # what a placeholder takes (a notice: a list of people, say)
 
 
 def render(said: m.Said) -> str:
@@ -39,7 +39,10 @@ def fill(template: str, **values: Value) -> Notice:
                 parts.append(Words(piece))
             continue
         value = values[piece]
-        parts.append(Words(str(value)) if isinstance(value, str | int) else value)
+        if isinstance(value, Notice):
+            parts.extend(value.parts)
+        else:
+            parts.append(Words(str(value)) if isinstance(value, str | int) else value)
     return Notice(tuple(parts))
 
 

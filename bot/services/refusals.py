@@ -1,0 +1,296 @@
+"""Why the bot will not do what a person asked, as typed refusals.
+
+A refusal names the reason and carries its values (a request id, a namespace or team as typed, a
+team's label, user ids, numbers, the words of a failing system or of the policy's checks as plain
+strings); it holds no word, emoji or markup. A use case raises it inside ``Refused`` (a
+``UserError``); the Slack edge words it (``bot.adapters.slack.refusals``), where the language is
+chosen. ``str(error)`` is that same wording as plain text (for logs and the CLIs) once the edge has
+lent it (``Refused.worded_by``); before that, the refusal's repr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import date, timedelta
+from enum import Enum
+from typing import ClassVar
+
+from bot.domain.lifecycle import RequestState, Verdict
+from bot.errors import UserError
+
+
+class Reading(Enum):
+    """What the quota was read for when it could not be read (nothing was recorded or submitted)."""
+
+    CONFIRMATION = "confirmation"
+    REQUEST = "request"
+    SHIFT = "shift"
+
+
+class Refusal:
+    """The base of every typed refusal (subclasses are frozen dataclasses)."""
+
+
+class Refused(UserError):
+    """A use case's refusal, worded at the edge."""
+
+    _words: ClassVar[Callable[[Refusal], str]] = repr
+
+    def __init__(self, refusal: Refusal) -> None:
+        super().__init__(refusal)
+        self.refusal = refusal
+
+    def __str__(self) -> str:
+        return Refused._words(self.refusal)
+
+    @classmethod
+    def worded_by(cls, words: Callable[[Refusal], str]) -> None:
+        """The plain-text wording ``str(error)`` uses (the edge's, registered when it is loaded)."""
+        cls._words = words
+
+
+# --- requests: loading, pending, reasons --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NoSuchRequest(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class AlreadyDecided(Refusal):
+    """The request is no longer pending: its state now and who denied or approved it (user ids, the
+    auto-approver's among them)."""
+
+    request_id: int
+    state: RequestState
+    deciders: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReasonTooLong(Refusal):
+    length: int
+    limit: int
+
+
+# --- decisions: who may decide, and once ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OwnRequest(Refusal):
+    request_id: int
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class DecidedBefore(Refusal):
+    """The person already approved or denied the request (``verdict``)."""
+
+    request_id: int
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class NotAnApprover(Refusal):
+    """``team`` is the team's label (or its name, when the policy no longer has it)."""
+
+    team: str
+    request_id: int
+
+
+@dataclass(frozen=True)
+class TeamGone(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class AdminsDecideShifts(Refusal):
+    pass
+
+
+@dataclass(frozen=True)
+class NotAShiftApprover(Refusal):
+    source_team: str  # labels
+    target_team: str
+
+
+@dataclass(frozen=True)
+class ShiftNeedsApproverOf(Refusal):
+    team: str  # the label of the team not yet covered
+
+
+@dataclass(frozen=True)
+class QuotaUnreadable(Refusal):
+    """``problem``: the failing system's words (``str`` of the infrastructure error)."""
+
+    namespace: str
+    problem: str
+    reading: Reading
+
+
+# --- cancel, release, retry -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotYoursToCancel(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class NotYoursToRelease(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class NothingToGiveBack(Refusal):
+    """A failed shift whose source was never lowered."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class NoActiveGrant(Refusal):
+    """``extending``: asked to extend it (else to release it)."""
+
+    request_id: int
+    extending: bool = False
+
+
+@dataclass(frozen=True)
+class GrantAlreadyEnded(Refusal):
+    request_id: int
+
+
+@dataclass(frozen=True)
+class AdminsRetry(Refusal):
+    pass
+
+
+@dataclass(frozen=True)
+class NotFailed(Refusal):
+    request_id: int
+    state: RequestState
+
+
+@dataclass(frozen=True)
+class NotRetried(Refusal):
+    """``problem``: the policy check's words (``bot.services.effects.source_problem``)."""
+
+    problem: str
+
+
+# --- submitting a request, an extension or a shift ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Incomplete(Refusal):
+    """``problems``: what the parser found missing (``RequestDraft.problems``); none: it names nothing."""
+
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OverLimits(Refusal):
+    """``problems``: the policy's limit checks' words (``bot.domain.quota``), at least one."""
+
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrantTooLong(Refusal):
+    """An extension would take the whole grant past the team's longest."""
+
+    team: str  # the label
+    longest: timedelta
+    request_id: int
+    would_last: timedelta
+
+
+@dataclass(frozen=True)
+class ShiftNotExtendable(Refusal):
+    request_id: int
+    source_namespace: str
+
+
+@dataclass(frozen=True)
+class NotManaged(Refusal):
+    """``namespace`` as typed; ``managed``: the namespaces to choose from, when the answer lists them;
+    ``submitting``: said while submitting a shift (nothing was submitted)."""
+
+    namespace: str
+    managed: tuple[str, ...] | None = None
+    submitting: bool = False
+
+
+@dataclass(frozen=True)
+class NotAMember(Refusal):
+    team: str  # the label
+    namespace: str
+
+
+@dataclass(frozen=True)
+class NotAShiftMember(Refusal):
+    source_team: str  # labels
+    target_team: str
+
+
+@dataclass(frozen=True)
+class NoSuchNamespace(Refusal):
+    """Not in the cluster; ``reading`` says what was being submitted."""
+
+    namespace: str
+    reading: Reading
+
+
+@dataclass(frozen=True)
+class SameNamespace(Refusal):
+    namespace: str
+
+
+@dataclass(frozen=True)
+class SourceTooSmall(Refusal):
+    namespace: str
+    hard: int
+    gpus: int
+
+
+# --- status, audit, costs, nudges -----------------------------------------------------------
+
+
+class Asked(Enum):
+    """What a person outside every team asked for without naming its scope."""
+
+    STATUS = "status"
+    COST = "cost"
+
+
+@dataclass(frozen=True)
+class InNoTeam(Refusal):
+    asked: Asked
+
+
+@dataclass(frozen=True)
+class NotYoursToAudit(Refusal):
+    pass
+
+
+@dataclass(frozen=True)
+class NotATeamOrNamespace(Refusal):
+    target: str  # as typed
+
+
+@dataclass(frozen=True)
+class NotYoursToSee(Refusal):
+    team: str  # the label
+
+
+@dataclass(frozen=True)
+class MonthNotBegun(Refusal):
+    month: date  # its first day
+
+
+@dataclass(frozen=True)
+class NotYoursToSnooze(Refusal):
+    team: str  # the label
+    namespace: str
