@@ -54,6 +54,9 @@ class Repository(RecordStore):
         request_id = self.session.execute(statements.ADD_REQUEST, values).scalar_one()
         request = Request(**{name: value for name, value in values.items() if name != "version"})
         request.id, request.version = request_id, values["version"]
+        # Loaded as empty, so that reading them asks nothing (the dataclass leaves a plain default to its class
+        # attribute, which the mapping replaced: an unset grant would be lazily loaded).
+        request.decisions, request.grant = [], None
         make_transient_to_detached(request)
         self.session.add(request)
         return request
