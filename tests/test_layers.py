@@ -188,6 +188,7 @@ WORDLESS_SERVICES = [
     "changes",
     "container",
     "decisions",
+    "digest",
     "effects",
     "failures",
     "home",
@@ -207,6 +208,7 @@ WORDLESS_SERVICES = [
     "quota_target",
     "reclaim",
     "reconcile",
+    "reports",
     "request_rows",
     "shift_apply",
     "shifts",
@@ -217,12 +219,11 @@ WORDLESS_SERVICES = [
     "views",
 ]
 # Not converted yet (a shrinking list): access and requests make refusals and the "already decided"
-# answer (the ephemeral replies of #19's refusal step, next); digest makes the daily report's lines.
+# answer (the ephemeral replies of #19's refusal step, next).
 # Everything said in threads, direct messages and posts is a typed message (``bot.services.messages``).
 # Refusals raised as UserError are not counted anywhere yet: they are sentences made in the services too.
 SERVICES_WITH_WORDS = [
     "access",
-    "digest",
     "requests",
 ]
 EMOJI = re.compile(r":[a-z0-9_+-]+:")
