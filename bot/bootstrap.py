@@ -17,7 +17,6 @@ from pathlib import Path
 
 from slack_bolt import App
 
-from bot.adapters.chart import daily_cost_chart
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
@@ -129,7 +128,6 @@ def build_services(
     clock: Clock,
     metrics: MetricsSource | None = None,
     workloads: Workloads | None = None,
-    chart: Callable[..., bytes] = daily_cost_chart,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
@@ -157,9 +155,7 @@ def build_services(
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
         spend = SpendReader(policy=policy, metrics=metrics, ledger=ledger)
-        digest = _digest(
-            policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, chart=chart, ledger=ledger
-        )
+        digest = _digest(policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, ledger=ledger)
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
         proposals = ProposalService(
             policy=policy, metrics=metrics, ledger=ledger, cluster=cluster, database=database, announcer=announcer, clock=clock
@@ -266,7 +262,6 @@ def _digest(
     database: Database,
     clock: Clock,
     announcer: Announcer | None,
-    chart: Callable[..., bytes] = daily_cost_chart,
     ledger: Ledger | None = None,
 ) -> DigestService:
     health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock) if announcer else None
@@ -278,7 +273,6 @@ def _digest(
         announcer=announcer,
         health=health,
         clock=clock,
-        chart=chart,
     )
 
 

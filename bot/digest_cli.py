@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bot.adapters.db.database import Database
 from bot.adapters.slack.blocks import report_blocks
+from bot.adapters.slack.reports import Report, digest_report
 from bot.bootstrap import build_digest, connect_metrics, open_database, scratch_database, slack_client, slack_ports
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
@@ -24,7 +25,7 @@ from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.world import CHANNELS, PEOPLE, sandbox_policy
 from bot.services.digest import NoMetrics
-from bot.services.ports import MetricsSource, Report
+from bot.services.ports import MetricsSource
 from bot.settings import Settings, SettingsError, load_settings
 
 
@@ -84,9 +85,9 @@ def _print(
     digest = service.build(day)
     for note in notes:
         print(f"# {note}")
-    reports = [service.team_report(t) for t in digest.teams if team in (None, t.team.name)]
+    reports = [digest_report(t) for t in digest.teams if team in (None, t.team.name)]
     if team is None:
-        reports.append(service.org_report(digest))
+        reports.append(digest_report(digest))
     renderer = TextRenderer(users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS))
     chart_dir.mkdir(parents=True, exist_ok=True)
     for report in reports:

@@ -6,11 +6,13 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from bot.adapters.slack.reports import Report, digest_report
 from bot.adapters.slack.words import render
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.messages import Said
-from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal, Report
+from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal
+from bot.services.reports import Digest
 from bot.services.views import HomeView, RequestCard
 
 
@@ -100,7 +102,7 @@ class FakeCluster:
 
 @dataclass
 class Sent:
-    """What the fake was asked to send; notices are kept as the Slack adapter renders them."""
+    """What the fake was asked to send; notices and digests are kept as the Slack adapter words them."""
 
     kind: str  # card | update | reply | dm | post
     target: str
@@ -143,8 +145,9 @@ class FakeNotifier:
         self.sent.append(Sent("post", channel_id, render(message), actions))
         return MessageRef(channel_id, f"{next(self._ts)}.000")
 
-    def publish(self, channel_id: str, report: Report) -> MessageRef:
+    def publish(self, channel_id: str, digest: Digest) -> MessageRef:
         self._check("publish")
+        report = digest_report(digest)
         self.sent.append(Sent("report", channel_id, report.title, report.actions, report=report))
         return MessageRef(channel_id, f"{next(self._ts)}.000")
 

@@ -189,6 +189,7 @@ WORDLESS_SERVICES = [
     "changes",
     "container",
     "decisions",
+    "digest",
     "effects",
     "failures",
     "home",
@@ -209,6 +210,7 @@ WORDLESS_SERVICES = [
     "reclaim",
     "reconcile",
     "refusals",
+    "reports",
     "request_rows",
     "requests",
     "shift_apply",
@@ -219,13 +221,11 @@ WORDLESS_SERVICES = [
     "text",
     "views",
 ]
-# Not converted yet (a shrinking list): digest makes the daily report's lines (and raises its
-# "only for finished days" and NoMetrics refusals as sentences).
-# Everything said in threads, direct messages and posts is a typed message (``bot.services.messages``);
-# a use case's refusal is a typed ``Refused`` (``bot.services.refusals``), worded at the Slack edge.
-SERVICES_WITH_WORDS = [
-    "digest",
-]
+# Not converted yet (a shrinking list; empty now: every service module is wordless). Everything said in
+# threads, direct messages and posts is a typed message (``bot.services.messages``), a use case's refusal a
+# typed ``Refused`` (``bot.services.refusals``), a report typed data (``bot.services.reports``), all worded
+# at the Slack edge.
+SERVICES_WITH_WORDS: list[str] = []
 EMOJI = re.compile(r":[a-z0-9_+-]+:")
 BOLD = re.compile(r"(^|\s)\*[^*\s][^*]*\*")
 SENTENCE = re.compile(r"^[A-Z][a-z']*( [^ ]+){2,}[.!?]$|[a-z]{2,}[.!?] [A-Z]")

@@ -1,6 +1,7 @@
 """The digest chart: daily cost this month, stacked, with the budget pace line. PNG bytes via matplotlib.
 
-Uses the object-oriented ``Figure`` API (no pyplot, no global state), so it is safe in threads and
+Its words (title, axis, legend) come with the call, made where the report is worded
+(``bot.adapters.slack.reports``); the chart only draws. Uses the object-oriented ``Figure`` API (no pyplot, no global state), so it is safe in threads and
 needs no display. matplotlib (and numpy with it, about 50 MiB) is imported when the first chart is
 drawn, not at start-up: most processes never draw one.
 """
@@ -9,19 +10,23 @@ from __future__ import annotations
 
 import io
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import date
 
 
-def daily_cost_chart(
-    *,
-    title: str,
-    daily: Mapping[date, Mapping[str, float]],
-    pace: float | None,
-    currency: str,
-) -> bytes:
+@dataclass(frozen=True)
+class ChartWords:
+    title: str
+    axis: str  # the cost axis
+    month: str  # under the days
+    pace: str  # the legend of the budget pace line
+    others: str  # the legend of the parts stacked as one (``OTHERS``)
+
+
+def daily_cost_chart(*, daily: Mapping[date, Mapping[str, float]], pace: float | None, words: ChartWords) -> bytes:
     """Stacked bars: one per day, one colour per part (namespace or team); a dashed line at ``pace``.
 
-    The ``MAX_PARTS - 1`` largest parts get their own colour; the rest are stacked as one "others".
+    The ``MAX_PARTS - 1`` largest parts get their own colour; the rest are stacked as one ``OTHERS``.
     """
     from matplotlib.figure import Figure
 
@@ -34,13 +39,13 @@ def daily_cost_chart(
     labels = [day.strftime("%d") for day in days]
     for part in parts:
         heights = [daily[day].get(part, 0.0) for day in days]
-        axes.bar(labels, heights, bottom=bottoms, label=part, width=0.8)
+        axes.bar(labels, heights, bottom=bottoms, label=words.others if part == OTHERS else part, width=0.8)
         bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
     if pace is not None:
-        axes.axhline(pace, color="#c0392b", linestyle="--", linewidth=1.5, label=f"budget pace ({pace:,.0f} {currency}/day)")
-    axes.set_title(title)
-    axes.set_ylabel(f"cost per day ({currency})")
-    axes.set_xlabel(days[0].strftime("%B %Y") if days else "")
+        axes.axhline(pace, color="#c0392b", linestyle="--", linewidth=1.5, label=words.pace)
+    axes.set_title(words.title)
+    axes.set_ylabel(words.axis)
+    axes.set_xlabel(words.month if days else "")
     axes.grid(axis="y", alpha=0.3)
     if parts or pace is not None:
         axes.legend(loc="upper left", fontsize="small", ncols=2)
@@ -50,7 +55,7 @@ def daily_cost_chart(
 
 
 MAX_PARTS = 10
-OTHERS = "others"
+OTHERS = "others"  # the key of the parts stacked as one (the ledger's too): shown as ``ChartWords.others``
 
 
 def _top_parts(daily: Mapping[date, Mapping[str, float]]) -> dict[date, dict[str, float]]:

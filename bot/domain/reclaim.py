@@ -1,4 +1,4 @@
-"""Gradual reclaim, as words: how long it took and what the quota still lacks. Pure."""
+"""Gradual reclaim: how long it took (for the audit record) and what the quota still lacks. Pure."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ from datetime import timedelta
 
 
 def span_text(span: timedelta) -> str:
-    """A reclaim's length as people say it: "2 days 4 h", "5 h 10 min", "12 min", "under a minute"."""
+    """A reclaim's length in the audit record's ``detail``: "2 days 4 h", "5 h 10 min", "12 min", "under a minute".
+
+    A record is written once, in English, like a log line; what people are told is worded at the
+    edge (``bot.adapters.slack.words``, the reclaim-ended message), where the language is chosen."""
     minutes = int(span.total_seconds() // 60)
     days, minutes = divmod(minutes, 24 * 60)
     hours, minutes = divmod(minutes, 60)

@@ -47,7 +47,8 @@ from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
 from bot.services.messages import CopyNotPosted, Message, Said, from_json, to_json
 from bot.services.pods import PodView
-from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Report, Repository, Transactions
+from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Repository, Transactions
+from bot.services.reports import Digest
 from bot.services.views import RequestCard
 
 log = logging.getLogger(__name__)
@@ -231,11 +232,11 @@ class Announcer:
         self._say_alone(lambda out, repo: out.post(repo, channel_id, text, actions=actions))
         return True
 
-    def publish(self, channel_id: str, report: Report) -> MessageRef | None:
+    def publish(self, channel_id: str, digest: Digest) -> MessageRef | None:
         try:
-            return self._notifier.publish(channel_id, report)
+            return self._notifier.publish(channel_id, digest)
         except GpuQuotaError as error:
-            log.error("could not publish %r in %s: %s", report.title, channel_id, error)
+            log.error("could not publish the %s of %s in %s: %s", type(digest).__name__, digest.day, channel_id, error)
             return None
 
     def deliver_pending(self) -> int:

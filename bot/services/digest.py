@@ -2,7 +2,8 @@
 
 For a day: yesterday's and the month-to-date GPU-hours and cost per namespace and per GPU model,
 budget used and the month-end forecast, utilisation, idle GPU-hours and their cost, grants ending
-within 24 hours, top consumers, and a chart. Each (team, day) is claimed in the database before it
+within 24 hours, top consumers, and the chart's figures (``bot.services.reports``: data, worded by the
+notifier at the edge). Each (team, day) is claimed in the database before it
 is posted, so reruns, restarts and a second replica never post it twice; days missed while the
 metrics were down are posted by the next run.
 
@@ -14,15 +15,11 @@ catch-up window (a future date posted by hand) does not hold the schedule back.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from functools import partial
+from collections.abc import Sequence
+from datetime import date, timedelta
 
 from bot.clock import Clock
 from bot.domain.costs import (
-    CostLine,
-    add_lines,
     budget_pace,
     day_window,
     exhaustion,
@@ -32,61 +29,22 @@ from bot.domain.costs import (
 )
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy, Team
-from bot.errors import GpuQuotaError, UserError
+from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer
-from bot.services.ledger import day_ranges
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Attachment, Report, ReportSection, Transactions
+from bot.services.ports import Transactions
+from bot.services.refusals import DayNotOver, NoMetricsFor, Refused
+from bot.services.reports import Digest, ExpiringGrant, OrgDigest, TeamDigest
 from bot.services.spend import MonthSummary, SpendReader
-from bot.services.text import money, when
 
 log = logging.getLogger(__name__)
 ORG = "*"
 CATCH_UP_DAYS = 7
 TOP = 5
-Chart = Callable[..., bytes]
 
 
-class NoMetrics(UserError):
-    """The metrics hold nothing for the day asked for: there is nothing true to report."""
-
-
-@dataclass(frozen=True)
-class ExpiringGrant:
-    request_id: int
-    namespace: str
-    gpus: int
-    ends_at: datetime
-
-
-@dataclass(frozen=True)
-class TeamDigest:
-    team: Team
-    day: date
-    yesterday: list[CostLine]
-    month: list[CostLine]
-    daily: dict[date, dict[str, float]]
-    spent: float
-    forecast: float
-    exhausts_at: datetime | None  # only when it falls after now and within the month
-    over_since: date | None
-    missing: list[date]  # days of the month the metrics held nothing for: not counted, not zero
-    expiring: list[ExpiringGrant]
-
-    @property
-    def budget(self) -> float | None:
-        return self.team.budget.monthly if self.team.budget else None
-
-
-@dataclass(frozen=True)
-class OrgDigest:
-    day: date
-    teams: list[TeamDigest]
-    others: dict[str, float]  # month cost of namespaces outside the policy, by their label team
-    yesterday: float  # the day's cost over the same namespaces as the month's totals
-    missing: list[date]
-    top: list[CostLine]
-    daily: dict[date, dict[str, float]]
+class NoMetrics(Refused):
+    """The metrics hold nothing for the days asked for (``NoMetricsFor``): there is nothing true to report."""
 
 
 class DigestService:
@@ -99,7 +57,6 @@ class DigestService:
         announcer: Announcer | None,
         health: MetricsHealth | None,
         clock: Clock,
-        chart: Chart,
     ) -> None:
         """``announcer`` and ``health`` are needed to post (``publish``, ``run``), not to build reports."""
         self._policy = policy
@@ -108,20 +65,19 @@ class DigestService:
         self._announce = announcer
         self._health = health
         self._clock = clock
-        self._chart = chart
 
     # --- building ------------------------------------------------------------------------------
 
     def build(self, day: date) -> OrgDigest:
         """The digests of every team for ``day`` (metrics are read once for all of them).
 
-        Raises UserError for a day not over yet and NoMetrics for a day the metrics do not hold."""
+        Raises Refused (DayNotOver) for a day not over yet and NoMetrics for a day the metrics do not hold."""
         zone = self._policy.schedules.zone
         today = self._clock.now().astimezone(zone).date()
         if day >= today:
-            raise UserError(f"Digests are only for finished days: {day:%a %d %b %Y} is not over yet (today is {today}).")
+            raise Refused(DayNotOver(day, today))
         if self._spend.missing_days([day_window(day, zone)]):
-            raise NoMetrics(f"no metrics for {day:%a %d %b %Y}: Prometheus holds no data for that day.")
+            raise NoMetrics(NoMetricsFor((day,)))
         spend = self._spend.month_summary(day)
         expiring = self._expiring()
         teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
@@ -134,14 +90,18 @@ class DigestService:
                 others[line.team] = others.get(line.team, 0.0) + line.cost
         daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
         yesterday = sum(line.cost for line in spend.day_lines())
+        budgets = sum(t.budget or 0.0 for t in teams)
         return OrgDigest(
             day=day,
+            currency=self._policy.pricing.currency,
             teams=teams,
             others=others,
             yesterday=yesterday,
             missing=spend.missing,
             top=every_namespace[:TOP],
+            team_labels={name: team.label for name, team in self._policy.teams.items()},
             daily=daily,
+            pace=budget_pace(budgets, day) if budgets else None,
         )
 
     def _team_digest(self, team: Team, day: date, spend: MonthSummary, expiring: list[ExpiringGrant]) -> TeamDigest:
@@ -163,9 +123,12 @@ class DigestService:
         return TeamDigest(
             team=team,
             day=day,
+            currency=self._policy.pricing.currency,
             yesterday=spend.day_lines(team.name),
             month=month,
+            top=month[:TOP] if len(month) > 1 else [],
             daily=daily,
+            pace=budget_pace(budget, day) if budget else None,
             spent=spent,
             forecast=month_end_forecast(spent, elapsed=elapsed, length=month_length(day, zone)),
             exhausts_at=runs_out,
@@ -179,98 +142,6 @@ class DigestService:
         grants = self._db.run(lambda repo: list(repo.grants(states=[GrantState.ACTIVE])))
         return [ExpiringGrant(g.request_id, g.namespace, g.gpus, g.ends_at) for g in grants if g.ends_at <= horizon]
 
-    # --- reports -------------------------------------------------------------------------------
-
-    def team_report(self, digest: TeamDigest, *, with_chart: bool = True) -> Report:
-        currency = self._policy.pricing.currency
-        sections = [ReportSection(heading="Per namespace", lines=_namespace_lines(digest, currency))]
-        month = add_lines(digest.month) if digest.month else None
-        if month is not None:
-            sections.append(ReportSection(heading="Per GPU model (month to date)", lines=_model_lines(month, currency)))
-            sections.append(
-                ReportSection(heading="Utilisation and idle GPUs (month to date)", lines=[_usage_line(month, currency)])
-            )
-        if digest.expiring:
-            sections.append(
-                ReportSection(
-                    heading="Grants ending in the next 24 h",
-                    lines=[
-                        f"GQ-{g.request_id}: {g.gpus:+d} GPUs in {g.namespace}, ends {when(g.ends_at)}" for g in digest.expiring
-                    ],
-                )
-            )
-        if len(digest.month) > 1:
-            sections.append(
-                ReportSection(
-                    heading="Top consumers (month to date)",
-                    lines=[
-                        f"{i}. {line.namespace}: {money(line.cost, currency)}" for i, line in enumerate(digest.month[:TOP], 1)
-                    ],
-                )
-            )
-        attachment = None
-        if with_chart:
-            png = self._chart(
-                title=f"{digest.team.label}: GPU cost per day",
-                daily=digest.daily,
-                pace=budget_pace(digest.budget, digest.day) if digest.budget else None,
-                currency=currency,
-            )
-            attachment = Attachment(
-                f"gpu-cost-{digest.team.name}-{digest.day.isoformat()}.png",
-                f"{digest.team.label} GPU cost, {digest.day:%B %Y}",
-                png,
-            )
-        return Report(
-            title=f"GPU cost digest · {digest.team.label} · {digest.day:%a %d %b %Y}",
-            summary=_team_summary(digest, currency),
-            sections=sections,
-            attachment=attachment,
-        )
-
-    def org_report(self, digest: OrgDigest, *, with_chart: bool = True) -> Report:
-        currency = self._policy.pricing.currency
-        lines = []
-        for team in sorted(digest.teams, key=lambda t: t.spent, reverse=True):
-            budget = f" of {money(team.budget, currency)} ({team.spent / team.budget:.0%})" if team.budget else ""
-            forecast = f" · forecast {money(team.forecast, currency)}" if team.spent else ""
-            lines.append(f"*{team.team.label}*: {money(team.spent, currency)}{budget}{forecast}")
-        for label, cost in sorted(digest.others.items(), key=lambda item: item[1], reverse=True):
-            lines.append(f"{label}: {money(cost, currency)}")
-        total = sum(t.spent for t in digest.teams) + sum(digest.others.values())
-        budgets = sum(t.budget or 0.0 for t in digest.teams)
-        sections = [
-            ReportSection(heading="Per team (month to date)", lines=lines),
-            ReportSection(
-                heading="Top namespaces (month to date)",
-                lines=[
-                    f"{i}. {line.namespace} ({self._team_label(line.team)}): {money(line.cost, currency)}"
-                    for i, line in enumerate(digest.top, 1)
-                ],
-            ),
-        ]
-        attachment = None
-        if with_chart:
-            png = self._chart(
-                title="GPU cost per day, by team",
-                daily=digest.daily,
-                pace=budget_pace(budgets, digest.day) if budgets else None,
-                currency=currency,
-            )
-            attachment = Attachment(f"gpu-cost-org-{digest.day.isoformat()}.png", f"GPU cost by team, {digest.day:%B %Y}", png)
-        return Report(
-            title=f"GPU cost summary · {digest.day:%a %d %b %Y}",
-            summary=f"Yesterday {money(digest.yesterday, currency)} · month to date {money(total, currency)}"
-            + (f" of {money(budgets, currency)} budgeted ({total / budgets:.0%})" if budgets else "")
-            + _missing_note(digest.missing),
-            sections=sections,
-            attachment=attachment,
-        )
-
-    def _team_label(self, name: str) -> str:
-        team = self._policy.teams.get(name)
-        return team.label if team else name
-
     # --- posting -------------------------------------------------------------------------------
 
     def publish(self, day: date, *, teams: Sequence[str] | None = None, org: bool = True) -> list[str]:
@@ -282,10 +153,10 @@ class DigestService:
             team = team_digest.team
             if (teams is not None and team.name not in teams) or not team.notifications.digest:
                 continue
-            if self._post_once(team.name, day, team.channel, partial(self.team_report, team_digest)):
+            if self._post_once(team.name, day, team.channel, team_digest):
                 posted.append(team.name)
         if org and teams is None and self._policy.admin_channel:
-            if self._post_once(ORG, day, self._policy.admin_channel, lambda: self.org_report(digest)):
+            if self._post_once(ORG, day, self._policy.admin_channel, digest):
                 posted.append(ORG)
         return posted
 
@@ -295,13 +166,13 @@ class DigestService:
         When the metrics fail, the outage is recorded and the error raised: the run is a failed run."""
         yesterday = (self._clock.now().astimezone(self._policy.schedules.zone) - timedelta(days=1)).date()
         done: list[tuple[date, list[str]]] = []
-        unknown: list[str] = []
+        unknown: list[date] = []
         try:
             for day in self._days_to_post(yesterday):
                 try:
                     done.append((day, self.publish(day)))
-                except NoMetrics as missing:  # Prometheus answers but holds nothing for that day
-                    unknown.append(str(missing))
+                except NoMetrics:  # Prometheus answers but holds nothing for that day
+                    unknown.append(day)
         except GpuQuotaError as error:
             if self._health is not None:
                 self._health.failed(str(error))
@@ -309,7 +180,7 @@ class DigestService:
         if self._health is not None:
             self._health.recovered()
         if unknown:
-            raise NoMetrics("; ".join(unknown))
+            raise NoMetrics(NoMetricsFor(tuple(unknown)))
         return done
 
     def _days_to_post(self, yesterday: date) -> list[date]:
@@ -321,13 +192,13 @@ class DigestService:
         start = latest + timedelta(days=1) if latest else yesterday
         return [start + timedelta(days=i) for i in range((yesterday - start).days + 1)]
 
-    def _post_once(self, scope: str, day: date, channel: str, report: Callable[[], Report]) -> bool:
+    def _post_once(self, scope: str, day: date, channel: str, digest: Digest) -> bool:
         """Claim (scope, day), post, mark posted; a failed post gives the claim back for the next run."""
         assert self._announce is not None
         if not self._claim(scope, day):
             return False
         try:
-            ref = self._announce.publish(channel, report())
+            ref = self._announce.publish(channel, digest)
         except Exception:
             self._release(scope, day)
             raise
@@ -343,55 +214,3 @@ class DigestService:
 
     def _release(self, scope: str, day: date) -> None:
         self._db.run(lambda repo: repo.release_digest(scope, day))
-
-
-def _team_summary(digest: TeamDigest, currency: str) -> str:
-    yesterday_hours = sum(line.gpu_hours for line in digest.yesterday)
-    yesterday_cost = sum(line.cost for line in digest.yesterday)
-    month_hours = sum(line.gpu_hours for line in digest.month)
-    text = (
-        f"Yesterday *{yesterday_hours:,.1f} GPU-h · {money(yesterday_cost, currency)}*. "
-        f"Month to date *{month_hours:,.1f} GPU-h · {money(digest.spent, currency)}*"
-    )
-    if digest.budget:
-        text += f", {digest.spent / digest.budget:.0%} of the {money(digest.budget, currency)} budget."
-        text += (
-            f" Month-end forecast at the current burn: {money(digest.forecast, currency)} ({digest.forecast / digest.budget:.0%})"
-        )
-        if digest.over_since is not None:
-            text += f" :rotating_light: over budget since {digest.over_since:%a %d %b}"
-        elif digest.forecast > digest.budget and digest.exhausts_at is not None:
-            text += f" :warning: the budget runs out around {when(digest.exhausts_at)}"
-    return text + "." + _missing_note(digest.missing)
-
-
-def _missing_note(missing: list[date]) -> str:
-    """Days Prometheus no longer (or never) held: said, so a month-to-date without them is not taken as whole."""
-    return f" No metrics for {day_ranges(missing)}: those days are not counted." if missing else ""
-
-
-def _namespace_lines(digest: TeamDigest, currency: str) -> list[str]:
-    yesterday: Mapping[str, CostLine] = {line.namespace: line for line in digest.yesterday}
-    lines = []
-    for line in digest.month:
-        day = yesterday.get(line.namespace)
-        day_text = f"{day.gpu_hours:,.1f} GPU-h · {money(day.cost, currency)}" if day else "0 GPU-h"
-        lines.append(
-            f"*{line.namespace}*: yesterday {day_text} · month {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}"
-        )
-    return lines or ["No GPU use recorded this month."]
-
-
-def _model_lines(month: CostLine, currency: str) -> list[str]:
-    return [
-        f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
-        for model, (hours, cost) in sorted(month.by_model.items(), key=lambda item: item[1][1], reverse=True)
-    ]
-
-
-def _usage_line(month: CostLine, currency: str) -> str:
-    utilisation = "n/a (no DCGM data)" if month.utilisation is None else f"{month.utilisation:.0%}"
-    return (
-        f"Average GPU utilisation {utilisation}. Idle allocated GPUs (under the idle threshold): "
-        f"{month.idle_hours:,.1f} GPU-h · {money(month.idle_cost, currency)}"
-    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
@@ -20,6 +20,7 @@ from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, Stamp
 from bot.services.messages import Said
+from bot.services.reports import Digest
 from bot.services.stores import (
     AuditTrail,
     AutoApprovals,
@@ -303,31 +304,6 @@ class MessageRef:
     ts: str
 
 
-@dataclass(frozen=True)
-class ReportSection:
-    heading: str | None = None
-    lines: Sequence[str] = ()
-    fields: Sequence[tuple[str, str]] = ()
-
-
-@dataclass(frozen=True)
-class Attachment:
-    filename: str
-    title: str
-    content: bytes
-
-
-@dataclass(frozen=True)
-class Report:
-    """A message with sections and an optional file, independent of Slack (digests, summaries)."""
-
-    title: str
-    summary: str
-    sections: Sequence[ReportSection] = ()
-    attachment: Attachment | None = None
-    actions: Sequence[Action] = field(default_factory=tuple)
-
-
 class Notifier(Protocol):
     """Slack (or a fake): messages are worded by the implementation, which escapes all text in them."""
 
@@ -351,8 +327,8 @@ class Notifier(Protocol):
         """A message in a channel, outside any request (admin notices, warnings)."""
         ...
 
-    def publish(self, channel_id: str, report: Report) -> MessageRef:
-        """A report (a digest), with its attachment uploaded in the same channel."""
+    def publish(self, channel_id: str, digest: Digest) -> MessageRef:
+        """A digest, worded by the implementation, with its chart uploaded in the same channel."""
         ...
 
     def delete(self, ref: MessageRef) -> None:

@@ -294,3 +294,21 @@ class MonthNotBegun(Refusal):
 class NotYoursToSnooze(Refusal):
     team: str  # the label
     namespace: str
+
+
+# --- the digest command -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DayNotOver(Refusal):
+    """A digest asked for a day not over yet in the policy's time zone."""
+
+    day: date
+    today: date
+
+
+@dataclass(frozen=True)
+class NoMetricsFor(Refusal):
+    """The metrics hold nothing for these days: there is nothing true to report."""
+
+    days: tuple[date, ...]

@@ -10,6 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from bot.adapters.slack.reports import digest_report
 from bot.clock import ManualClock
 from bot.domain.policy import Policy
 from bot.services.spend import SpendReader
@@ -92,7 +93,7 @@ def test_the_summary_day_covers_the_namespaces_its_month_covers(policy: Policy, 
     box = make_sandbox(policy, proxy, ManualClock(datetime(2026, 11, 3, 8, tzinfo=UTC)))
     try:
         digest = box.services.digest
-        summary = digest.org_report(digest.build(date(2026, 11, 2)), with_chart=False).summary
+        summary = digest_report(digest.build(date(2026, 11, 2)), with_chart=False).summary
         expected = SpendReader(policy=policy, metrics=truth(policy)).month_through(date(2026, 11, 2))
         day = sum(line.cost for line in expected.lines([date(2026, 11, 2)]))  # ns-other (unmanaged) included
         yesterday = float(summary.split("Yesterday ")[1].split(" ")[0].replace(",", ""))

@@ -202,14 +202,15 @@ def test_the_ledger_records_the_truth_per_sample_with_two_scrape_intervals(
 
 @pytest.mark.prometheus
 def test_a_gap_day_is_reported_missing_not_zero(prometheus: PrometheusServer, policy: Policy, database_url: str) -> None:
+    from bot.adapters.slack.reports import digest_report
     from bot.bootstrap import build_digest
 
     metrics = connect(prometheus.url)
     digest = build_digest(policy=policy, metrics=metrics, database=Database.from_url(database_url), clock=ManualClock(NOW))
     built = digest.build(date(2026, 11, 20))
     research = next(t for t in built.teams if t.team.name == "research")
-    assert "No metrics for 10 Nov: those days are not counted." in digest.team_report(research, with_chart=False).summary
-    assert "No metrics for 10 Nov" in digest.org_report(built, with_chart=False).summary
+    assert "No metrics for 10 Nov: those days are not counted." in digest_report(research, with_chart=False).summary
+    assert "No metrics for 10 Nov" in digest_report(built, with_chart=False).summary
     with pytest.raises(NoMetrics, match="no metrics for Tue 10 Nov 2026"):
         digest.build(date(2026, 11, 10))
 

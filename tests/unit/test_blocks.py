@@ -8,11 +8,12 @@ from hypothesis import strategies as st
 from slack_sdk.models.blocks import Block
 
 from bot.adapters.slack import blocks, ids, modals
+from bot.adapters.slack.reports import Report, ReportSection
 from bot.domain.commands import GpuAmount, RequestDraft
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
-from bot.services.ports import Action, ActionKind, Report, ReportSection
+from bot.services.ports import Action, ActionKind
 from bot.services.views import PodsInView, RequestCard
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)

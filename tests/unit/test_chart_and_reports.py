@@ -1,16 +1,16 @@
 from datetime import date
 
-from bot.adapters.chart import daily_cost_chart
+from bot.adapters.chart import ChartWords, daily_cost_chart
 from bot.adapters.slack.blocks import report_blocks
-from bot.services.ports import Action, ActionKind, Report, ReportSection
+from bot.adapters.slack.reports import Report, ReportSection
+from bot.services.ports import Action, ActionKind
 
 PNG = b"\x89PNG\r\n\x1a\n"
+WORDS = ChartWords(title="t", axis="cost per day (USD)", month="November 2026", pace="budget pace", others="others")
 
 
 def test_chart_is_a_png() -> None:
-    png = daily_cost_chart(
-        title="t", daily={date(2026, 11, 1): {"a": 10.0, "b": 5.0}, date(2026, 11, 2): {"a": 7.0}}, pace=8.0, currency="USD"
-    )
+    png = daily_cost_chart(daily={date(2026, 11, 1): {"a": 10.0, "b": 5.0}, date(2026, 11, 2): {"a": 7.0}}, pace=8.0, words=WORDS)
     assert png.startswith(PNG) and len(png) > 5000
 
 
@@ -25,11 +25,11 @@ def test_many_parts_are_grouped_and_the_chart_still_lays_out() -> None:
     assert sum(grouped[date(2026, 11, 1)].values()) == sum(daily[date(2026, 11, 1)].values())
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # e.g. "constrained_layout not applied": a legend too big for the figure
-        assert daily_cost_chart(title="t", daily=daily, pace=100.0, currency="USD").startswith(PNG)
+        assert daily_cost_chart(daily=daily, pace=100.0, words=WORDS).startswith(PNG)
 
 
 def test_chart_of_an_empty_month_still_renders() -> None:
-    assert daily_cost_chart(title="t", daily={}, pace=None, currency="USD").startswith(PNG)
+    assert daily_cost_chart(daily={}, pace=None, words=WORDS).startswith(PNG)
 
 
 def test_huge_reports_stay_within_slack_limits() -> None:

@@ -22,6 +22,8 @@ def _example(kind: type[r.Refusal]) -> r.Refusal:
     for name, hint in get_type_hints(kind).items():
         if isinstance(hint, type) and issubclass(hint, Enum):
             values[name] = next(iter(hint))
+        elif "tuple[date" in str(hint) or "tuple[datetime.date" in str(hint):
+            values[name] = (date(2026, 11, 1), date(2026, 11, 3))
         else:
             values[name] = samples.get(hint, ("U0LEE",) if "tuple" in str(hint) else None)
     return kind(**values)
@@ -34,7 +36,9 @@ KINDS = [k for k in vars(r).values() if isinstance(k, type) and issubclass(k, r.
 def test_every_refusal_is_worded_as_a_whole_sentence(kind: type[r.Refusal]) -> None:
     """A catalog entry per kind (#24 translates them): it begins a sentence and leaves no placeholder."""
     worded = render(_example(kind))
-    assert (worded[:1].isupper() or worded.startswith("`")) and "{" not in worded, worded
+    # The digest's "no metrics for <day>" follows the command's name ("gpu-quota-bot: no metrics for ...").
+    clause = kind is r.NoMetricsFor and worded.startswith("no metrics for ")
+    assert (worded[:1].isupper() or worded.startswith("`") or clause) and "{" not in worded, worded
 
 
 def test_what_a_person_typed_is_escaped_once_in_a_refusal() -> None:

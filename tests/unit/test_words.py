@@ -90,3 +90,18 @@ def test_a_quota_below_what_is_in_use_explains_the_gradual_reclaim() -> None:
     assert "in use" not in render(messages.Applied("team-a", "gpu-quota", 4, 4, None, 0, used=4))
     text = render(messages.Applied("team-a", "gpu-quota", 4, 1, None, 0, used=3))
     assert "\n3 GPUs are in use, above the new quota of 1. Running pods keep running" in text and "`exceeded quota`" in text
+
+
+@pytest.mark.parametrize(
+    ("span", "text"),
+    [
+        (timedelta(days=2, hours=4, minutes=59), "2 days 4 h"),
+        (timedelta(days=1), "1 day"),
+        (timedelta(hours=5, minutes=10), "5 h 10 min"),
+        (timedelta(minutes=12, seconds=30), "12 min"),
+        (timedelta(seconds=20), "under a minute"),
+    ],
+)
+def test_a_reclaims_span_is_worded_as_people_say_it(span: timedelta, text: str) -> None:
+    said = render(messages.ReclaimEnded("ns", 2, span, 4))
+    assert f"*2 GPUs freed over {text} as jobs finished*" in said

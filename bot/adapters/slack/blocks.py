@@ -21,11 +21,12 @@ from typing import Any
 
 from bot.adapters.slack import ids
 from bot.adapters.slack.mrkdwn import escape, render
+from bot.adapters.slack.reports import Report
 from bot.domain.commands import clean_text, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
-from bot.services.ports import Action, ActionKind, Report
+from bot.services.ports import Action, ActionKind
 from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
 from bot.services.views import AuditLine, NamespaceStatus, PendingLine, PodsInView, RequestCard
 

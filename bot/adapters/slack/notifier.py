@@ -24,12 +24,14 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message
+from bot.adapters.slack.reports import digest_report
 from bot.adapters.slack.transport import PooledWebClient
 from bot.adapters.slack.words import render
 from bot.errors import PermanentError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.messages import Said
-from bot.services.ports import Action, MessageRef, Report
+from bot.services.ports import Action, MessageRef
+from bot.services.reports import Digest
 from bot.services.views import RequestCard
 
 log = logging.getLogger(__name__)
@@ -142,7 +144,8 @@ class SlackNotifier:
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
 
-    def publish(self, channel_id: str, report: Report) -> MessageRef:
+    def publish(self, channel_id: str, digest: Digest) -> MessageRef:
+        report = digest_report(digest)
         response = slack_call(
             f"post {report.title!r} in <#{channel_id}>",
             lambda: self._client.chat_postMessage(channel=channel_id, text=report.title, blocks=report_blocks(report)),

@@ -308,3 +308,22 @@ def _(refusal: r.MonthNotBegun) -> Notice:
 @notice.register
 def _(refusal: r.NotYoursToSnooze) -> Notice:
     return fill("Only {team} can snooze nudges about `{namespace}`.", team=refusal.team, namespace=refusal.namespace)
+
+
+@notice.register
+def _(refusal: r.DayNotOver) -> Notice:
+    return fill(
+        "Digests are only for finished days: {day} is not over yet (today is {today}).",
+        day=f"{refusal.day:%a %d %b %Y}",
+        today=refusal.today.isoformat(),
+    )
+
+
+@notice.register
+def _(refusal: r.NoMetricsFor) -> Notice:
+    parts: list[Part] = []
+    for day in refusal.days:
+        if parts:
+            parts.append(Words("; "))
+        parts += fill("no metrics for {day}: Prometheus holds no data for that day.", day=f"{day:%a %d %b %Y}").parts
+    return Notice(tuple(parts))

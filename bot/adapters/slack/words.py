@@ -16,7 +16,6 @@ from functools import singledispatch
 from bot.adapters.slack import mrkdwn
 from bot.domain.commands import format_request_id
 from bot.domain.priority import WaitCause
-from bot.domain.reclaim import span_text
 from bot.services import messages as m
 from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
 
@@ -444,10 +443,22 @@ def _(said: m.NudgesSnoozed) -> Notice:
 def _(said: m.ReclaimEnded) -> Notice:
     return fill(
         ":white_check_mark: {freed} in {namespace}: usage is within the quota of {quota} now. No pod was evicted.",
-        freed=Strong(f"{gpus(said.freed)} freed over {span_text(said.span)} as jobs finished"),
+        freed=Strong(f"{gpus(said.freed)} freed over {_span(said.span)} as jobs finished"),
         namespace=Strong(said.namespace),
         quota=gpus(said.quota),
     )
+
+
+def _span(span: timedelta) -> str:
+    """A reclaim's length as people say it: "2 days 4 h", "5 h 10 min", "12 min", "under a minute"."""
+    minutes = int(span.total_seconds() // 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    hours, minutes = divmod(minutes, 60)
+    if days:
+        return ("1 day" if days == 1 else f"{days} days") + (f" {hours} h" if hours else "")
+    if hours:
+        return f"{hours} h" + (f" {minutes} min" if minutes else "")
+    return f"{minutes} min" if minutes else "under a minute"
 
 
 def _mentions(users: tuple[str, ...], usergroups: tuple[str, ...]) -> Notice:
