@@ -47,7 +47,7 @@ from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
 from bot.services.messages import CopyNotPosted, Message, Said, from_json, to_json
 from bot.services.pods import PodView
-from bot.services.ports import Action, ActionKind, Claimed, MessageRef, Notifier, Repository, Transactions
+from bot.services.ports import Action, ActionKind, ButtonLabel, Claimed, MessageRef, Notifier, Repository, Transactions
 from bot.services.reports import Digest
 from bot.services.views import RequestCard
 
@@ -400,8 +400,11 @@ def _notice(entry: Claimed) -> Said:
 
 
 def _action_json(action: Action) -> dict[str, Any]:
-    return {"kind": action.kind.value, "label": action.label, "value": action.value, "style": action.style}
+    words = {"button": action.label.value} if isinstance(action.label, ButtonLabel) else {"label": action.label}
+    return {"kind": action.kind.value, **words, "value": action.value, "style": action.style}
 
 
 def _action(data: dict[str, Any]) -> Action:
-    return Action(ActionKind(data["kind"]), data["label"], data["value"], data.get("style"))
+    """An entry's button: its typed label, or the words an entry of an earlier version stored."""
+    label = ButtonLabel(data["button"]) if "button" in data else str(data["label"])
+    return Action(ActionKind(data["kind"]), label, data["value"], data.get("style"))

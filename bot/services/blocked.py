@@ -24,7 +24,7 @@ from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.messages import QuotaBlocked, SchedulingWait, WaitingPod
 from bot.services.pods import PodView
-from bot.services.ports import Action, ActionKind, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
+from bot.services.ports import Action, ActionKind, ButtonLabel, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
 from bot.services.stores import BlockedAlerts
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def _quota_notice(refusal: QuotaRefusal) -> tuple[QuotaBlocked, list[Action]]:
     requested, used, limited = (figures.requested, figures.used, figures.limited) if figures else (None, 0, 0)
     text = QuotaBlocked(refusal.namespace, refusal.kind, refusal.name, refusal.count, requested, used, limited)
     value = json.dumps({"namespace": refusal.namespace, "gpus": more})
-    return text, [Action(ActionKind.REQUEST_MORE, "Request more", value, "primary")]
+    return text, [Action(ActionKind.REQUEST_MORE, ButtonLabel.REQUEST_MORE, value, "primary")]
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import take_back_effect
 from bot.services.messages import ApplyFailed, ApplyFailedToRequester, ShiftFailed, WaitingForCluster
-from bot.services.ports import Action, ActionKind, Repository, Transactions
+from bot.services.ports import Action, ActionKind, ButtonLabel, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
 
@@ -118,7 +118,7 @@ class FailurePath:
             repo,
             request.id,
             ApplyFailed(request.id, reason),  # the API server's (or the policy's) words: shown as text, never as markup
-            actions=[Action(ActionKind.RETRY, "Retry", str(request.id), "primary")],
+            actions=[Action(ActionKind.RETRY, ButtonLabel.RETRY, str(request.id), "primary")],
         )
         out.direct(repo, card.requester_id, ApplyFailedToRequester(request.id, reason))
         out.refresh(repo, request.id)
@@ -129,9 +129,9 @@ class FailurePath:
         source_applied = request.source_state == SourceLeg.APPLIED
         shift = card.shift
         failed = ShiftFailed(request.id, reason, card.namespace, shift.namespace, shift.before, shift.after, source_applied)
-        actions = [Action(ActionKind.RETRY, "Retry", str(request.id), "primary")]
+        actions = [Action(ActionKind.RETRY, ButtonLabel.RETRY, str(request.id), "primary")]
         if source_applied:
-            actions.append(Action(ActionKind.RELEASE, "Give back", str(request.id)))
+            actions.append(Action(ActionKind.RELEASE, ButtonLabel.GIVE_BACK, str(request.id)))
         out.thread(repo, request.id, failed, actions=actions)
         out.direct(repo, card.requester_id, failed)
         out.refresh(repo, request.id)

@@ -17,7 +17,7 @@ from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.messages import IdleNudge, NudgesSnoozed
 from bot.services.metrics_health import MetricsHealth
-from bot.services.ports import Action, ActionKind, MetricsSource, Repository, Transactions
+from bot.services.ports import Action, ActionKind, ButtonLabel, MetricsSource, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.refusals import NotManaged, NotYoursToSnooze, Refused
 from bot.services.stores import IdleNudges
@@ -95,8 +95,8 @@ class IdleWatch:
         price = self._pricer.price(namespace)
         cost = idle_hours * price.per_gpu_hour
         grant = self._latest_grant(namespace)
-        actions = [Action(ActionKind.RELEASE, f"Release grant GQ-{grant}", str(grant), "primary")] if grant else []
-        actions.append(Action(ActionKind.SNOOZE, "Snooze 24 h", namespace))
+        actions = [Action(ActionKind.RELEASE, ButtonLabel.RELEASE_GRANT, str(grant), "primary")] if grant else []
+        actions.append(Action(ActionKind.SNOOZE, ButtonLabel.SNOOZE, namespace))
         threshold = self._policy.metrics.idle_threshold_percent
         currency = self._policy.pricing.currency
         text = IdleNudge(namespace, int(held), threshold, window, highest, idle_hours, cost, currency, price.describe())

@@ -290,10 +290,23 @@ class ActionKind(StrEnum):
     PROPOSE_SHIFT = "propose_shift"  # value "<source>:<target>:<gpus>": opens the shift form prefilled
 
 
+class ButtonLabel(StrEnum):
+    """Which words a button shows, worded at the Slack edge (``bot.adapters.slack.buttons``)."""
+
+    RETRY = "retry"
+    GIVE_BACK = "give_back"  # a failed shift's source gets its GPUs back
+    RELEASE_GRANT = "release_grant"  # names the grant's request (the action's value)
+    RELEASE_NOW = "release_now"
+    EXTEND = "extend"
+    SNOOZE = "snooze"
+    REQUEST_MORE = "request_more"
+    PROPOSE_SHIFT = "propose_shift"
+
+
 @dataclass(frozen=True)
 class Action:
     kind: ActionKind
-    label: str
+    label: ButtonLabel | str  # a str: the words an outbox entry of an earlier version stored, shown as they are
     value: str
     style: str | None = None  # "primary" | "danger"
 

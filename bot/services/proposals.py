@@ -26,7 +26,7 @@ from bot.errors import PermanentError, TemporaryError
 from bot.services.announce import Announcer
 from bot.services.ledger import RECORDED, Ledger
 from bot.services.messages import ShiftProposal
-from bot.services.ports import Action, ActionKind, MetricsSource, QuotaCluster, Repository, Transactions
+from bot.services.ports import Action, ActionKind, ButtonLabel, MetricsSource, QuotaCluster, Repository, Transactions
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +195,6 @@ def proposal_message(proposal: Proposal, index: int, count: int, *, saturation_r
 def propose_button(proposal: Proposal) -> Action:
     return Action(
         kind=ActionKind.PROPOSE_SHIFT,
-        label="Propose shift",
+        label=ButtonLabel.PROPOSE_SHIFT,
         value=f"{proposal.source.namespace}:{proposal.target.namespace}:{proposal.gpus}",
     )

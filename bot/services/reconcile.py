@@ -22,7 +22,7 @@ from bot.errors import GpuQuotaError, RateLimited
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
 from bot.services.messages import Expired, ExpiredToRequester, GrantEndsSoon, Message, QuotaEditedOutside
-from bot.services.ports import Action, ActionKind, Repository, Transactions
+from bot.services.ports import Action, ActionKind, ButtonLabel, Repository, Transactions
 from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
 
@@ -130,8 +130,8 @@ class Reconciler:
                     request.requester_id,
                     GrantEndsSoon(request.id, grant.gpus, grant.namespace, grant.ends_at),
                     actions=[
-                        Action(ActionKind.EXTEND, "Extend", str(request.id), "primary"),
-                        Action(ActionKind.RELEASE, "Release now", str(request.id)),
+                        Action(ActionKind.EXTEND, ButtonLabel.EXTEND, str(request.id), "primary"),
+                        Action(ActionKind.RELEASE, ButtonLabel.RELEASE_NOW, str(request.id)),
                     ],
                 )
                 reminded.append(request.id)

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.adapters.slack import ids
+from bot.adapters.slack.buttons import button_label
 from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.reports import Report
 from bot.domain.commands import clean_text, format_request_id
@@ -309,7 +310,7 @@ def message_blocks(text: str, buttons: Sequence[Action] = ()) -> list[Block]:
     """A message of rendered mrkdwn (``mrkdwn.render``) with buttons."""
     blocks = [section(text)]
     if buttons:
-        blocks.append(actions([button(clean_text(a.label), ids.ACTION_IDS[a.kind], a.value, a.style) for a in buttons]))
+        blocks.append(actions([button(button_label(a), ids.ACTION_IDS[a.kind], a.value, a.style) for a in buttons]))
     return blocks
 
 
