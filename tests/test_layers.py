@@ -228,13 +228,15 @@ WORDLESS_SERVICES = [
 SERVICES_WITH_WORDS: list[str] = []
 EMOJI = re.compile(r":[a-z0-9_+-]+:")
 BOLD = re.compile(r"(^|\s)\*[^*\s][^*]*\*")
+PHRASE = re.compile(r"^(\S+ ){4,}\S+$")
 SENTENCE = re.compile(r"^[A-Z][a-z']*( [^ ]+){2,}[.!?]$|[a-z]{2,}[.!?] [A-Z]")
 
 
-def words_in(path: Path) -> list[str]:
+def words_in(path: Path, *, phrases: bool = False) -> list[str]:
     """The string literals of ``path`` that are words for people (``line: text``): an emoji shortcode,
-    mrkdwn bold or a sentence, raised ones included (a refusal is words for the person too). Docstrings
-    and log calls are not counted."""
+    mrkdwn bold or a sentence, raised ones included (a refusal is words for the person too); with
+    ``phrases``, any text of five words or more too (a reason such as "the grant of {} has already
+    ended"). Docstrings, log calls and assertions' messages (for developers) are not counted."""
     tree = ast.parse(path.read_text(), filename=str(path))
     skipped: set[int] = set()
     for node in ast.walk(tree):
@@ -244,6 +246,8 @@ def words_in(path: Path) -> list[str]:
         logged = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
         if logged and node.func.value.id == "log":  # type: ignore[union-attr]
             skipped.update(id(child) for child in ast.walk(node))
+        if phrases and isinstance(node, ast.Assert) and node.msg is not None:
+            skipped.update(id(child) for child in ast.walk(node.msg))
     said: set[int] = set()  # the parts of a notice (``say(...)``) are words however short
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "say":
@@ -260,9 +264,32 @@ def words_in(path: Path) -> list[str]:
             continue
         if id(node) not in skipped:
             wordy = id(node) in said and re.search(r"[a-z]{2,}", text)
-            if wordy or EMOJI.search(text) or BOLD.search(text) or SENTENCE.search(text):
+            phrase = phrases and PHRASE.search(text)
+            if wordy or phrase or EMOJI.search(text) or BOLD.search(text) or SENTENCE.search(text):
                 found.append((node.lineno, text[:60]))
     return [f"{line}: {text}" for line, text in sorted(found)]
+
+
+# Phrases still made in services (a shrinking list, #19's last step and #24's first): what they say.
+PHRASES_LEFT = {
+    "announce": "the outbox's give-up reason for a reply whose card was never posted",
+    "changes": "failure reasons stored on a request (shown on its card and in its thread)",
+    "decisions": "the approval's recheck: a failure reason stored on the request",
+    "effects": "a shift's failure reasons and its audit detail",
+    "failures": "the failure reason of a shift whose source side stays lowered",
+    "pricing": "Price.describe(): the price basis stored with a request (cost_basis) and shown on its card",
+    "proposals": "the job's skip reasons (its run result)",
+    "quota_sync": "conflict and hand-edit reasons, audit details",
+    "reclaim": "the reclaim's audit details and end reasons",
+    "shift_apply": "a shift leg's failure reasons and audit details",
+}
+
+
+def test_services_make_no_phrase_outside_the_known_remainder() -> None:
+    """Five words or more made in a service are words for someone: typed data, worded at the edge, is the
+    goal; the modules that still make them are named above, and the list only shrinks."""
+    found = {p.stem for p in (ROOT / "bot" / "services").glob("*.py") if words_in(p, phrases=True)}
+    assert (sorted(found - set(PHRASES_LEFT)), sorted(set(PHRASES_LEFT) - found)) == ([], [])
 
 
 def test_converted_services_make_no_sentence_emoji_or_markup() -> None:
@@ -293,3 +320,6 @@ def test_the_word_check_sees_emoji_bold_and_sentences(tmp_path: Path) -> None:
         'g = f"{namespace}/{name}: {count:>{width}}"\n'
     )
     assert [line.split(":")[0] for line in words_in(module)] == ["2", "3", "4", "7", "8", "9"]
+    phrased = tmp_path / "phrased.py"
+    phrased.write_text('reason = f"the grant of {x} has already ended"\nassert x, "a message for developers only here"\n')
+    assert [line.split(":")[0] for line in words_in(phrased, phrases=True)] == ["1"] and words_in(phrased) == []
