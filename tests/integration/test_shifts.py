@@ -104,6 +104,8 @@ def test_a_shift_is_one_card_approved_by_each_team_and_applied_source_first(slac
     applied = slack.thread(card)[-1]
     assert "source first" in applied and "gave up 3 GPUs" in applied and "16 GPUs → *19 GPUs*" in applied
     assert "3 GPUs are in use, above the new quota of 1" in applied  # the gradual reclaim, said once
+    told = slack.dms(BOB)[-1]
+    assert told.startswith(f"GQ-1 is applied: *{FRONTIER}* 4 GPUs → *1 GPU* (gave up 3 GPUs), then *{BUSINESS}*"), told
     trail = audit(slack, 1)
     assert ("shift_source_applied", FRONTIER) in trail and ("request_applied", BUSINESS) in trail
     assert trail.index(("shift_source_applied", FRONTIER)) < trail.index(("request_applied", BUSINESS))

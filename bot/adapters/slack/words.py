@@ -281,11 +281,13 @@ def _(said: m.ShiftFailed) -> Notice:
 # --- shifts -------------------------------------------------------------------------------
 
 
-def _shift_applied(said: m.ShiftApplied) -> Notice:
-    """ "Shift applied, source first: ..." without its emoji, and the lines that follow."""
+def _shift_applied(said: m.ShiftApplied, *, to_requester: int | None = None) -> Notice:
+    """ "Shift applied, source first: ..." without its emoji (to the requester of ``to_requester``: "GQ-n is
+    applied: ..."), and the lines that follow."""
     head = fill(
-        "Shift applied, source first: {source} {source_before} → {source_after} (gave up {given}),"
-        " then {namespace} {before} → {after}.",
+        ("{request} is applied: " if to_requester is not None else "Shift applied, source first: ")
+        + "{source} {source_before} → {source_after} (gave up {given}), then {namespace} {before} → {after}.",
+        request=format_request_id(to_requester) if to_requester is not None else "",
         source=Strong(said.source_namespace),
         source_before=gpus(said.source_before),
         source_after=Strong(gpus(said.source_after)),
@@ -313,7 +315,7 @@ def _(said: m.ShiftApplied) -> Notice:
 
 @notice.register
 def _(said: m.ShiftAppliedToRequester) -> Notice:
-    return join(fill("{request} is applied: ", request=format_request_id(said.request_id)), _shift_applied(said))
+    return _shift_applied(said, to_requester=said.request_id)
 
 
 @notice.register
