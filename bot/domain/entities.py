@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 
 
@@ -89,7 +90,7 @@ class Request:
     post_claimed_until: datetime | None = None
     # Extensions point at the request whose grant they extend:
     extends_request_id: int | None = None
-    failure_reason: str | None = None
+    failure_reason: FailureReason | None = None  # stored as JSON text (bot.domain.failure_reasons)
     # The apply: a worker owns it until the lease ends (then the reconcile resumes it); failed
     # attempts so far (temporary faults), and the quota before -> after it actually made.
     apply_lease_until: datetime | None = None

@@ -21,6 +21,8 @@ from enum import Enum
 from types import UnionType
 from typing import Any, ClassVar
 
+from bot.domain import failure_reasons
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.priority import WaitCause
 from bot.services.text import Notice
 
@@ -64,6 +66,8 @@ def _encode(value: Any) -> Any:
         return value.total_seconds()
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, FailureReason):
+        return failure_reasons.to_json(value)
     if isinstance(value, tuple):
         return [_encode(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -88,6 +92,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return timedelta(seconds=value)
     if isinstance(hint, type) and issubclass(hint, Enum):
         return hint(value)
+    if hint is FailureReason:  # a plain string: an entry recorded before reasons were typed
+        return failure_reasons.from_json(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         return hint(**{f.name: _decode(hints[f.name], value[f.name]) for f in dataclasses.fields(hint)})
@@ -225,10 +231,10 @@ class WaitingForCluster(Message):
 
 @dataclass(frozen=True)
 class ApplyFailed(Message):
-    """In the thread; ``reason``: the API server's (or the policy's) words."""
+    """In the thread; ``reason``: why (the API server's words are kept in it as said)."""
 
     request_id: int
-    reason: str
+    reason: FailureReason
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,7 @@ class ShiftFailed(Message):
     (``source_before`` -> ``source_after``) while the target side failed."""
 
     request_id: int
-    reason: str
+    reason: FailureReason
     namespace: str
     source_namespace: str
     source_before: int

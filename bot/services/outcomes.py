@@ -10,6 +10,7 @@ from datetime import timedelta
 from enum import StrEnum
 
 from bot.domain.commands import format_request_id
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import RequestState
 from bot.errors import GpuQuotaError, RateLimited
 
@@ -80,7 +81,7 @@ class Decided:
     state: RequestState
     approvals: int
     approvals_required: int
-    failure_reason: str | None = None
+    failure_reason: FailureReason | None = None
 
     @property
     def display_id(self) -> str:

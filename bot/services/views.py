@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.domain.commands import format_request_id
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import ClassWarning, GpuPod, PodMix
 from bot.domain.quota import CapacityImpact
@@ -57,7 +58,7 @@ class RequestCard:
     grant_ends_at: datetime | None
     grant_state: GrantState | None
     extends_id: int | None
-    failure_reason: str | None
+    failure_reason: FailureReason | None
     channel_id: str
     message_ts: str | None
     auto_note: str | None = None  # which auto-approval rule allowed it, or what kept it for a person

@@ -9,6 +9,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack import reasons
 from bot.adapters.slack.replies import reply_text
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
@@ -34,7 +35,7 @@ def approve(sandbox: Sandbox, request_id: int, user: str = "U0LEE") -> str:
 def state(sandbox: Sandbox, request_id: int) -> tuple[RequestState, str | None]:
     assert sandbox.database is not None
     row = sandbox.database.run(lambda repo: repo.request(request_id))
-    return RequestState(row.state), row.failure_reason
+    return RequestState(row.state), reasons.render(row.failure_reason) if row.failure_reason else None  # as the card shows it
 
 
 def kube(sandbox: Sandbox) -> KubeApiStandIn:

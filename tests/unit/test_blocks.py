@@ -10,6 +10,7 @@ from slack_sdk.models.blocks import Block
 from bot.adapters.slack import blocks, ids, modals
 from bot.adapters.slack.reports import Report, ReportSection
 from bot.domain.commands import GpuAmount, RequestDraft
+from bot.domain.failure_reasons import AsSaid
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
@@ -97,12 +98,14 @@ def test_deny_form_asks_why_and_carries_the_request() -> None:
 
 @pytest.mark.parametrize("state", [s for s in RequestState if s != RequestState.PENDING])
 def test_decided_requests_have_no_buttons(state: RequestState) -> None:
-    assert buttons(blocks.request_message(card(state=state, denied_by="U0LEE", failure_reason="HTTP 403"))) == []
+    assert buttons(blocks.request_message(card(state=state, denied_by="U0LEE", failure_reason=AsSaid("HTTP 403")))) == []
 
 
 def test_final_states_are_spelled_out() -> None:
     assert "Denied by <@U0LEE>" in rendered(blocks.request_message(card(state=RequestState.DENIED, denied_by="U0LEE")))
-    assert "Failed: HTTP 403" in rendered(blocks.request_message(card(state=RequestState.FAILED, failure_reason="HTTP 403")))
+    assert "Failed: HTTP 403" in rendered(
+        blocks.request_message(card(state=RequestState.FAILED, failure_reason=AsSaid("HTTP 403")))
+    )
     applied = card(state=RequestState.APPLIED, grant_ends_at=NOW + timedelta(days=3), grant_state=GrantState.ACTIVE)
     text = rendered(blocks.request_message(applied))
     assert "Applied" in text and "until <!date^" in text
@@ -173,7 +176,9 @@ def test_extend_form_carries_the_request_id() -> None:
 
 
 def test_the_card_escapes_everything_a_person_typed() -> None:
-    hostile = card(reason="<!channel> & <http://evil.example|click here>\x00", amount_text="<@U123>", failure_reason="<!here>")
+    hostile = card(
+        reason="<!channel> & <http://evil.example|click here>\x00", amount_text="<@U123>", failure_reason=AsSaid("<!here>")
+    )
     for state in (RequestState.PENDING, RequestState.FAILED):
         message = blocks.request_message(replace(hostile, state=state))
         text = rendered(message) + blocks.request_fallback_text(hostile)
@@ -255,7 +260,7 @@ def test_every_request_card_is_a_message_slack_accepts(
         namespace=namespace,
         team_label=team_label,
         amount_text=amount_text,
-        failure_reason=failure_reason,
+        failure_reason=AsSaid(failure_reason),
         cost_basis=cost_basis,
         auto_note=auto_note,
         approvals=tuple(approvals),

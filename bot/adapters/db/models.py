@@ -33,7 +33,9 @@ from sqlalchemy import inspect as inspect_state
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 from sqlalchemy.orm.attributes import QueryableAttribute, flag_modified
 
+from bot.domain import failure_reasons
 from bot.domain.entities import Decision, Grant, Namespace, Request
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
 
 
@@ -52,6 +54,19 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
         return value.replace(tzinfo=timezone.utc) if value is not None else None
+
+
+class ReasonText(TypeDecorator[FailureReason]):
+    """A failure reason in a text column: JSON (``{"reason": ...``); an earlier version's plain text is read as said."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: FailureReason | None, dialect: Any) -> str | None:
+        return failure_reasons.to_text(value) if value is not None else None
+
+    def process_result_value(self, value: str | None, dialect: Any) -> FailureReason | None:
+        return failure_reasons.from_text(value) if value is not None else None
 
 
 class Base(DeclarativeBase):
@@ -98,7 +113,7 @@ requests = Table(
     Column("message_ts", String(32)),
     Column("post_claimed_until", UTCDateTime),
     Column("extends_request_id", Integer, ForeignKey("requests.id")),
-    Column("failure_reason", Text),
+    Column("failure_reason", ReasonText),
     Column("apply_lease_until", UTCDateTime, index=True),
     Column("apply_attempts", Integer, nullable=False, default=0, server_default="0"),
     Column("applied_from", Integer),

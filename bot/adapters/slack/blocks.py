@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.adapters.slack import ids
+from bot.adapters.slack import ids, reasons
 from bot.adapters.slack.buttons import button_label
 from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.reports import Report
@@ -291,7 +291,7 @@ def _status_line(card: RequestCard) -> str:
             return f":white_check_mark: Applied{auto} · the grant is over; putting the quota back"
         return f":white_check_mark: Applied{auto}"
     if state == RequestState.FAILED:
-        return f":x: Failed: {escape(card.failure_reason or 'unknown reason')}"
+        return f":x: Failed: {reasons.render(card.failure_reason) if card.failure_reason else 'unknown reason'}"
     if state == RequestState.DENIED:
         return f":no_entry: Denied by {mention(card.denied_by or '?')}"
     if state == RequestState.CANCELLED:
@@ -416,7 +416,7 @@ def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
             change = f" {_json(entry.before)} → {_json(entry.after)}"
         elif entry.after:
             change = f" {_json(entry.after)}"
-        detail = f" — {escape(entry.detail)}" if entry.detail else ""
+        detail = f" — {reasons.render_detail(entry.detail)}" if entry.detail else ""
         lines.append(f"`{entry.at:%Y-%m-%d %H:%M}Z` {actor} *{escape(entry.action)}* {subject}{change}{detail}")
     return lines
 
