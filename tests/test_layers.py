@@ -275,7 +275,6 @@ PHRASES_LEFT = {
     "announce": "the outbox's give-up reason for a reply whose card was never posted",
     "changes": "a grant's end: its audit detail (its GPUs and when it was due)",
     "effects": "a shift's audit detail (its source given back)",
-    "pricing": "Price.describe(): the price basis stored with a request (cost_basis) and shown on its card",
     "proposals": "the job's skip reasons (its run result)",
     "quota_sync": "conflict and hand-edit reasons, audit details",
     "reclaim": "the reclaim's audit details and end reasons",

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.prices import StoredBasis
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
@@ -81,7 +82,7 @@ class Request:
     allocatable: int | None = None
     committed_after: int | None = None
     cost: float | None = None
-    cost_basis: str | None = None  # "per month, at 4.80 USD/h, the ... price"
+    cost_basis: StoredBasis | None = None  # stored as JSON text (bot.domain.prices)
     # Where it lives in Slack:
     channel_id: str
     message_ts: str | None = None

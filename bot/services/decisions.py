@@ -136,7 +136,7 @@ class Decisions:
             after=current + delta,
             monthly_cost=change_cost(gpus=delta, duration=None, price_per_gpu_hour=price.per_gpu_hour)[0],
             grant_cost=change_cost(gpus=delta, duration=duration, price_per_gpu_hour=price.per_gpu_hour)[0] if duration else None,
-            price_basis=price.describe(),
+            price=price,
             currency=self._policy.pricing.currency,
             approvals=len(request.approvals),
             approvals_required=request.approvals_required,

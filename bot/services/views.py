@@ -12,6 +12,7 @@ from typing import Any
 from bot.domain.commands import format_request_id
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.prices import StoredBasis
 from bot.domain.priority import ClassWarning, GpuPod, PodMix
 from bot.domain.quota import CapacityImpact
 from bot.domain.reclaim import over_quota
@@ -52,7 +53,7 @@ class RequestCard:
     auto_approved: bool
     capacity: CapacityImpact | None
     cost: float | None
-    cost_basis: str | None
+    cost_basis: StoredBasis | None
     currency: str
     decide_by: datetime
     grant_ends_at: datetime | None

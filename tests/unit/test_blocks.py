@@ -12,6 +12,7 @@ from bot.adapters.slack.reports import Report, ReportSection
 from bot.domain.commands import GpuAmount, RequestDraft
 from bot.domain.failure_reasons import AsSaid
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.prices import Basis, BasisAsStored, CostBasis, Price
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
 from bot.services.ports import Action, ActionKind
@@ -40,7 +41,7 @@ def card(**changes: object) -> RequestCard:
         auto_approved=False,
         capacity=CapacityImpact(24, 24),
         cost=720.0,
-        cost_basis="for the grant",
+        cost_basis=BasisAsStored("for the grant"),  # as the version before stored it
         currency="USD",
         decide_by=NOW + timedelta(hours=24),
         grant_ends_at=None,
@@ -96,6 +97,16 @@ def test_deny_form_asks_why_and_carries_the_request() -> None:
     assert view["title"]["text"] == "Deny GQ-17"
 
 
+PER_MONTH = CostBasis(grant=False, price=Price(2.5, Basis.RAN_ON, ("NVIDIA A100 <80GB>",), "USD", 7))
+
+
+def test_a_typed_cost_basis_reads_as_before_and_an_old_one_as_stored() -> None:
+    typed = rendered(blocks.request_message(card(cost=100.0, cost_basis=PER_MONTH)))
+    assert "100.00 USD per month, at 2.50 USD/h, the NVIDIA A100 &lt;80GB&gt; price this namespace ran on" in typed
+    old = rendered(blocks.request_message(card(cost=100.0, cost_basis=BasisAsStored("per month, at <b>2</b>"))))
+    assert "100.00 USD per month, at &lt;b&gt;2&lt;/b&gt;" in old
+
+
 @pytest.mark.parametrize("state", [s for s in RequestState if s != RequestState.PENDING])
 def test_decided_requests_have_no_buttons(state: RequestState) -> None:
     assert buttons(blocks.request_message(card(state=state, denied_by="U0LEE", failure_reason=AsSaid("HTTP 403")))) == []
@@ -119,7 +130,7 @@ def test_oversubscription_and_unknown_capacity_are_visible() -> None:
 
 
 def test_a_decrease_shows_savings_and_permanence() -> None:
-    text = rendered(blocks.request_message(card(delta=-3, amount_text="1", duration=None, cost=5475.0, cost_basis="per month")))
+    text = rendered(blocks.request_message(card(delta=-3, amount_text="1", duration=None, cost=5475.0, cost_basis=PER_MONTH)))
     assert "3 GPUs fewer" in text and "permanent" in text and "saves 5,475.00 USD per month" in text
 
 
@@ -261,7 +272,7 @@ def test_every_request_card_is_a_message_slack_accepts(
         team_label=team_label,
         amount_text=amount_text,
         failure_reason=AsSaid(failure_reason),
-        cost_basis=cost_basis,
+        cost_basis=BasisAsStored(cost_basis),
         auto_note=auto_note,
         approvals=tuple(approvals),
         state=state,

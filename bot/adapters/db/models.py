@@ -33,9 +33,10 @@ from sqlalchemy import inspect as inspect_state
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 from sqlalchemy.orm.attributes import QueryableAttribute, flag_modified
 
-from bot.domain import failure_reasons
+from bot.domain import failure_reasons, prices
 from bot.domain.entities import Decision, Grant, Namespace, Request
 from bot.domain.failure_reasons import FailureReason
+from bot.domain.prices import BasisAsStored, StoredBasis
 from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
 
 
@@ -67,6 +68,21 @@ class ReasonText(TypeDecorator[FailureReason]):
 
     def process_result_value(self, value: str | None, dialect: Any) -> FailureReason | None:
         return failure_reasons.from_text(value) if value is not None else None
+
+
+class BasisText(TypeDecorator[StoredBasis]):
+    """A cost's basis in a string column: compact JSON (``{"cost_basis":...``); an earlier version's text as stored."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: StoredBasis | None, dialect: Any) -> str | None:
+        if value is None:
+            return None
+        return value.text if isinstance(value, BasisAsStored) else prices.to_text(value)
+
+    def process_result_value(self, value: str | None, dialect: Any) -> StoredBasis | None:
+        return prices.from_text(value) if value is not None else None
 
 
 class Base(DeclarativeBase):
@@ -108,7 +124,7 @@ requests = Table(
     Column("allocatable", Integer),
     Column("committed_after", Integer),
     Column("cost", Float),
-    Column("cost_basis", String(400)),
+    Column("cost_basis", BasisText(400)),
     Column("channel_id", String(32), nullable=False),
     Column("message_ts", String(32)),
     Column("post_claimed_until", UTCDateTime),

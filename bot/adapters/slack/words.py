@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import singledispatch
 
-from bot.adapters.slack import mrkdwn, reasons
+from bot.adapters.slack import mrkdwn, prices, reasons
 from bot.adapters.slack.sentences import Value, fill, join
 from bot.domain.commands import format_request_id
 from bot.domain.priority import WaitCause
@@ -404,7 +404,7 @@ def _(said: m.IdleNudge) -> Notice:
         highest=f"{said.highest:.0%}",
         idle_hours=f"{said.idle_hours:,.0f}",
         cost=money(said.cost, said.currency),
-        price_basis=said.price_basis,
+        price_basis=prices.notice_of(said.price_basis),
     )
 
 
