@@ -113,7 +113,8 @@ class ShiftApplier:
         except TemporaryError as error:
             return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:
-            return self._failures.refuse(source, request_id, LegNotWritten(True, source, reason_of(error)), out)
+            reason = LegNotWritten(source=True, namespace=source, cause=reason_of(error))
+            return self._failures.refuse(source, request_id, reason, out)
         self._db.run(lambda repo: self._source_applied(repo, request_id, desired["before"], desired["after"]))
         return outcome
 
@@ -150,7 +151,8 @@ class ShiftApplier:
         except TemporaryError as error:
             return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:
-            return self._failures.refuse(target, request_id, LegNotWritten(False, target, reason_of(error)), out)
+            reason = LegNotWritten(source=False, namespace=target, cause=reason_of(error))
+            return self._failures.refuse(target, request_id, reason, out)
 
         def applied(repo: Repository) -> None:
             mark_applied(repo, request_id, quota_after=outcome.after, effect=given, now=self._clock.now())
