@@ -273,15 +273,12 @@ def words_in(path: Path, *, phrases: bool = False) -> list[str]:
 # Phrases still made in services (a shrinking list, #19's last step and #24's first): what they say.
 PHRASES_LEFT = {
     "announce": "the outbox's give-up reason for a reply whose card was never posted",
-    "changes": "failure reasons stored on a request (shown on its card and in its thread)",
-    "decisions": "the approval's recheck: a failure reason stored on the request",
-    "effects": "a shift's failure reasons and its audit detail",
-    "failures": "the failure reason of a shift whose source side stays lowered",
-    "pricing": "Price.describe(): the price basis stored with a request (cost_basis) and shown on its card",
+    "changes": "a grant's end: its audit detail (its GPUs and when it was due)",
+    "effects": "a shift's audit detail (its source given back)",
     "proposals": "the job's skip reasons (its run result)",
     "quota_sync": "conflict and hand-edit reasons, audit details",
     "reclaim": "the reclaim's audit details and end reasons",
-    "shift_apply": "a shift leg's failure reasons and audit details",
+    "shift_apply": "a shift leg's audit detail (the source lowered)",
 }
 
 

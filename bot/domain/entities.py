@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
+from bot.domain.prices import StoredBasis
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
@@ -80,7 +82,7 @@ class Request:
     allocatable: int | None = None
     committed_after: int | None = None
     cost: float | None = None
-    cost_basis: str | None = None  # "per month, at 4.80 USD/h, the ... price"
+    cost_basis: StoredBasis | None = None  # stored as JSON text (bot.domain.prices)
     # Where it lives in Slack:
     channel_id: str
     message_ts: str | None = None
@@ -89,7 +91,7 @@ class Request:
     post_claimed_until: datetime | None = None
     # Extensions point at the request whose grant they extend:
     extends_request_id: int | None = None
-    failure_reason: str | None = None
+    failure_reason: FailureReason | None = None  # stored as JSON text (bot.domain.failure_reasons)
     # The apply: a worker owns it until the lease ends (then the reconcile resumes it); failed
     # attempts so far (temporary faults), and the quota before -> after it actually made.
     apply_lease_until: datetime | None = None

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot.domain.failure_reasons import AboveLimit, FailureReason, QuotaTooLow
+
 GPU_REQUESTS = "requests.nvidia.com/gpu"
 GPU_LIMITS = "limits.nvidia.com/gpu"
 APPLIED_ANNOTATION = "gpu-quota-bot.io/applied-gpus"
@@ -91,16 +93,16 @@ def desired_gpus(base: int, active_grants: int) -> int:
     return max(0, base + active_grants)
 
 
-def change_problem(*, before: int, delta: int, max_gpus: int) -> str | None:
+def change_problem(*, before: int, delta: int, max_gpus: int) -> FailureReason | None:
     """Why moving a quota of ``before`` by ``delta`` breaks the namespace's limits now (None: it doesn't).
 
     Checked again when the change is made: the quota may have moved since the request was asked.
     """
     after = before + delta
     if after < 0:
-        return f"the quota is {before} GPUs now, so it cannot go down by {-delta}"
+        return QuotaTooLow(before, -delta)
     if delta > 0 and after > max_gpus:
-        return f"the quota is {before} GPUs now and may be at most {max_gpus}; {before} {delta:+d} = {after}"
+        return AboveLimit(before, delta, max_gpus)
     return None
 
 

@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Grant, Request
+from bot.domain.failure_reasons import FailureReason, GrantAlreadyEnded, PermanentBelowZero
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.policy import Policy
 from bot.domain.quota import change_problem
@@ -35,7 +36,7 @@ from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import APPLY_LEASE, return_source_in
-from bot.services.failures import FailurePath
+from bot.services.failures import FailurePath, reason_of
 from bot.services.messages import (
     Applied,
     AppliedToRequester,
@@ -160,10 +161,10 @@ class ChangeApplier:
         effect, permanent = request.delta, request.permanent
         max_gpus = self._policy.max_gpus(namespace)
 
-        def check(base: int, grants: int) -> str | None:
+        def check(base: int, grants: int) -> FailureReason | None:
             """The limits against the quota as it is now, with this request's change in it."""
             if permanent and base < 0:
-                return f"the permanent quota is {base - effect} GPUs, so it cannot go down by {-effect}"
+                return PermanentBelowZero(base - effect, -effect)
             total = base + grants
             return change_problem(before=total - effect, delta=effect, max_gpus=max_gpus)
 
@@ -172,7 +173,7 @@ class ChangeApplier:
         except TemporaryError as error:
             return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
-            return self._failures.refuse(namespace, request_id, str(error), out)
+            return self._failures.refuse(namespace, request_id, reason_of(error), out)
 
         def applied(repo: Repository) -> None:
             mark_applied(repo, request_id, quota_after=outcome.after, effect=effect, now=self._clock.now())
@@ -197,13 +198,13 @@ class ChangeApplier:
     def _apply_extension(self, request_id: int, out: Outgoing) -> RequestState:
         """An extension moves the end of a grant: nothing to write in the cluster."""
 
-        def extend(repo: Repository) -> str | None:
+        def extend(repo: Repository) -> FailureReason | None:
             now = self._clock.now()
             request = repo.request(request_id)
             assert request is not None and request.extends_request_id is not None
             grant = repo.grant_of(request.extends_request_id)
             if grant is None or grant.state != GrantState.ACTIVE:
-                problem = f"the grant of {format_request_id(request.extends_request_id)} has already ended"
+                problem = GrantAlreadyEnded(request.extends_request_id)
                 self._failures.fail_in(repo, out, request, problem)
                 return problem
             before = grant.ends_at

@@ -15,6 +15,7 @@ from functools import partial
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
+from bot.domain.failure_reasons import FailureReason, PermanentBelowZero, RefusedWhenApproved
 from bot.domain.lifecycle import RequestKind, RequestState, Verdict
 from bot.domain.policy import (
     Policy,
@@ -135,7 +136,7 @@ class Decisions:
             after=current + delta,
             monthly_cost=change_cost(gpus=delta, duration=None, price_per_gpu_hour=price.per_gpu_hour)[0],
             grant_cost=change_cost(gpus=delta, duration=duration, price_per_gpu_hour=price.per_gpu_hour)[0] if duration else None,
-            price_basis=price.describe(),
+            price=price,
             currency=self._policy.pricing.currency,
             approvals=len(request.approvals),
             approvals_required=request.approvals_required,
@@ -278,12 +279,12 @@ class Decisions:
             return None
         return snapshot.hard if snapshot else None
 
-    def _recheck(self, repo: Repository, row: Request, current: int | None) -> str | None:
+    def _recheck(self, repo: Repository, row: Request, current: int | None) -> FailureReason | None:
         """The before -> after again, from the quota as it is when the last approval lands: the
         shown before -> after is updated (an absolute amount is re-derived), or the reason it is refused."""
         if row.kind == RequestKind.SHIFT:
             problem = source_problem(repo, row, current)
-            return f"refused when approved: {problem}" if problem else None
+            return RefusedWhenApproved(problem) if problem else None
         if row.kind != RequestKind.CHANGE:
             return None
         namespace = repo.namespace(row.namespace)
@@ -295,8 +296,8 @@ class Decisions:
         problem = change_problem(before=current, delta=row.delta, max_gpus=self._policy.max_gpus(row.namespace))
         if problem is None and row.permanent and namespace.base_gpus + row.delta < 0:
             # Running grants are not the base: a permanent decrease cannot take more than the base.
-            problem = f"the permanent quota is {namespace.base_gpus} GPUs, so it cannot go down by {-row.delta}"
-        return f"refused when approved: {problem}" if problem else None
+            problem = PermanentBelowZero(namespace.base_gpus, -row.delta)
+        return RefusedWhenApproved(problem) if problem else None
 
 
 def check_first_decision(request: Request, user: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from bot.domain.entities import Request
+from bot.domain.failure_reasons import FailureReason, SourceShort
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg
 from bot.services.ports import Repository
 
@@ -75,15 +76,15 @@ def record_shift_effect(repo: Repository, request: Request, *, now: datetime) ->
     request.source_state = SourceLeg.RECORDED
 
 
-def source_problem(repo: Repository, request: Request, current: int | None) -> str | None:
+def source_problem(repo: Repository, request: Request, current: int | None) -> FailureReason | None:
     """Why the source cannot give the shifted GPUs as the last approval lands (``current``: its quota in
     the cluster now, None when unread); None when it can. Checked again when the source is lowered."""
     source = repo.namespace(request.source_namespace or "")
     assert source is not None, "a shift's namespaces are recorded when it is submitted"
     if current is not None and current < request.delta:
-        return f"`{request.source_namespace}` has {current} GPUs now, so it cannot give {request.delta}"
+        return SourceShort(source.name, current, request.delta, own=False)
     if source.base_gpus < request.delta:
-        return f"`{request.source_namespace}` has {source.base_gpus} GPUs of its own quota now, so it cannot give {request.delta}"
+        return SourceShort(source.name, source.base_gpus, request.delta, own=True)
     return None
 
 

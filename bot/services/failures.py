@@ -21,13 +21,14 @@ from datetime import datetime, timedelta
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
+from bot.domain.failure_reasons import AsSaid, FailureReason, SourceKeptLowered, to_text
 from bot.domain.lifecycle import RequestKind, RequestState, SourceLeg
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import take_back_effect
 from bot.services.messages import ApplyFailed, ApplyFailedToRequester, ShiftFailed, WaitingForCluster
 from bot.services.ports import Action, ActionKind, ButtonLabel, Repository, Transactions
-from bot.services.quota_sync import QuotaSync
+from bot.services.quota_sync import ChangeRefused, QuotaSync
 from bot.services.request_rows import move_request
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,12 @@ RETRY_FIRST = timedelta(seconds=1)
 RETRY_CAP = timedelta(seconds=5)
 
 
-def fail_request(repo: Repository, request: Request, reason: str, *, now: datetime, recorded: bool = True) -> None:
+def reason_of(error: GpuQuotaError) -> FailureReason:
+    """Why a write was refused: the check's reason, or the error's words as said (the API server's)."""
+    return error.reason if isinstance(error, ChangeRefused) else AsSaid(str(error))
+
+
+def fail_request(repo: Repository, request: Request, reason: FailureReason, *, now: datetime, recorded: bool = True) -> None:
     """Mark an approved request failed and take its change back out of the desired state (when its
     effect was ``recorded``: a request refused as it is approved never had one). A shift whose source
     leg is applied keeps it: the audit says so."""
@@ -46,8 +52,8 @@ def fail_request(repo: Repository, request: Request, reason: str, *, now: dateti
     kept = request.kind == RequestKind.SHIFT and request.source_state == SourceLeg.APPLIED
     if recorded:
         take_back_effect(repo, request, now=now)
-    detail = reason + (f"; the source side stays lowered ({request.source_from} -> {request.source_to})" if kept else "")
-    repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=detail)
+    detail = SourceKeptLowered(reason, request.source_from, request.source_to) if kept else reason
+    repo.record(at=now, action="request_failed", namespace=request.namespace, request_id=request.id, detail=to_text(detail))
 
 
 class FailurePath:
@@ -66,7 +72,7 @@ class FailurePath:
         self._clock = clock
         self._rng = rng or random.Random()
 
-    def refuse(self, namespace: str, request_id: int, reason: str, out: Outgoing) -> RequestState:
+    def refuse(self, namespace: str, request_id: int, reason: FailureReason, out: Outgoing) -> RequestState:
         """The write to ``namespace`` was refused for good: fail the request (told in ``out``), then, still
         in the critical section, converge the namespace to base + active grants without its change."""
 
@@ -82,7 +88,7 @@ class FailurePath:
             log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
         return RequestState.FAILED
 
-    def fail_in(self, repo: Repository, out: Outgoing, request: Request, reason: str, *, recorded: bool = True) -> None:
+    def fail_in(self, repo: Repository, out: Outgoing, request: Request, reason: FailureReason, *, recorded: bool = True) -> None:
         """In the caller's transaction: fail ``request`` and record the thread's and the requester's word of it.
         A shift refused as it is approved (``recorded`` False) never reached its legs: it is told like a change."""
         fail_request(repo, request, reason, now=self._clock.now(), recorded=recorded)
@@ -112,18 +118,18 @@ class FailurePath:
         log.warning("applying %s must wait for the cluster (attempt %d): %s", format_request_id(request_id), attempts, reason)
         return RequestState.APPROVED
 
-    def _tell_failed(self, repo: Repository, out: Outgoing, request: Request, reason: str) -> None:
+    def _tell_failed(self, repo: Repository, out: Outgoing, request: Request, reason: FailureReason) -> None:
         card = self._announce.card_of(repo, request)
         out.thread(
             repo,
             request.id,
-            ApplyFailed(request.id, reason),  # the API server's (or the policy's) words: shown as text, never as markup
+            ApplyFailed(request.id, reason),
             actions=[Action(ActionKind.RETRY, ButtonLabel.RETRY, str(request.id), "primary")],
         )
         out.direct(repo, card.requester_id, ApplyFailedToRequester(request.id, reason))
         out.refresh(repo, request.id)
 
-    def _tell_shift_failed(self, repo: Repository, out: Outgoing, request: Request, reason: str) -> None:
+    def _tell_shift_failed(self, repo: Repository, out: Outgoing, request: Request, reason: FailureReason) -> None:
         card = self._announce.card_of(repo, request)
         assert card.shift is not None
         source_applied = request.source_state == SourceLeg.APPLIED

@@ -99,7 +99,7 @@ class IdleWatch:
         actions.append(Action(ActionKind.SNOOZE, ButtonLabel.SNOOZE, namespace))
         threshold = self._policy.metrics.idle_threshold_percent
         currency = self._policy.pricing.currency
-        text = IdleNudge(namespace, int(held), threshold, window, highest, idle_hours, cost, currency, price.describe())
+        text = IdleNudge(namespace, int(held), threshold, window, highest, idle_hours, cost, currency, price)
         out = self._announce.outgoing()
 
         def nudge(repo: Repository) -> None:

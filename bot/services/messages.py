@@ -21,6 +21,9 @@ from enum import Enum
 from types import UnionType
 from typing import Any, ClassVar
 
+from bot.domain import failure_reasons
+from bot.domain.failure_reasons import FailureReason
+from bot.domain.prices import BasisAsStored, Price
 from bot.domain.priority import WaitCause
 from bot.services.text import Notice
 
@@ -36,6 +39,8 @@ class Message:
         Message.kinds[cls.__name__] = cls
 
 
+# A price as a message carries it: typed, or an old entry's words for it.
+PriceShown = Price | BasisAsStored
 # What a thread reply, direct message or post carries: a typed message, or an old entry's notice.
 Said = Message | Notice
 
@@ -64,6 +69,10 @@ def _encode(value: Any) -> Any:
         return value.total_seconds()
     if isinstance(value, Enum):
         return value.value
+    if isinstance(value, FailureReason):
+        return failure_reasons.to_json(value)
+    if isinstance(value, BasisAsStored):
+        return value.text
     if isinstance(value, tuple):
         return [_encode(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -74,6 +83,8 @@ def _encode(value: Any) -> Any:
 def _decode(hint: Any, value: Any) -> Any:
     if value is None:
         return None
+    if hint == PriceShown:  # a string: an entry recorded before prices were typed
+        return BasisAsStored(value) if isinstance(value, str) else _decode(Price, value)
     origin = typing.get_origin(hint)
     if origin in (UnionType, typing.Union):
         (inner,) = [arg for arg in typing.get_args(hint) if arg is not type(None)]
@@ -88,6 +99,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return timedelta(seconds=value)
     if isinstance(hint, type) and issubclass(hint, Enum):
         return hint(value)
+    if hint is FailureReason:  # a plain string: an entry recorded before reasons were typed
+        return failure_reasons.from_json(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         return hint(**{f.name: _decode(hints[f.name], value[f.name]) for f in dataclasses.fields(hint)})
@@ -225,10 +238,10 @@ class WaitingForCluster(Message):
 
 @dataclass(frozen=True)
 class ApplyFailed(Message):
-    """In the thread; ``reason``: the API server's (or the policy's) words."""
+    """In the thread; ``reason``: why (the API server's words are kept in it as said)."""
 
     request_id: int
-    reason: str
+    reason: FailureReason
 
 
 @dataclass(frozen=True)
@@ -242,7 +255,7 @@ class ShiftFailed(Message):
     (``source_before`` -> ``source_after``) while the target side failed."""
 
     request_id: int
-    reason: str
+    reason: FailureReason
     namespace: str
     source_namespace: str
     source_before: int
@@ -351,8 +364,8 @@ class MetricsBack(Message):
 
 @dataclass(frozen=True)
 class IdleNudge(Message):
-    """To the team's channel: GPUs held under the idle threshold for the window. ``price_basis``:
-    ``bot.services.pricing.Price.describe`` (still made there)."""
+    """To the team's channel: GPUs held under the idle threshold for the window. ``price_basis``: the price
+    of its GPUs (``bot.services.pricing``); an entry of an earlier version holds its words (``BasisAsStored``)."""
 
     namespace: str
     gpus: int
@@ -362,7 +375,7 @@ class IdleNudge(Message):
     idle_hours: float
     cost: float
     currency: str
-    price_basis: str
+    price_basis: PriceShown
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ from datetime import timedelta
 from enum import StrEnum
 
 from bot.domain.commands import format_request_id
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import RequestState
+from bot.domain.prices import Price
 from bot.errors import GpuQuotaError, RateLimited
 
 
@@ -51,7 +53,7 @@ class Confirmation:
     after: int
     monthly_cost: float  # the change's GPUs for a whole month
     grant_cost: float | None  # a temporary change: its cost for the grant
-    price_basis: str  # "at 4.80 USD/h, the ... price this namespace ran on" (bot.services.pricing)
+    price: Price  # the price the costs are at, and its basis (bot.services.pricing)
     currency: str
     approvals: int
     approvals_required: int
@@ -80,7 +82,7 @@ class Decided:
     state: RequestState
     approvals: int
     approvals_required: int
-    failure_reason: str | None = None
+    failure_reason: FailureReason | None = None
 
     @property
     def display_id(self) -> str:

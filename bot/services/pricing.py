@@ -4,56 +4,25 @@ confirmation form) and the idle nudge, so every figure the bot shows uses the sa
 In order: the GPU models the namespace ran on over the last ``RECENT_DAYS`` days (the cost ledger,
 weighted by GPU-hours, at today's prices); else the most expensive priced model on the cluster's GPU
 nodes (the ``nvidia.com/gpu.product`` label GPU feature discovery sets: what it may get); else the
-policy's default price. The answer says which, so people can see why a figure is what it is.
+policy's default price. The answer says which (a ``bot.domain.prices.Price``, worded at the edge), so
+people can see why a figure is what it is.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import timedelta
-from enum import Enum
 
 from bot.clock import Clock
 from bot.domain.policy import Policy
+from bot.domain.prices import Basis, Price
 from bot.errors import GpuQuotaError
 from bot.services.ports import QuotaCluster, Transactions
 from bot.services.stores import LedgerReads
-from bot.services.text import money
 
 log = logging.getLogger(__name__)
 RECENT_DAYS = 7
-NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
-MODEL_NAME_LIMIT = 60  # characters of a model's name in the basis (requests.cost_basis holds 400)
-
-
-class Basis(Enum):
-    RAN_ON = "ran_on"  # the models the namespace ran on lately
-    MAY_GET = "may_get"  # the most expensive model on the cluster's GPU nodes
-    DEFAULT = "default"  # the policy's default price
-
-
-@dataclass(frozen=True)
-class Price:
-    per_gpu_hour: float
-    basis: Basis
-    models: tuple[str, ...]
-    currency: str
-
-    def describe(self, subject: str = "this namespace") -> str:
-        """``at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price this namespace ran on`` (``subject``: who ran on it)."""
-        rate = f"at {money(self.per_gpu_hour, self.currency)}/h"
-        names = ", ".join(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
-        if len(self.models) > NAMED_MODELS:
-            names += f" and {len(self.models) - NAMED_MODELS} more"
-        if self.basis == Basis.RAN_ON and len(self.models) == 1:
-            return f"{rate}, the {names} price {subject} ran on"
-        if self.basis == Basis.RAN_ON:
-            return f"{rate}, the average price of the {names} {subject} ran on (last {RECENT_DAYS} days)"
-        if self.basis == Basis.MAY_GET:
-            return f"{rate}, the {names} price (the most expensive GPU {subject} may get)"
-        return f"{rate}, the default price"
 
 
 class Pricer:
@@ -81,11 +50,11 @@ class Pricer:
         if hours:
             rate = sum(h * self._pricing.price_for(model) for model, h in hours.items()) / sum(hours.values())
             ordered = tuple(sorted(hours, key=lambda model: (-hours[model], model)))
-            return Price(rate, Basis.RAN_ON, ordered, self._pricing.currency)
+            return Price(rate, Basis.RAN_ON, ordered, self._pricing.currency, RECENT_DAYS)
         model = dearest() if callable(dearest) else dearest
         if model is not None:
-            return Price(self._pricing.price_for(model), Basis.MAY_GET, (model,), self._pricing.currency)
-        return Price(self._pricing.default_per_gpu_hour, Basis.DEFAULT, (), self._pricing.currency)
+            return Price(self._pricing.price_for(model), Basis.MAY_GET, (model,), self._pricing.currency, RECENT_DAYS)
+        return Price(self._pricing.default_per_gpu_hour, Basis.DEFAULT, (), self._pricing.currency, RECENT_DAYS)
 
     def dearest_on_nodes(self) -> str | None:
         """The most expensive model of the price list found on the GPU nodes (None: none priced, or unknown)."""

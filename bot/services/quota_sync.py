@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Namespace
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
@@ -55,7 +56,11 @@ class SyncOutcome:
 
 
 class ChangeRefused(PermanentError):
-    """The desired quota breaks a limit now; nothing was written."""
+    """The desired quota breaks a limit now (``reason``); nothing was written."""
+
+    def __init__(self, reason: FailureReason) -> None:
+        super().__init__(repr(reason))  # for logs: the edge words ``reason``
+        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -147,7 +152,7 @@ class QuotaSync:
         namespace: str,
         *,
         request_id: int | None = None,
-        check: Callable[[int, int], str | None] | None = None,
+        check: Callable[[int, int], FailureReason | None] | None = None,
         read: QuotaRead | None = None,
     ) -> SyncOutcome:
         """``converge`` for a caller already inside ``exclusive(namespace)``.
@@ -187,7 +192,7 @@ class QuotaSync:
         namespace: str,
         quota_name: str,
         request_id: int | None,
-        check: Callable[[int, int], str | None] | None,
+        check: Callable[[int, int], FailureReason | None] | None,
         read: QuotaRead | None,
     ) -> SyncOutcome:
         snapshot = read.snapshot if read is not None else self._target.read(namespace)

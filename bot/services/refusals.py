@@ -16,6 +16,7 @@ from datetime import date, timedelta
 from enum import Enum
 from typing import ClassVar
 
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.errors import UserError
 
@@ -175,9 +176,9 @@ class NotFailed(Refusal):
 
 @dataclass(frozen=True)
 class NotRetried(Refusal):
-    """``problem``: the policy check's words (``bot.services.effects.source_problem``)."""
+    """``problem``: the policy check's reason (``bot.services.effects.source_problem``)."""
 
-    problem: str
+    problem: FailureReason
 
 
 # --- submitting a request, an extension or a shift ------------------------------------------

@@ -29,13 +29,14 @@ from datetime import datetime
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
+from bot.domain.failure_reasons import FailureReason, LegNotWritten, SourceHasNone, SourceShort
 from bot.domain.lifecycle import RequestState, SourceLeg
 from bot.domain.policy import Policy
 from bot.domain.quota import change_problem, desired_gpus
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import record_target, return_source_in, shifted_gpus
-from bot.services.failures import FailurePath
+from bot.services.failures import FailurePath, reason_of
 from bot.services.messages import ShiftApplied, ShiftAppliedToRequester, SourceNotRaised, SourceReturned
 from bot.services.ports import Repository, Transactions
 from bot.services.quota_sync import QuotaSync, SyncOutcome
@@ -98,13 +99,13 @@ class ShiftApplier:
         shifted = current.delta
         desired: dict[str, int] = {}
 
-        def check(base: int, grants: int) -> str | None:
+        def check(base: int, grants: int) -> FailureReason | None:
             """The source's own quota, as it is now, must cover the shift."""
             if base < 0:
-                return f"`{source}` has {base + shifted} GPUs of its own quota now, so it cannot give {shifted}"
+                return SourceShort(source, base + shifted, shifted, own=True)
             desired["before"], desired["after"] = desired_gpus(base + shifted, grants), desired_gpus(base, grants)
             if desired["before"] == desired["after"]:
-                return f"`{source}` has no GPUs to give now"
+                return SourceHasNone(source)
             return None
 
         try:
@@ -112,7 +113,7 @@ class ShiftApplier:
         except TemporaryError as error:
             return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:
-            reason = f"the source side ({source}) could not be lowered: {error}"
+            reason = LegNotWritten(source=True, namespace=source, cause=reason_of(error))
             return self._failures.refuse(source, request_id, reason, out)
         self._db.run(lambda repo: self._source_applied(repo, request_id, desired["before"], desired["after"]))
         return outcome
@@ -142,7 +143,7 @@ class ShiftApplier:
             return current
         given, max_gpus = shifted_gpus(current), self._policy.max_gpus(target)
 
-        def check(base: int, grants: int) -> str | None:
+        def check(base: int, grants: int) -> FailureReason | None:
             return change_problem(before=base + grants - given, delta=given, max_gpus=max_gpus)
 
         try:
@@ -150,7 +151,7 @@ class ShiftApplier:
         except TemporaryError as error:
             return self._failures.wait(request_id, str(error), out)
         except GpuQuotaError as error:
-            reason = f"the target side ({target}) could not be raised: {error}"
+            reason = LegNotWritten(source=False, namespace=target, cause=reason_of(error))
             return self._failures.refuse(target, request_id, reason, out)
 
         def applied(repo: Repository) -> None:

@@ -17,6 +17,7 @@ from bot.domain.commands import ShiftDraft, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestKind, RequestState
 from bot.domain.policy import Policy, ShiftApproval, Team, limit_problems
+from bot.domain.prices import CostBasis
 from bot.domain.quota import QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.access import Access
@@ -85,7 +86,7 @@ class ShiftService:
         if problems:
             raise Refused(OverLimits(tuple(problems)))
         price = self._pricer.price(draft.target)
-        monthly, basis = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
+        monthly, _ = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
         same_team = source.team.name == target.team.name
         required = 1 if self._policy.shifts.approval == ShiftApproval.ADMIN or same_team else 2
         channel = self._channel(target.team)
@@ -110,7 +111,7 @@ class ShiftService:
                 hard_before=target.hard,
                 used_before=target.snapshot.used if target.snapshot else None,
                 cost=round(monthly, 2),
-                cost_basis=f"{basis}, {price.describe(draft.target)}",
+                cost_basis=CostBasis(grant=False, price=price.named(), named=True),
                 channel_id=channel,
                 source_namespace=draft.source,
                 source_team=source.team.name,

@@ -25,6 +25,7 @@ from bot.domain.policy import (
     auto_approval,
     limit_problems,
 )
+from bot.domain.prices import CostBasis
 from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.logs import request_context
@@ -188,7 +189,7 @@ class Submissions:
             now = self._clock.now()
             # Price and budget are read in this transaction too: one transaction for the whole submission.
             price = self._pricer.price_from(self._pricer.recent_hours(repo, new.namespace), dearest)
-            cost, basis = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
+            cost, _ = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
             over_budget = self._over_budget(repo, new.team.name)
             required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
@@ -217,7 +218,7 @@ class Submissions:
                 allocatable=capacity.allocatable if capacity else None,
                 committed_after=capacity.committed_after if capacity else None,
                 cost=round(cost, 2),
-                cost_basis=f"{basis}, {price.describe()}",
+                cost_basis=CostBasis(grant=new.duration is not None, price=price.named()),
                 channel_id=new.team.channel,
                 extends_request_id=new.extends_request_id,
                 created_at=now,

@@ -10,7 +10,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.domain.commands import format_request_id
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.prices import StoredBasis
 from bot.domain.priority import ClassWarning, GpuPod, PodMix
 from bot.domain.quota import CapacityImpact
 from bot.domain.reclaim import over_quota
@@ -51,13 +53,13 @@ class RequestCard:
     auto_approved: bool
     capacity: CapacityImpact | None
     cost: float | None
-    cost_basis: str | None
+    cost_basis: StoredBasis | None
     currency: str
     decide_by: datetime
     grant_ends_at: datetime | None
     grant_state: GrantState | None
     extends_id: int | None
-    failure_reason: str | None
+    failure_reason: FailureReason | None
     channel_id: str
     message_ts: str | None
     auto_note: str | None = None  # which auto-approval rule allowed it, or what kept it for a person

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 from prometheus_client import REGISTRY
+from sqlalchemy import text
 
 from bot.adapters.kube import KubernetesCluster
+from bot.adapters.slack import blocks, prices, reasons
 from bot.adapters.slack.replies import reply_text
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
@@ -17,6 +19,7 @@ from bot.errors import NamespaceNotFound, UserError
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import seed_cluster
+from bot.services.cards import card_for
 
 QUOTA_PATH = r"/namespaces/ai-frontier-research/resourcequotas/compute-quota$"
 
@@ -34,7 +37,7 @@ def approve(sandbox: Sandbox, request_id: int, user: str = "U0LEE") -> str:
 def state(sandbox: Sandbox, request_id: int) -> tuple[RequestState, str | None]:
     assert sandbox.database is not None
     row = sandbox.database.run(lambda repo: repo.request(request_id))
-    return RequestState(row.state), row.failure_reason
+    return RequestState(row.state), reasons.render(row.failure_reason) if row.failure_reason else None  # as the card shows it
 
 
 def kube(sandbox: Sandbox) -> KubeApiStandIn:
@@ -170,9 +173,23 @@ def test_a_requests_cost_is_priced_by_the_dearest_gpu_model_on_the_nodes(sandbox
     row = sandbox.database.run(lambda repo: repo.request(request_id))
     assert row.cost == 48.0  # 2 x 5 h x 4.80 (the sandbox's H100 price), not 25.00 at its default 2.50
     assert (
-        row.cost_basis
+        prices.render_basis(row.cost_basis, row.namespace)
         == "for the grant, at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price (the most expensive GPU this namespace may get)"
     )
+
+
+def test_a_cost_basis_the_version_before_stored_as_text_is_shown_as_stored(sandbox: Sandbox) -> None:
+    assert sandbox.database is not None and sandbox.services is not None
+    request_id = submit(sandbox, "request ai-frontier-research +2 for 5h eval")
+    old = "for the grant, at 2.50 USD/h, the <default> price"
+    with sandbox.database.engine.begin() as connection:
+        stored = connection.execute(text("SELECT cost_basis FROM requests WHERE id = :id"), {"id": request_id}).scalar_one()
+        connection.execute(text("UPDATE requests SET cost_basis = :old WHERE id = :id"), {"old": old, "id": request_id})
+
+    assert stored.startswith('{"cost_basis":')
+    policy = sandbox.services.policy
+    card = sandbox.database.run(lambda repo: str(blocks.request_message(card_for(repo.request(request_id), policy))))
+    assert "for the grant, at 2.50 USD/h, the &lt;default&gt; price" in card
 
 
 def test_the_cluster_wide_reads_through_the_real_client(tmp_path: Path) -> None:

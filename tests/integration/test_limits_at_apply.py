@@ -3,7 +3,13 @@
 
 from __future__ import annotations
 
+from sqlalchemy import text
+
+from bot.adapters.slack import blocks
+from bot.adapters.slack.reasons import render_detail
+from bot.domain.failure_reasons import AboveLimit, AsSaid, RefusedWhenApproved, from_text
 from bot.sandbox.slack_api import Recorded
+from bot.services.cards import card_for
 from tests.integration.conftest import SlackOverHttp
 
 ALICE, LEE, PAT = "U0ALICE", "U0LEE", "U0PAT"
@@ -30,7 +36,27 @@ def test_a_change_that_breaks_the_limit_by_now_is_refused_at_approval(slack: Sla
     failed = slack.sandbox.database.run(
         lambda repo: [e.detail for e in repo.audit_trail(request_id=1) if e.action == "request_failed"]
     )
-    assert failed and "5 +12 = 17" in failed[0]
+    assert failed and "5 +12 = 17" in render_detail(failed[0])
+
+
+def test_a_reason_the_version_before_stored_as_text_is_shown_as_it_was_stored(slack: SlackOverHttp) -> None:
+    kube, database, services = slack.sandbox.kube, slack.sandbox.database, slack.sandbox.services
+    assert kube is not None and database is not None and services is not None
+    slack.command(ALICE, f"request {NAMESPACE} +12 for 1d big sweep")
+    message = slack.request_message()
+    approve_by_form(slack, LEE, message)
+    kube.edit_quota(NAMESPACE, QUOTA, "requests.nvidia.com/gpu", "5")
+    approve_by_form(slack, PAT, message)
+    old = "the cluster refused to let the bot patch <compute-quota> (HTTP 403)"
+    with database.engine.begin() as connection:
+        stored = connection.execute(text("SELECT failure_reason FROM requests WHERE id = 1")).scalar_one()
+        connection.execute(text("UPDATE requests SET failure_reason = :old WHERE id = 1"), {"old": old})
+
+    assert stored.startswith('{"reason":') and from_text(stored) == RefusedWhenApproved(AboveLimit(5, 12, 16))
+    request = database.run(lambda repo: repo.request(1))
+    assert request is not None and request.failure_reason == AsSaid(old)
+    card = str(database.run(lambda repo: blocks.request_message(card_for(repo.request(1), services.policy))))
+    assert ":x: Failed: the cluster refused to let the bot patch &lt;compute-quota&gt; (HTTP 403)" in card
 
 
 def test_the_card_shows_the_change_actually_made(slack: SlackOverHttp) -> None:

@@ -10,7 +10,9 @@ from slack_sdk.models.blocks import Block
 from bot.adapters.slack import blocks, ids, modals
 from bot.adapters.slack.reports import Report, ReportSection
 from bot.domain.commands import GpuAmount, RequestDraft
+from bot.domain.failure_reasons import AsSaid
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
+from bot.domain.prices import Basis, BasisAsStored, CostBasis, Price
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
 from bot.services.ports import Action, ActionKind
@@ -39,7 +41,7 @@ def card(**changes: object) -> RequestCard:
         auto_approved=False,
         capacity=CapacityImpact(24, 24),
         cost=720.0,
-        cost_basis="for the grant",
+        cost_basis=BasisAsStored("for the grant"),  # as the version before stored it
         currency="USD",
         decide_by=NOW + timedelta(hours=24),
         grant_ends_at=None,
@@ -95,14 +97,26 @@ def test_deny_form_asks_why_and_carries_the_request() -> None:
     assert view["title"]["text"] == "Deny GQ-17"
 
 
+PER_MONTH = CostBasis(grant=False, price=Price(2.5, Basis.RAN_ON, ("NVIDIA A100 <80GB>",), "USD", 7))
+
+
+def test_a_typed_cost_basis_reads_as_before_and_an_old_one_as_stored() -> None:
+    typed = rendered(blocks.request_message(card(cost=100.0, cost_basis=PER_MONTH)))
+    assert "100.00 USD per month, at 2.50 USD/h, the NVIDIA A100 &lt;80GB&gt; price this namespace ran on" in typed
+    old = rendered(blocks.request_message(card(cost=100.0, cost_basis=BasisAsStored("per month, at <b>2</b>"))))
+    assert "100.00 USD per month, at &lt;b&gt;2&lt;/b&gt;" in old
+
+
 @pytest.mark.parametrize("state", [s for s in RequestState if s != RequestState.PENDING])
 def test_decided_requests_have_no_buttons(state: RequestState) -> None:
-    assert buttons(blocks.request_message(card(state=state, denied_by="U0LEE", failure_reason="HTTP 403"))) == []
+    assert buttons(blocks.request_message(card(state=state, denied_by="U0LEE", failure_reason=AsSaid("HTTP 403")))) == []
 
 
 def test_final_states_are_spelled_out() -> None:
     assert "Denied by <@U0LEE>" in rendered(blocks.request_message(card(state=RequestState.DENIED, denied_by="U0LEE")))
-    assert "Failed: HTTP 403" in rendered(blocks.request_message(card(state=RequestState.FAILED, failure_reason="HTTP 403")))
+    assert "Failed: HTTP 403" in rendered(
+        blocks.request_message(card(state=RequestState.FAILED, failure_reason=AsSaid("HTTP 403")))
+    )
     applied = card(state=RequestState.APPLIED, grant_ends_at=NOW + timedelta(days=3), grant_state=GrantState.ACTIVE)
     text = rendered(blocks.request_message(applied))
     assert "Applied" in text and "until <!date^" in text
@@ -116,7 +130,7 @@ def test_oversubscription_and_unknown_capacity_are_visible() -> None:
 
 
 def test_a_decrease_shows_savings_and_permanence() -> None:
-    text = rendered(blocks.request_message(card(delta=-3, amount_text="1", duration=None, cost=5475.0, cost_basis="per month")))
+    text = rendered(blocks.request_message(card(delta=-3, amount_text="1", duration=None, cost=5475.0, cost_basis=PER_MONTH)))
     assert "3 GPUs fewer" in text and "permanent" in text and "saves 5,475.00 USD per month" in text
 
 
@@ -173,7 +187,9 @@ def test_extend_form_carries_the_request_id() -> None:
 
 
 def test_the_card_escapes_everything_a_person_typed() -> None:
-    hostile = card(reason="<!channel> & <http://evil.example|click here>\x00", amount_text="<@U123>", failure_reason="<!here>")
+    hostile = card(
+        reason="<!channel> & <http://evil.example|click here>\x00", amount_text="<@U123>", failure_reason=AsSaid("<!here>")
+    )
     for state in (RequestState.PENDING, RequestState.FAILED):
         message = blocks.request_message(replace(hostile, state=state))
         text = rendered(message) + blocks.request_fallback_text(hostile)
@@ -255,8 +271,8 @@ def test_every_request_card_is_a_message_slack_accepts(
         namespace=namespace,
         team_label=team_label,
         amount_text=amount_text,
-        failure_reason=failure_reason,
-        cost_basis=cost_basis,
+        failure_reason=AsSaid(failure_reason),
+        cost_basis=BasisAsStored(cost_basis),
         auto_note=auto_note,
         approvals=tuple(approvals),
         state=state,

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from bot.adapters.slack import ids, modals
 from bot.domain.policy import needs_confirmation, parse_policy
+from bot.domain.prices import Basis, Price
 from bot.services.outcomes import Confirmation
 
 
@@ -22,7 +23,7 @@ def confirmation(**changes: object) -> Confirmation:
         "after": 1,
         "monthly_cost": 5475.0,
         "grant_cost": None,
-        "price_basis": "at 2.50 USD/h, the <b>A100</b> price this namespace ran on",
+        "price": Price(2.5, Basis.RAN_ON, ("<b>A100</b>",), "USD", 7),
         "currency": "USD",
         "approvals": 1,
         "approvals_required": 2,

@@ -7,10 +7,12 @@ import json
 from datetime import date, timedelta
 
 from bot.adapters.slack import blocks
+from bot.adapters.slack.prices import render_basis, render_price
 from bot.domain.commands import parse_command
+from bot.domain.prices import Basis
 from bot.errors import TemporaryError
 from bot.sandbox.history import A100, H100
-from bot.services.pricing import Basis, Pricer
+from bot.services.pricing import Pricer
 from tests.unit.test_jobs import Jobs, make_jobs, policy_dict
 
 NODE_H100, NODE_A100 = "NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB"  # as GPU feature discovery labels nodes
@@ -37,7 +39,7 @@ def test_a_requests_cost_uses_the_price_of_the_model_the_namespace_ran_on() -> N
     request_id = submit(jobs, "request ai-frontier-research +2 for 6h sweep")
     row = jobs.database.run(lambda repo: repo.request(request_id))
     assert row is not None and row.cost == 24.0  # 2 GPUs x 6 h x 2.00, not 12.00 at the default price
-    assert row.cost_basis == f"for the grant, at 2.00 USD/h, the {A100} price this namespace ran on"
+    assert render_basis(row.cost_basis, row.namespace) == f"for the grant, at 2.00 USD/h, the {A100} price this namespace ran on"
     assert f"24.00 USD for the grant, at 2.00 USD/h, the {A100} price this namespace ran on" in card_text(jobs)
 
 
@@ -47,7 +49,8 @@ def test_without_recent_use_the_dearest_model_on_the_nodes_prices_it() -> None:
     request_id = submit(jobs, "request ai-frontier-research +1 for 10h eval")
     row = jobs.database.run(lambda repo: repo.request(request_id))
     assert row is not None and row.cost == 40.0  # 1 x 10 h x 4.00 (H100)
-    assert row.cost_basis == f"for the grant, at 4.00 USD/h, the {H100} price (the most expensive GPU this namespace may get)"
+    worded = render_basis(row.cost_basis, row.namespace)
+    assert worded == f"for the grant, at 4.00 USD/h, the {H100} price (the most expensive GPU this namespace may get)"
 
 
 def test_unknown_models_fall_back_to_the_default_price() -> None:
@@ -61,7 +64,7 @@ def test_unreadable_nodes_fall_back_to_the_default_price() -> None:
     jobs.cluster.models = {NODE_H100}
     jobs.cluster.fail("nodes", TemporaryError("list nodes: 503"))
     price = pricer(jobs).price("ai-frontier-research")
-    assert (price.per_gpu_hour, price.describe()) == (1.0, "at 1.00 USD/h, the default price")
+    assert (price.per_gpu_hour, render_price(price)) == (1.0, "at 1.00 USD/h, the default price")
 
 
 def test_a_mix_of_models_is_priced_by_their_gpu_hours() -> None:
@@ -82,7 +85,7 @@ def test_a_mix_of_models_is_priced_by_their_gpu_hours() -> None:
     )
     price = pricer(jobs).price("ai-frontier-research")
     assert price.basis == Basis.RAN_ON and abs(price.per_gpu_hour - 3.0) < 1e-9
-    assert price.describe() == f"at 3.00 USD/h, the average price of the {A100}, {H100} this namespace ran on (last 7 days)"
+    assert render_price(price) == f"at 3.00 USD/h, the average price of the {A100}, {H100} this namespace ran on (last 7 days)"
 
 
 def entry(day: date, namespace: str, model: str, hours: float) -> dict[str, object]:

@@ -3,6 +3,7 @@ from datetime import timedelta
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from bot.domain.failure_reasons import AboveLimit, QuotaTooLow
 from bot.domain.quota import (
     CapacityImpact,
     QuotaSnapshot,
@@ -96,11 +97,9 @@ def test_a_version_already_accounted_for_is_not_adopted_again() -> None:
 
 def test_change_problem_checks_the_limit_against_the_quota_now() -> None:
     assert change_problem(before=4, delta=12, max_gpus=16) is None
-    problem = change_problem(before=5, delta=12, max_gpus=16)
-    assert problem is not None and "at most 16" in problem and "5 +12 = 17" in problem
+    assert change_problem(before=5, delta=12, max_gpus=16) == AboveLimit(before=5, delta=12, max_gpus=16)
     assert change_problem(before=20, delta=-2, max_gpus=16) is None  # a decrease is fine above the limit
-    problem = change_problem(before=1, delta=-2, max_gpus=16)
-    assert problem is not None and "cannot go down by 2" in problem
+    assert change_problem(before=1, delta=-2, max_gpus=16) == QuotaTooLow(before=1, decrease=2)
 
 
 def test_in_sync_needs_value_stamp_and_equal_limits() -> None:

@@ -11,6 +11,7 @@ import pytest
 
 import bot.bootstrap  # noqa: F401  (lends the edge's wording to ``str(error)``)
 from bot.adapters.slack.refusals import notice, render
+from bot.domain.failure_reasons import FailureReason, SourceShort
 from bot.domain.lifecycle import RequestState
 from bot.services import refusals as r
 
@@ -18,6 +19,7 @@ from bot.services import refusals as r
 def _example(kind: type[r.Refusal]) -> r.Refusal:
     """An instance of ``kind`` with a value of each field's type."""
     samples: dict[Any, Any] = {int: 3, str: "ns-a", date: date(2026, 11, 1), timedelta: timedelta(days=2)}
+    samples[FailureReason] = SourceShort("ns-a", 2, 3, own=True)
     values = {}
     for name, hint in get_type_hints(kind).items():
         if isinstance(hint, type) and issubclass(hint, Enum):

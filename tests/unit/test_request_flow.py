@@ -6,8 +6,10 @@ from datetime import timedelta
 
 import pytest
 
+from bot.adapters.slack import reasons
 from bot.adapters.slack.refusals import render as refusal_words
 from bot.adapters.slack.replies import reply_text
+from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, UserError
 from bot.services.ports import ActionKind
@@ -148,7 +150,7 @@ def test_a_refused_apply_fails_cleanly_and_an_admin_can_retry(world: World) -> N
     world.cluster.fail("dry_run", PermanentError("the cluster refused to let the bot patch (HTTP 403)"))
     assert approve(world, 1) == "You approved GQ-1; it is failed."
     row = world.request(1)
-    assert row.state == RequestState.FAILED and "403" in (row.failure_reason or "")
+    assert row.state == RequestState.FAILED and "403" in worded(row.failure_reason)
     assert world.database.run(lambda r: r.grant_of(1)) is None  # the effect was taken back
     assert world.cluster.hard("ai-frontier-research") == 4
     failure = world.notifier.of("reply")[-1]
@@ -406,7 +408,7 @@ def test_a_limit_broken_by_now_is_refused_inside_the_apply(world: World) -> None
     world.cluster.before_write.append(lambda: world.cluster.edit("ai-frontier-research", 13))
     approve(world, 1)
     row = world.request(1)
-    assert row.state == RequestState.FAILED and "may be at most 16; 13 +4 = 17" in (row.failure_reason or "")
+    assert row.state == RequestState.FAILED and "may be at most 16; 13 +4 = 17" in worded(row.failure_reason)
     assert world.cluster.hard("ai-frontier-research") == 13  # the person's number, adopted; no grant
     assert world.database.run(lambda r: r.grant_of(1)) is None
     assert "Could not apply GQ-1" in world.replies()[-1] and "could not be applied" in world.dms("U0ALICE")[-1]
@@ -421,7 +423,7 @@ def test_a_permanent_decrease_cannot_take_more_than_the_base(world: World) -> No
     approve(world, 2, "U0KIM")
     row = world.request(2)
     assert row.state == RequestState.FAILED
-    assert "permanent quota is 4 GPUs, so it cannot go down by 5" in (row.failure_reason or "")
+    assert "permanent quota is 4 GPUs, so it cannot go down by 5" in worded(row.failure_reason)
     assert world.database.run(lambda r: r.namespace("ai-frontier-research")).base_gpus == 4
     assert world.cluster.hard("ai-frontier-research") == 8
 
@@ -443,3 +445,8 @@ def test_an_extension_card_shows_the_end_it_would_give_then_the_end_it_gave(worl
     assert card.extends_id == 1 and card.grant_ends_at == START + timedelta(days=5)
     approve(world, 2)
     assert world.notifier.last_card().grant_ends_at == START + timedelta(days=5)
+
+
+def worded(reason: FailureReason | None) -> str:
+    """A request's failure reason as its card shows it ("" when it has none)."""
+    return reasons.render(reason) if reason else ""

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.adapters.slack.words import fill, render
+from bot.adapters.slack.sentences import fill
+from bot.adapters.slack.words import render
+from bot.domain.failure_reasons import AsSaid, FailureReason, LegNotWritten
 from bot.services import messages
 from bot.services.messages import ApprovedBy, DeniedBy, Message, from_json, to_json
 from bot.services.text import Moment, Strong, User, say
@@ -43,6 +45,8 @@ def sample(hint: Any) -> Any:
         return HOSTILE
     if isinstance(hint, type) and issubclass(hint, Enum):
         return list(hint)[0]
+    if hint is FailureReason:  # a check's reason quoting the API server's words
+        return LegNotWritten(True, "ns-a", AsSaid(HOSTILE))
     assert isinstance(hint, type) and dataclasses.is_dataclass(hint), hint
     return instance(hint)
 

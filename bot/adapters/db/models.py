@@ -33,7 +33,10 @@ from sqlalchemy import inspect as inspect_state
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 from sqlalchemy.orm.attributes import QueryableAttribute, flag_modified
 
+from bot.domain import failure_reasons, prices
 from bot.domain.entities import Decision, Grant, Namespace, Request
+from bot.domain.failure_reasons import FailureReason
+from bot.domain.prices import BasisAsStored, StoredBasis
 from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
 
 
@@ -52,6 +55,34 @@ class UTCDateTime(TypeDecorator[datetime]):
 
     def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
         return value.replace(tzinfo=timezone.utc) if value is not None else None
+
+
+class ReasonText(TypeDecorator[FailureReason]):
+    """A failure reason in a text column: JSON (``{"reason": ...``); an earlier version's plain text is read as said."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: FailureReason | None, dialect: Any) -> str | None:
+        return failure_reasons.to_text(value) if value is not None else None
+
+    def process_result_value(self, value: str | None, dialect: Any) -> FailureReason | None:
+        return failure_reasons.from_text(value) if value is not None else None
+
+
+class BasisText(TypeDecorator[StoredBasis]):
+    """A cost's basis in a string column: compact JSON (``{"cost_basis":...``); an earlier version's text as stored."""
+
+    impl = String
+    cache_ok = True
+
+    def process_bind_param(self, value: StoredBasis | None, dialect: Any) -> str | None:
+        if value is None:
+            return None
+        return value.text if isinstance(value, BasisAsStored) else prices.to_text(value)
+
+    def process_result_value(self, value: str | None, dialect: Any) -> StoredBasis | None:
+        return prices.from_text(value) if value is not None else None
 
 
 class Base(DeclarativeBase):
@@ -93,12 +124,12 @@ requests = Table(
     Column("allocatable", Integer),
     Column("committed_after", Integer),
     Column("cost", Float),
-    Column("cost_basis", String(400)),
+    Column("cost_basis", BasisText(400)),
     Column("channel_id", String(32), nullable=False),
     Column("message_ts", String(32)),
     Column("post_claimed_until", UTCDateTime),
     Column("extends_request_id", Integer, ForeignKey("requests.id")),
-    Column("failure_reason", Text),
+    Column("failure_reason", ReasonText),
     Column("apply_lease_until", UTCDateTime, index=True),
     Column("apply_attempts", Integer, nullable=False, default=0, server_default="0"),
     Column("applied_from", Integer),

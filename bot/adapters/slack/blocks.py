@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.adapters.slack import ids
+from bot.adapters.slack import ids, prices, reasons
 from bot.adapters.slack.buttons import button_label
 from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.reports import Report
@@ -197,7 +197,8 @@ def _shift_fields(card: RequestCard) -> list[str]:
         f"*Duration*\n{_duration_text(card)}",
     ]
     if card.cost is not None:
-        fields.append(f"*Cost moved*\n{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
+        basis = prices.render_basis(card.cost_basis, card.namespace)
+        fields.append(f"*Cost moved*\n{escape(money(card.cost, card.currency))} {basis}".rstrip())
     approvers = ", ".join(mention(u) for u in card.approvals) or "none yet"
     fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
     fields.append(f"*Order*\n{escape(source.namespace)} is lowered first; {escape(card.namespace)} is raised by what it gave up")
@@ -247,7 +248,8 @@ def _fields(card: RequestCard) -> list[str]:
     fields.append(f"*Duration*\n{_duration_text(card)}")
     if card.cost is not None:
         sign = "saves " if card.delta < 0 else ""
-        fields.append(f"*Cost*\n{sign}{escape(money(card.cost, card.currency))} {escape(card.cost_basis or '')}".rstrip())
+        basis = prices.render_basis(card.cost_basis, card.namespace)
+        fields.append(f"*Cost*\n{sign}{escape(money(card.cost, card.currency))} {basis}".rstrip())
     fields.append(f"*Cluster capacity*\n{_capacity_text(card)}")
     if card.pods is not None:
         fields.append(f"*GPU pods in {escape(card.namespace)} now*\n{pods_text(card.pods)}")
@@ -291,7 +293,7 @@ def _status_line(card: RequestCard) -> str:
             return f":white_check_mark: Applied{auto} · the grant is over; putting the quota back"
         return f":white_check_mark: Applied{auto}"
     if state == RequestState.FAILED:
-        return f":x: Failed: {escape(card.failure_reason or 'unknown reason')}"
+        return f":x: Failed: {reasons.render(card.failure_reason) if card.failure_reason else 'unknown reason'}"
     if state == RequestState.DENIED:
         return f":no_entry: Denied by {mention(card.denied_by or '?')}"
     if state == RequestState.CANCELLED:
@@ -416,7 +418,7 @@ def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
             change = f" {_json(entry.before)} → {_json(entry.after)}"
         elif entry.after:
             change = f" {_json(entry.after)}"
-        detail = f" — {escape(entry.detail)}" if entry.detail else ""
+        detail = f" — {reasons.render_detail(entry.detail)}" if entry.detail else ""
         lines.append(f"`{entry.at:%Y-%m-%d %H:%M}Z` {actor} *{escape(entry.action)}* {subject}{change}{detail}")
     return lines
 

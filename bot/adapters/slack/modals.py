@@ -25,7 +25,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bot.adapters.slack import ids
+from bot.adapters.slack import ids, prices
 from bot.adapters.slack.blocks import mention, truncate
 from bot.adapters.slack.mrkdwn import escape
 from bot.domain.commands import RequestDraft, clean_text, format_request_id
@@ -160,7 +160,7 @@ def confirm_approval_form(confirmation: Confirmation) -> View:
     cost = f"{'saves ' if c.delta < 0 else ''}{money(c.monthly_cost, c.currency)} per month"
     if c.grant_cost is not None:
         cost += f"\n{money(c.grant_cost, c.currency)} for the grant"
-    cost += f"\n{escape(c.price_basis)}"
+    cost += f"\n{prices.render_price(c.price)}"
     why = "a permanent change" if c.permanent else f"a large change (more than {gpus(c.large_above or 0)})"
     decided = f"{c.approvals} of {c.approvals_required} approvals so far"
     return View(

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from bot.adapters.slack import mrkdwn
-from bot.adapters.slack.words import fill
+from bot.adapters.slack import mrkdwn, reasons
+from bot.adapters.slack.sentences import fill
 from bot.domain.commands import format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestState, Verdict
@@ -190,7 +190,7 @@ def _(refusal: r.NotFailed) -> Notice:
 
 @notice.register
 def _(refusal: r.NotRetried) -> Notice:
-    return fill("Not retried: {problem}.", problem=refusal.problem)
+    return fill("Not retried: {problem}.", problem=reasons.notice(refusal.problem))
 
 
 # --- submitting a request, an extension or a shift ------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import assert_never
 
+from bot.adapters.slack import reasons
 from bot.adapters.slack.mrkdwn import escape
 from bot.services.ledger import CostAnswer, day_ranges
 from bot.services.outcomes import Cancelled, Decided, Decision, Release, Released, Retried
@@ -39,7 +40,8 @@ def _decided(decided: Decided) -> str:
         case Decision.COMPLETED:
             return f"You approved {display}; it is {decided.state}."
         case Decision.REFUSED:
-            return f"You approved {display}, but it cannot be applied: {escape(decided.failure_reason or '')}."
+            reason = reasons.render(decided.failure_reason) if decided.failure_reason else ""
+            return f"You approved {display}, but it cannot be applied: {reason}."
         case Decision.COUNTED:
             more = decided.approvals_required - decided.approvals
             return f"You approved {display} ({decided.approvals} of {decided.approvals_required}); it needs {more} more."

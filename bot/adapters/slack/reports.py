@@ -17,7 +17,7 @@ from typing import assert_never
 
 from bot.adapters.chart import ChartWords, daily_cost_chart
 from bot.adapters.slack import mrkdwn
-from bot.adapters.slack.words import fill, join
+from bot.adapters.slack.sentences import fill, join
 from bot.domain.commands import format_request_id
 from bot.domain.costs import CostLine
 from bot.services.ledger import day_ranges

@@ -9,45 +9,20 @@ An old outbox entry's notice (recorded before typed messages) is delivered as it
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 from functools import singledispatch
 
-from bot.adapters.slack import mrkdwn
+from bot.adapters.slack import mrkdwn, prices, reasons
+from bot.adapters.slack.sentences import Value, fill, join
 from bot.domain.commands import format_request_id
 from bot.domain.priority import WaitCause
 from bot.services import messages as m
 from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
 
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
-Value = Part | Notice | str | int  # what a placeholder takes (a notice: a list of people, say)
-
 
 def render(said: m.Said) -> str:
     """The message (or an old entry's notice) as mrkdwn."""
     return mrkdwn.render(notice(said))
-
-
-def fill(template: str, **values: Value) -> Notice:
-    """A notice from a whole sentence and its named values: text values are shown as text (escaped at
-    render), typed parts as themselves (a mention, a moment, a bold name)."""
-    parts: list[Part] = []
-    for index, piece in enumerate(_PLACEHOLDER.split(template)):
-        if index % 2 == 0:
-            if piece:
-                parts.append(Words(piece))
-            continue
-        value = values[piece]
-        if isinstance(value, Notice):
-            parts.extend(value.parts)
-        else:
-            parts.append(Words(str(value)) if isinstance(value, str | int) else value)
-    return Notice(tuple(parts))
-
-
-def join(*notices: Notice) -> Notice:
-    """Notices one after the other (a sentence and the lines that follow it)."""
-    return Notice(tuple(part for n in notices for part in n.parts))
 
 
 @singledispatch
@@ -247,13 +222,14 @@ def _(said: m.ApplyFailed) -> Notice:
         ":x: Could not apply {request}: {reason}\n"
         "The request is marked failed and nothing of it is counted; an admin can retry once the cause is fixed.",
         request=format_request_id(said.request_id),
-        reason=said.reason,
+        reason=reasons.notice(said.reason),
     )
 
 
 @notice.register
 def _(said: m.ApplyFailedToRequester) -> Notice:
-    return fill("{request} could not be applied: {reason}", request=format_request_id(said.request_id), reason=said.reason)
+    request = format_request_id(said.request_id)
+    return fill("{request} could not be applied: {reason}", request=request, reason=reasons.notice(said.reason))
 
 
 @notice.register
@@ -263,7 +239,7 @@ def _(said: m.ShiftFailed) -> Notice:
         return fill(
             ":x: Could not apply {request}: {reason}.\nNothing was changed; an admin can retry.",
             request=request,
-            reason=said.reason,
+            reason=reasons.notice(said.reason),
         )
     return fill(
         ":x: {request}: the source side is applied ({source} {before} → {after}) but {reason}.\n"
@@ -273,7 +249,7 @@ def _(said: m.ShiftFailed) -> Notice:
         source=Strong(said.source_namespace),
         before=gpus(said.source_before),
         after=gpus(said.source_after),
-        reason=said.reason,
+        reason=reasons.notice(said.reason),
         namespace=said.namespace,
     )
 
@@ -430,7 +406,7 @@ def _(said: m.IdleNudge) -> Notice:
         highest=f"{said.highest:.0%}",
         idle_hours=f"{said.idle_hours:,.0f}",
         cost=money(said.cost, said.currency),
-        price_basis=said.price_basis,
+        price_basis=prices.notice_of(said.price_basis),
     )
 
 

@@ -1,0 +1,87 @@
+"""What a cost figure's price is based on, as typed data: the rate, where it comes from, the models.
+
+The pricer (``bot.services.pricing``) decides a ``Price``; a request stores its cost's basis
+(``CostBasis``: for the grant or per month, at that price) in ``requests.cost_basis`` as compact
+JSON starting with ``{"cost_basis":`` (``to_text`` / ``from_text``); a basis stored as plain text
+by an earlier version is read as ``BasisAsStored`` and shown exactly as stored. The Slack edge words
+them (``bot.adapters.slack.prices``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+
+MARKER = '{"cost_basis":'
+NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
+MODEL_NAME_LIMIT = 60  # characters of a model's name kept (requests.cost_basis holds 400)
+
+
+class Basis(Enum):
+    RAN_ON = "ran_on"  # the models the namespace ran on lately
+    MAY_GET = "may_get"  # the most expensive model on the cluster's GPU nodes
+    DEFAULT = "default"  # the policy's default price
+
+
+@dataclass(frozen=True)
+class Price:
+    """``models``: the ones named (``unnamed`` more were counted); ``days``: the window of ``RAN_ON``."""
+
+    per_gpu_hour: float
+    basis: Basis
+    models: tuple[str, ...]
+    currency: str
+    days: int
+    unnamed: int = 0
+
+    def named(self) -> Price:
+        """The price as it is shown and stored: the first few models, their names cut, the rest counted."""
+        kept = tuple(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
+        rest = self.unnamed + max(0, len(self.models) - NAMED_MODELS)
+        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest)
+
+
+@dataclass(frozen=True)
+class CostBasis:
+    """A request's cost: ``grant`` for the grant (else per month), at ``price``; ``named``: the models
+    the request's namespace ran on are said of it by name (a shift's target) rather than "this namespace"."""
+
+    grant: bool
+    price: Price
+    named: bool = False
+
+
+@dataclass(frozen=True)
+class BasisAsStored:
+    """A basis an earlier version stored as text."""
+
+    text: str
+
+
+StoredBasis = CostBasis | BasisAsStored
+
+
+def to_text(basis: CostBasis) -> str:
+    price = basis.price.named()
+    fields = {
+        "cost_basis": "CostBasis",
+        "grant": basis.grant,
+        "named": basis.named,
+        "rate": price.per_gpu_hour,
+        "basis": price.basis.value,
+        "models": list(price.models),
+        "unnamed": price.unnamed,
+        "currency": price.currency,
+        "days": price.days,
+    }
+    return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+
+
+def from_text(text: str) -> StoredBasis:
+    """What ``to_text`` stored; any other text (an earlier version's basis) as stored."""
+    if not text.startswith(MARKER):
+        return BasisAsStored(text)
+    data = json.loads(text)
+    price = Price(data["rate"], Basis(data["basis"]), tuple(data["models"]), data["currency"], data["days"], data["unnamed"])
+    return CostBasis(data["grant"], price, data["named"])

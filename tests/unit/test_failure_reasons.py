@@ -1,0 +1,80 @@
+"""Failure reasons: typed, stored as JSON, worded at the Slack edge in the words the services used to
+make; a reason stored as plain text by the version before is shown exactly as stored."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bot.adapters.slack import reasons
+from bot.adapters.slack.words import render
+from bot.domain import failure_reasons as f
+from bot.services.messages import ApplyFailed, from_json, to_json
+
+WORDED = [
+    (f.QuotaTooLow(1, 2), "the quota is 1 GPUs now, so it cannot go down by 2"),
+    (f.AboveLimit(5, 12, 16), "the quota is 5 GPUs now and may be at most 16; 5 +12 = 17"),
+    (f.PermanentBelowZero(4, 5), "the permanent quota is 4 GPUs, so it cannot go down by 5"),
+    (f.GrantAlreadyEnded(7), "the grant of GQ-7 has already ended"),
+    (f.SourceShort("ns-a", 2, 3, own=False), "`ns-a` has 2 GPUs now, so it cannot give 3"),
+    (f.SourceShort("ns-a", 2, 3, own=True), "`ns-a` has 2 GPUs of its own quota now, so it cannot give 3"),
+    (f.SourceHasNone("ns-a"), "`ns-a` has no GPUs to give now"),
+    (f.RefusedWhenApproved(f.QuotaTooLow(1, 2)), "refused when approved: the quota is 1 GPUs now, so it cannot go down by 2"),
+    (
+        f.LegNotWritten(True, "ns-a", f.AsSaid("HTTP 403 <forbidden>")),
+        "the source side (ns-a) could not be lowered: HTTP 403 &lt;forbidden&gt;",
+    ),
+    (
+        f.LegNotWritten(False, "ns-b", f.SourceHasNone("ns-a")),
+        "the target side (ns-b) could not be raised: `ns-a` has no GPUs to give now",
+    ),
+    (
+        f.SourceKeptLowered(f.AsSaid("HTTP 422"), 8, 5),
+        "HTTP 422; the source side stays lowered (8 -&gt; 5)",  # escaped, as the audit line always showed it
+    ),
+    (f.AsSaid("<!channel> & co"), "&lt;!channel&gt; &amp; co"),
+]
+
+
+@pytest.mark.parametrize(("reason", "words"), WORDED, ids=lambda value: type(value).__name__)
+def test_a_reason_reads_as_the_services_wrote_it_and_comes_back_from_its_stored_text(reason: f.FailureReason, words: str) -> None:
+    stored = f.to_text(reason)
+    assert stored.startswith(f.MARKER) and f.from_text(stored) == reason
+    assert reasons.render(reason) == words
+
+
+def test_every_reason_kind_has_words() -> None:
+    assert {type(reason) for reason, _ in WORDED} == set(f.FailureReason.kinds.values())
+
+
+def test_a_reason_the_version_before_stored_as_text_is_read_as_said() -> None:
+    old = "the cluster refused to let the bot patch (HTTP 403)"
+    assert f.from_text(old) == f.AsSaid(old)
+    assert reasons.render(f.from_text(old)) == old
+
+
+def test_an_outbox_entry_recorded_with_a_text_reason_is_delivered_as_before() -> None:
+    entry = {"message": "ApplyFailed", "fields": {"request_id": 4, "reason": "HTTP 403 <no>"}}
+    said = from_json(entry)
+    assert said == ApplyFailed(4, f.AsSaid("HTTP 403 <no>"))
+    assert render(said).startswith(":x: Could not apply GQ-4: HTTP 403 &lt;no&gt;\nThe request is marked failed")
+    typed = ApplyFailed(4, f.RefusedWhenApproved(f.AboveLimit(5, 12, 16)))
+    assert from_json(to_json(typed)) == typed
+
+
+def test_an_audit_detail_is_worded_when_it_is_a_reason_and_shown_as_stored_otherwise() -> None:
+    assert reasons.render_detail(f.to_text(f.GrantAlreadyEnded(3))) == "the grant of GQ-3 has already ended"
+    assert reasons.render_detail("extends GQ-2 <x>") == "extends GQ-2 &lt;x&gt;"
+
+
+def test_a_reason_without_words_is_a_type_error() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Unworded(f.FailureReason):
+        pass
+
+    try:
+        with pytest.raises(TypeError, match="no words for Unworded"):
+            reasons.render(Unworded())
+    finally:
+        del f.FailureReason.kinds["Unworded"]
