@@ -171,7 +171,7 @@ class ChangeApplier:
         try:
             outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
-            return self._failures.wait(request_id, str(error), out)
+            return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
             return self._failures.refuse(namespace, request_id, reason_of(error), out)
 
@@ -285,7 +285,7 @@ class ChangeApplier:
         except GpuQuotaError as error:
             log.error("could not put back the quota of %s: %s", format_request_id(grant.request_id), error)
             if first_attempt:
-                self._announce.thread(grant.request_id, GrantNotPutBack(str(error)))
+                self._announce.thread(grant.request_id, GrantNotPutBack(reason_of(error)))
             return False
 
         out = self._announce.outgoing()

@@ -28,9 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bot.clock import Clock
-from bot.domain.commands import format_request_id
 from bot.domain.entities import Namespace
-from bot.domain.failure_reasons import FailureReason
+from bot.domain.failure_reasons import FailureReason, QuotaKeptChanging, ShiftLowersFirst
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
@@ -57,6 +56,14 @@ class SyncOutcome:
 
 class ChangeRefused(PermanentError):
     """The desired quota breaks a limit now (``reason``); nothing was written."""
+
+    def __init__(self, reason: FailureReason) -> None:
+        super().__init__(repr(reason))  # for logs: the edge words ``reason``
+        self.reason = reason
+
+
+class QuotaBusy(TemporaryError):
+    """The quota cannot be written yet (``reason``); the apply waits and tries again."""
 
     def __init__(self, reason: FailureReason) -> None:
         super().__init__(repr(reason))  # for logs: the edge words ``reason``
@@ -174,10 +181,7 @@ class QuotaSync:
                 read = None  # someone outside the bot wrote since: read again
                 conflicts += 1
                 if conflicts >= self._max_conflicts:
-                    raise TemporaryError(
-                        f"the quota {quota_name} in {namespace} kept changing while the bot wrote it "
-                        f"({conflicts} conflicts in a row)"
-                    ) from None
+                    raise QuotaBusy(QuotaKeptChanging(quota_name, namespace, conflicts)) from None
                 delay = self._conflict_wait(conflicts)
                 log.info("quota %s/%s changed under us (409); reading again in %.2fs", namespace, quota_name, delay)
                 self._sleep(delay)
@@ -203,9 +207,7 @@ class QuotaSync:
         )
         if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
             # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
-            raise TemporaryError(
-                f"{format_request_id(plan.shifting)} is lowering {namespace}, whose quota was cut by hand meanwhile; the shift goes first"
-            )
+            raise QuotaBusy(ShiftLowersFirst(plan.shifting, namespace))
         if check is not None:
             # The base as the edit left it, below zero when the edit took more than a recorded decrease left.
             problem = check(plan.seen.base - plan.seen.short, plan.grants)

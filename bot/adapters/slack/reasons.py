@@ -107,3 +107,22 @@ def _(reason: f.SourceKeptLowered) -> Notice:
         before=str(reason.before),
         after=str(reason.after),
     )
+
+
+@notice.register
+def _(reason: f.QuotaKeptChanging) -> Notice:
+    return fill(
+        "the quota {quota} in {namespace} kept changing while the bot wrote it ({conflicts} conflicts in a row)",
+        quota=reason.quota_name,
+        namespace=reason.namespace,
+        conflicts=reason.conflicts,
+    )
+
+
+@notice.register
+def _(reason: f.ShiftLowersFirst) -> Notice:
+    return fill(
+        "{request} is lowering {namespace}, whose quota was cut by hand meanwhile; the shift goes first",
+        request=format_request_id(reason.request_id),
+        namespace=reason.namespace,
+    )
