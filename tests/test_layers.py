@@ -277,7 +277,6 @@ PHRASES_LEFT = {
     "effects": "a shift's audit detail (its source given back)",
     "proposals": "the job's skip reasons (its run result)",
     "quota_sync": "conflict and hand-edit reasons, audit details",
-    "reclaim": "the reclaim's audit details and end reasons",
     "shift_apply": "a shift leg's audit detail (the source lowered)",
 }
 

@@ -113,3 +113,9 @@ def test_a_reason_without_words_is_a_type_error() -> None:
             reasons.render(Unworded())
     finally:
         del f.FailureReason.kinds["Unworded"]
+
+
+@pytest.mark.parametrize("typed", ['{"reason": "typed by a person <x>"', '{"reason": "Nope"}', '{"detail": 1}', '{"detail":'])
+def test_a_detail_a_person_typed_like_stored_json_is_shown_as_typed(typed: str) -> None:
+    """A decision's reason is free text stored in the same column: text that only looks like JSON is as stored."""
+    assert reasons.render_detail(typed) == typed.replace("<", "&lt;").replace(">", "&gt;")
