@@ -273,11 +273,7 @@ def words_in(path: Path, *, phrases: bool = False) -> list[str]:
 # Phrases still made in services (a shrinking list, #19's last step and #24's first): what they say.
 PHRASES_LEFT = {
     "announce": "the outbox's give-up reason for a reply whose card was never posted",
-    "changes": "a grant's end: its audit detail (its GPUs and when it was due)",
-    "effects": "a shift's audit detail (its source given back)",
     "proposals": "the job's skip reasons (its run result)",
-    "quota_sync": "conflict and hand-edit reasons, audit details",
-    "shift_apply": "a shift leg's audit detail (the source lowered)",
 }
 
 

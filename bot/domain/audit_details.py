@@ -64,6 +64,61 @@ class ReclaimFreed(AuditDetail):
     minutes: int
 
 
+@dataclass(frozen=True)
+class HandEditAdopted(AuditDetail):
+    """Someone changed the quota outside the bot by ``drift`` GPUs; the bot adopted it into the base."""
+
+    drift: int
+
+
+@dataclass(frozen=True)
+class QuotaWritten(AuditDetail):
+    """The bot wrote the quota ``quota_name``'s GPUs from ``before`` (None: there was none) to ``after``."""
+
+    quota_name: str
+    before: int | None
+    after: int
+
+
+@dataclass(frozen=True)
+class NamespaceFirstSeen(AuditDetail):
+    """The bot saw the namespace for the first time (``has_quota`` False: with no GPU quota yet)."""
+
+    has_quota: bool
+
+
+@dataclass(frozen=True)
+class GrantEnding(AuditDetail):
+    """A grant of ``gpus`` (signed) ends; it was due at ``due``."""
+
+    gpus: int
+    due: datetime
+
+
+@dataclass(frozen=True)
+class Extends(AuditDetail):
+    """A request that extends the grant of request ``request_id``."""
+
+    request_id: int
+
+
+@dataclass(frozen=True)
+class SourceGave(AuditDetail):
+    """A shift's source gave ``gpus`` GPUs to ``target``."""
+
+    gpus: int
+    target: str
+
+
+@dataclass(frozen=True)
+class SourceGivenBack(AuditDetail):
+    """The shift to ``target`` ended (or failed, ``ended`` False): its source has its ``gpus`` back."""
+
+    target: str
+    ended: bool
+    gpus: int
+
+
 def to_text(detail: AuditDetail) -> str:
     """The text stored in the ``detail`` column: JSON starting with ``{"detail":``."""
     fields = {f.name: getattr(detail, f.name) for f in dataclasses.fields(detail)}  # type: ignore[arg-type]

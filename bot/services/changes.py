@@ -25,6 +25,7 @@ import logging
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
+from bot.domain.audit_details import Extends, GrantEnding, to_text
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Grant, Request
 from bot.domain.failure_reasons import FailureReason, GrantAlreadyEnded, PermanentBelowZero
@@ -219,7 +220,7 @@ class ChangeApplier:
                 request_id=request_id,
                 before={"ends_at": before.isoformat()},
                 after={"ends_at": grant.ends_at.isoformat()},
-                detail=f"extends {format_request_id(request.extends_request_id)}",
+                detail=to_text(Extends(request.extends_request_id)),
             )
             self._tell_extended(repo, out, request)
             return None
@@ -262,7 +263,7 @@ class ChangeApplier:
                 action=f"grant_{reason}",
                 namespace=grant.namespace,
                 request_id=grant.request_id,
-                detail=f"{grant.gpus:+d} GPUs, due {grant.ends_at:%Y-%m-%d %H:%M} UTC",
+                detail=to_text(GrantEnding(grant.gpus, grant.ends_at)),
             )
             return True
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bot.clock import Clock
+from bot.domain.audit_details import HandEditAdopted, NamespaceFirstSeen, QuotaWritten, to_text
 from bot.domain.entities import Namespace
 from bot.domain.failure_reasons import FailureReason, QuotaKeptChanging, ShiftLowersFirst
 from bot.domain.policy import Policy
@@ -272,7 +273,7 @@ class QuotaSync:
                 request_id=request_id,
                 before=before,
                 after={"quota_gpus": plan.seen.last_seen, "base_gpus": row.base_gpus},
-                detail=f"the quota was changed outside the bot by {plan.seen.drift:+d} GPUs; adopted into the base",
+                detail=to_text(HandEditAdopted(plan.seen.drift)),
             )
         current = written or snapshot
         if current is not None:
@@ -286,7 +287,7 @@ class QuotaSync:
                 request_id=request_id,
                 before={"quota_gpus": snapshot.hard, "resource_version": snapshot.resource_version} if snapshot else None,
                 after={"quota_gpus": written.hard, "resource_version": written.resource_version},
-                detail=f"{written.name}: requests.nvidia.com/gpu {snapshot.hard if snapshot else 'none'} -> {written.hard}",
+                detail=to_text(QuotaWritten(written.name, snapshot.hard if snapshot else None, written.hard)),
             )
             used = snapshot.used if snapshot is not None else written.used
             follow_reclaim(repo, namespace, request_id=request_id, hard=written.hard, used=used, at=now)
@@ -307,6 +308,6 @@ class QuotaSync:
             action="namespace_adopted",
             namespace=namespace,
             after={"base_gpus": seen.base, "quota_gpus": snapshot.hard if snapshot else None},
-            detail="first seen by the bot" + ("" if snapshot else "; no GPU quota in the cluster yet"),
+            detail=to_text(NamespaceFirstSeen(has_quota=snapshot is not None)),
         )
         return row

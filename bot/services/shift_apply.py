@@ -27,6 +27,7 @@ import logging
 from datetime import datetime
 
 from bot.clock import Clock
+from bot.domain.audit_details import SourceGave, to_text
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
 from bot.domain.failure_reasons import FailureReason, LegNotWritten, SourceHasNone, SourceShort
@@ -131,7 +132,7 @@ class ShiftApplier:
             request_id=request_id,
             before={"quota_gpus": before},
             after={"quota_gpus": after},
-            detail=f"gave {before - after} GPUs to {request.namespace}",
+            detail=to_text(SourceGave(before - after, request.namespace)),
         )
         record_target(repo, request, now=now)
 

@@ -10,6 +10,7 @@ from functools import singledispatch
 
 from bot.adapters.slack.sentences import fill
 from bot.domain import audit_details as d
+from bot.domain.commands import format_request_id
 from bot.domain.reclaim import span_text
 from bot.services.text import Notice, gpus
 
@@ -51,3 +52,45 @@ def _(detail: d.ReclaimFreed) -> Notice:
         freed=gpus(detail.freed),
         span=span_text(timedelta(minutes=detail.minutes)),
     )
+
+
+@notice.register
+def _(detail: d.HandEditAdopted) -> Notice:
+    return fill("the quota was changed outside the bot by {drift} GPUs; adopted into the base", drift=f"{detail.drift:+d}")
+
+
+@notice.register
+def _(detail: d.QuotaWritten) -> Notice:
+    before = "none" if detail.before is None else str(detail.before)
+    return fill(
+        "{quota}: requests.nvidia.com/gpu {before} -> {after}", quota=detail.quota_name, before=before, after=detail.after
+    )
+
+
+@notice.register
+def _(detail: d.NamespaceFirstSeen) -> Notice:
+    if detail.has_quota:
+        return fill("first seen by the bot")
+    return fill("first seen by the bot; no GPU quota in the cluster yet")
+
+
+@notice.register
+def _(detail: d.GrantEnding) -> Notice:
+    return fill("{gpus} GPUs, due {due} UTC", gpus=f"{detail.gpus:+d}", due=f"{detail.due:%Y-%m-%d %H:%M}")
+
+
+@notice.register
+def _(detail: d.Extends) -> Notice:
+    return fill("extends {request}", request=format_request_id(detail.request_id))
+
+
+@notice.register
+def _(detail: d.SourceGave) -> Notice:
+    return fill("gave {gpus} GPUs to {target}", gpus=detail.gpus, target=detail.target)
+
+
+@notice.register
+def _(detail: d.SourceGivenBack) -> Notice:
+    if detail.ended:
+        return fill("the shift to {target} ended; {gpus} GPUs back", target=detail.target, gpus=detail.gpus)
+    return fill("the shift to {target} failed; {gpus} GPUs back", target=detail.target, gpus=detail.gpus)
