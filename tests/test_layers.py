@@ -271,22 +271,48 @@ def words_in(path: Path, *, phrases: bool = False) -> list[str]:
 
 
 # Phrases still made in services (a shrinking list, #19's last step and #24's first): what they say.
-PHRASES_LEFT = {
-    "announce": "the outbox's give-up reason for a reply whose card was never posted",
-    "changes": "a grant's end: its audit detail (its GPUs and when it was due)",
-    "effects": "a shift's audit detail (its source given back)",
-    "proposals": "the job's skip reasons (its run result)",
-    "quota_sync": "conflict and hand-edit reasons, audit details",
-    "reclaim": "the reclaim's audit details and end reasons",
-    "shift_apply": "a shift leg's audit detail (the source lowered)",
+PHRASES_LEFT: dict[str, str] = {}
+# Phrases for operators, not for a person in Slack: they reach only logs, a job's run result (logged by
+# ``jobs.run_job``) or the outbox's error column, never a message. Each is named exactly (its text as
+# ``words_in`` shows it), so a new phrase in these modules is still caught.
+PHRASES_FOR_OPERATORS = {
+    "announce": (
+        "the error column of an outbox entry given up on (and its log line)",
+        {"the request message was never posted"},
+    ),
+    "proposals": (
+        "the proposals job's skip reasons: its run result, which only the job's log line shows",
+        {
+            "no kube_resourcequota series in Prometheus",
+            "no sign of a shortage: no quota-blocked alerts in the last {",
+            "only {} of the last {} days were measured",
+            "no namespace both short and with spare GPUs",
+        },
+    ),
 }
+
+
+def _phrases_for_people(path: Path) -> list[str]:
+    exempt = PHRASES_FOR_OPERATORS.get(path.stem, ("", set()))[1]
+    return [found for found in words_in(path, phrases=True) if found.split(": ", 1)[1] not in exempt]
 
 
 def test_services_make_no_phrase_outside_the_known_remainder() -> None:
     """Five words or more made in a service are words for someone: typed data, worded at the edge, is the
     goal; the modules that still make them are named above, and the list only shrinks."""
-    found = {p.stem for p in (ROOT / "bot" / "services").glob("*.py") if words_in(p, phrases=True)}
+    found = {p.stem for p in (ROOT / "bot" / "services").glob("*.py") if _phrases_for_people(p)}
     assert (sorted(found - set(PHRASES_LEFT)), sorted(set(PHRASES_LEFT) - found)) == ([], [])
+
+
+def test_every_phrase_exempted_for_operators_is_still_made() -> None:
+    """The exemptions only shrink: a phrase gone (or reworded) is taken off the list."""
+    made = {
+        name: {found.split(": ", 1)[1] for found in words_in(ROOT / "bot" / "services" / f"{name}.py", phrases=True)}
+        for name in PHRASES_FOR_OPERATORS
+    }
+    assert {name: sorted(texts - made[name]) for name, (_, texts) in PHRASES_FOR_OPERATORS.items()} == {
+        name: [] for name in PHRASES_FOR_OPERATORS
+    }
 
 
 def test_converted_services_make_no_sentence_emoji_or_markup() -> None:

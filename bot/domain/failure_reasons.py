@@ -118,6 +118,23 @@ class SourceKeptLowered(FailureReason):
     after: int | None
 
 
+@dataclass(frozen=True)
+class QuotaKeptChanging(FailureReason):
+    """Someone outside the bot wrote the quota ``quota_name`` in ``namespace`` ``conflicts`` times in a row (409s)."""
+
+    quota_name: str
+    namespace: str
+    conflicts: int
+
+
+@dataclass(frozen=True)
+class ShiftLowersFirst(FailureReason):
+    """The shift ``request_id`` is lowering ``namespace``, whose quota was cut by hand meanwhile: it goes first."""
+
+    request_id: int
+    namespace: str
+
+
 def to_json(reason: FailureReason) -> dict[str, Any]:
     """The reason as ``{"reason": kind, field: value, ...}`` (nested reasons the same way)."""
     fields = {f.name: getattr(reason, f.name) for f in dataclasses.fields(reason)}  # type: ignore[arg-type]

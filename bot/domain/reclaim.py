@@ -6,10 +6,8 @@ from datetime import timedelta
 
 
 def span_text(span: timedelta) -> str:
-    """A reclaim's length in the audit record's ``detail``: "2 days 4 h", "5 h 10 min", "12 min", "under a minute".
-
-    A record is written once, in English, like a log line; what people are told is worded at the
-    edge (``bot.adapters.slack.words``, the reclaim-ended message), where the language is chosen."""
+    """A reclaim's length as the audit trail words it (``bot.adapters.slack.details``): "2 days 4 h",
+    "5 h 10 min", "12 min", "under a minute". The record stores the minutes (``ReclaimFreed``)."""
     minutes = int(span.total_seconds() // 60)
     days, minutes = divmod(minutes, 24 * 60)
     hours, minutes = divmod(minutes, 60)

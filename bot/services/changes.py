@@ -25,6 +25,7 @@ import logging
 from datetime import datetime, timedelta
 
 from bot.clock import Clock
+from bot.domain.audit_details import Extends, GrantEnding, to_text
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Grant, Request
 from bot.domain.failure_reasons import FailureReason, GrantAlreadyEnded, PermanentBelowZero
@@ -171,7 +172,7 @@ class ChangeApplier:
         try:
             outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
-            return self._failures.wait(request_id, str(error), out)
+            return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
             return self._failures.refuse(namespace, request_id, reason_of(error), out)
 
@@ -219,7 +220,7 @@ class ChangeApplier:
                 request_id=request_id,
                 before={"ends_at": before.isoformat()},
                 after={"ends_at": grant.ends_at.isoformat()},
-                detail=f"extends {format_request_id(request.extends_request_id)}",
+                detail=to_text(Extends(request.extends_request_id)),
             )
             self._tell_extended(repo, out, request)
             return None
@@ -262,7 +263,7 @@ class ChangeApplier:
                 action=f"grant_{reason}",
                 namespace=grant.namespace,
                 request_id=grant.request_id,
-                detail=f"{grant.gpus:+d} GPUs, due {grant.ends_at:%Y-%m-%d %H:%M} UTC",
+                detail=to_text(GrantEnding(grant.gpus, grant.ends_at)),
             )
             return True
 
@@ -285,7 +286,7 @@ class ChangeApplier:
         except GpuQuotaError as error:
             log.error("could not put back the quota of %s: %s", format_request_id(grant.request_id), error)
             if first_attempt:
-                self._announce.thread(grant.request_id, GrantNotPutBack(str(error)))
+                self._announce.thread(grant.request_id, GrantNotPutBack(reason_of(error)))
             return False
 
         out = self._announce.outgoing()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot.domain.audit_details import SourceGivenBack, to_text
 from bot.domain.entities import Request
 from bot.domain.failure_reasons import FailureReason, SourceShort
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg
@@ -120,8 +121,7 @@ def return_source_in(repo: Repository, request: Request, *, now: datetime, actor
         request_id=request.id,
         before={"base_gpus": source.base_gpus - request.delta},
         after={"base_gpus": source.base_gpus},
-        detail=f"the shift to {request.namespace} {'ended' if request.state == RequestState.APPLIED else 'failed'};"
-        f" {request.delta} GPUs back",
+        detail=to_text(SourceGivenBack(request.namespace, request.state == RequestState.APPLIED, request.delta)),
     )
     return True
 

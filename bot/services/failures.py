@@ -28,7 +28,7 @@ from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import take_back_effect
 from bot.services.messages import ApplyFailed, ApplyFailedToRequester, ShiftFailed, WaitingForCluster
 from bot.services.ports import Action, ActionKind, ButtonLabel, Repository, Transactions
-from bot.services.quota_sync import ChangeRefused, QuotaSync
+from bot.services.quota_sync import ChangeRefused, QuotaBusy, QuotaSync
 from bot.services.request_rows import move_request
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ RETRY_CAP = timedelta(seconds=5)
 
 def reason_of(error: GpuQuotaError) -> FailureReason:
     """Why a write was refused: the check's reason, or the error's words as said (the API server's)."""
-    return error.reason if isinstance(error, ChangeRefused) else AsSaid(str(error))
+    return error.reason if isinstance(error, ChangeRefused | QuotaBusy) else AsSaid(str(error))
 
 
 def fail_request(repo: Repository, request: Request, reason: FailureReason, *, now: datetime, recorded: bool = True) -> None:
@@ -98,7 +98,7 @@ class FailurePath:
         else:
             self._tell_failed(repo, out, request, reason)
 
-    def wait(self, request_id: int, reason: str, out: Outgoing) -> RequestState:
+    def wait(self, request_id: int, reason: FailureReason, out: Outgoing) -> RequestState:
         """Keep the request approved and hand it to the reconcile after a backoff; on the first temporary
         fault of this apply the thread is told, in the same transaction."""
 

@@ -199,10 +199,10 @@ class ExtendedToRequester(Extended):
 
 @dataclass(frozen=True)
 class GrantNotPutBack(Message):
-    """In the thread: the grant ended but the quota write failed (the bot retries); ``error`` as the
-    cluster said it."""
+    """In the thread: the grant ended but the quota write failed (the bot retries); ``error``: why (the
+    cluster's words kept as said)."""
 
-    error: str
+    error: FailureReason
 
 
 @dataclass(frozen=True)
@@ -230,9 +230,9 @@ class GrantEndedToRequester(Message):
 
 @dataclass(frozen=True)
 class WaitingForCluster(Message):
-    """In the thread, on the first temporary fault of an apply; ``reason`` as the cluster said it."""
+    """In the thread, on the first temporary fault of an apply; ``reason``: why (the cluster's words kept as said)."""
 
-    reason: str
+    reason: FailureReason
     shift: bool
 
 
@@ -289,7 +289,7 @@ class ShiftAppliedToRequester(ShiftApplied):
 @dataclass(frozen=True)
 class SourceNotRaised(Message):
     source_namespace: str
-    error: str
+    error: FailureReason
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bot.clock import Clock
-from bot.domain.commands import format_request_id
+from bot.domain.audit_details import HandEditAdopted, NamespaceFirstSeen, QuotaWritten, to_text
 from bot.domain.entities import Namespace
-from bot.domain.failure_reasons import FailureReason
+from bot.domain.failure_reasons import FailureReason, QuotaKeptChanging, ShiftLowersFirst
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError
@@ -57,6 +57,14 @@ class SyncOutcome:
 
 class ChangeRefused(PermanentError):
     """The desired quota breaks a limit now (``reason``); nothing was written."""
+
+    def __init__(self, reason: FailureReason) -> None:
+        super().__init__(repr(reason))  # for logs: the edge words ``reason``
+        self.reason = reason
+
+
+class QuotaBusy(TemporaryError):
+    """The quota cannot be written yet (``reason``); the apply waits and tries again."""
 
     def __init__(self, reason: FailureReason) -> None:
         super().__init__(repr(reason))  # for logs: the edge words ``reason``
@@ -174,10 +182,7 @@ class QuotaSync:
                 read = None  # someone outside the bot wrote since: read again
                 conflicts += 1
                 if conflicts >= self._max_conflicts:
-                    raise TemporaryError(
-                        f"the quota {quota_name} in {namespace} kept changing while the bot wrote it "
-                        f"({conflicts} conflicts in a row)"
-                    ) from None
+                    raise QuotaBusy(QuotaKeptChanging(quota_name, namespace, conflicts)) from None
                 delay = self._conflict_wait(conflicts)
                 log.info("quota %s/%s changed under us (409); reading again in %.2fs", namespace, quota_name, delay)
                 self._sleep(delay)
@@ -203,9 +208,7 @@ class QuotaSync:
         )
         if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
             # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
-            raise TemporaryError(
-                f"{format_request_id(plan.shifting)} is lowering {namespace}, whose quota was cut by hand meanwhile; the shift goes first"
-            )
+            raise QuotaBusy(ShiftLowersFirst(plan.shifting, namespace))
         if check is not None:
             # The base as the edit left it, below zero when the edit took more than a recorded decrease left.
             problem = check(plan.seen.base - plan.seen.short, plan.grants)
@@ -270,7 +273,7 @@ class QuotaSync:
                 request_id=request_id,
                 before=before,
                 after={"quota_gpus": plan.seen.last_seen, "base_gpus": row.base_gpus},
-                detail=f"the quota was changed outside the bot by {plan.seen.drift:+d} GPUs; adopted into the base",
+                detail=to_text(HandEditAdopted(plan.seen.drift)),
             )
         current = written or snapshot
         if current is not None:
@@ -284,7 +287,7 @@ class QuotaSync:
                 request_id=request_id,
                 before={"quota_gpus": snapshot.hard, "resource_version": snapshot.resource_version} if snapshot else None,
                 after={"quota_gpus": written.hard, "resource_version": written.resource_version},
-                detail=f"{written.name}: requests.nvidia.com/gpu {snapshot.hard if snapshot else 'none'} -> {written.hard}",
+                detail=to_text(QuotaWritten(written.name, snapshot.hard if snapshot else None, written.hard)),
             )
             used = snapshot.used if snapshot is not None else written.used
             follow_reclaim(repo, namespace, request_id=request_id, hard=written.hard, used=used, at=now)
@@ -305,6 +308,6 @@ class QuotaSync:
             action="namespace_adopted",
             namespace=namespace,
             after={"base_gpus": seen.base, "quota_gpus": snapshot.hard if snapshot else None},
-            detail="first seen by the bot" + ("" if snapshot else "; no GPU quota in the cluster yet"),
+            detail=to_text(NamespaceFirstSeen(has_quota=snapshot is not None)),
         )
         return row

@@ -13,15 +13,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from bot.clock import Clock
+from bot.domain.audit_details import (
+    AuditDetail,
+    ReclaimCovered,
+    ReclaimFreed,
+    ReclaimGone,
+    ReclaimRaisedByHand,
+    ReclaimStarted,
+    to_text,
+)
 from bot.domain.policy import Policy
 from bot.domain.quota import QuotaSnapshot
-from bot.domain.reclaim import span_text
 from bot.domain.records import Reclaim
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.announce import Announcer, Outgoing
 from bot.services.messages import ReclaimEnded
 from bot.services.ports import QuotaCluster, Repository, Transactions
-from bot.services.text import gpus
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +46,7 @@ def follow_reclaim(repo: Repository, namespace: str, *, request_id: int | None, 
                 namespace=namespace,
                 request_id=request_id,
                 after={"quota_gpus": hard, "used_gpus": used},
-                detail=f"{used} GPUs in use above the new quota of {hard}: running pods keep them until they finish",
+                detail=to_text(ReclaimStarted(used, hard)),
             )
         else:
             current.quota = hard
@@ -51,7 +58,7 @@ def follow_reclaim(repo: Repository, namespace: str, *, request_id: int | None, 
             namespace=namespace,
             request_id=request_id,
             after={"quota_gpus": hard, "used_gpus": used},
-            detail="the quota was raised to cover what is in use",
+            detail=to_text(ReclaimCovered()),
         )
 
 
@@ -100,12 +107,13 @@ class ReclaimWatch:
         used = snapshot.used if snapshot is not None else 0
         freed = reclaim.used_at_start - used
         span = now - reclaim.started_at
+        why: AuditDetail
         if snapshot is None:
-            why = "the quota or the namespace is gone"
+            why = ReclaimGone()
         elif freed <= 0:
-            why = "the quota was raised over usage by hand"
+            why = ReclaimRaisedByHand()
         else:
-            why = f"{gpus(freed)} freed over {span_text(span)} as jobs finished"
+            why = ReclaimFreed(freed, int(span.total_seconds() // 60))
 
         out = self._announce.outgoing()
 
@@ -119,7 +127,7 @@ class ReclaimWatch:
                 request_id=reclaim.request_id,
                 before={"used_gpus": reclaim.used_at_start},
                 after={"quota_gpus": snapshot.hard if snapshot else None, "used_gpus": used},
-                detail=why,
+                detail=to_text(why),
             )
             if snapshot is not None and freed > 0:  # said with the close: recorded if and only if it commits
                 self._announce_end(repo, out, reclaim, ReclaimEnded(reclaim.namespace, freed, span, snapshot.hard))

@@ -27,6 +27,7 @@ import logging
 from datetime import datetime
 
 from bot.clock import Clock
+from bot.domain.audit_details import SourceGave, to_text
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
 from bot.domain.failure_reasons import FailureReason, LegNotWritten, SourceHasNone, SourceShort
@@ -111,7 +112,7 @@ class ShiftApplier:
         try:
             outcome = self._sync.converge_locked(source, request_id=request_id, check=check)
         except TemporaryError as error:
-            return self._failures.wait(request_id, str(error), out)
+            return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:
             reason = LegNotWritten(source=True, namespace=source, cause=reason_of(error))
             return self._failures.refuse(source, request_id, reason, out)
@@ -131,7 +132,7 @@ class ShiftApplier:
             request_id=request_id,
             before={"quota_gpus": before},
             after={"quota_gpus": after},
-            detail=f"gave {before - after} GPUs to {request.namespace}",
+            detail=to_text(SourceGave(before - after, request.namespace)),
         )
         record_target(repo, request, now=now)
 
@@ -149,7 +150,7 @@ class ShiftApplier:
         try:
             outcome = self._sync.converge_locked(target, request_id=request_id, check=check)
         except TemporaryError as error:
-            return self._failures.wait(request_id, str(error), out)
+            return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:
             reason = LegNotWritten(source=False, namespace=target, cause=reason_of(error))
             return self._failures.refuse(target, request_id, reason, out)
@@ -200,7 +201,7 @@ class ShiftApplier:
             outcome = self._sync.converge(source, request_id=request_id)
         except GpuQuotaError as error:  # the base is back; the sweep writes it once the cluster takes it
             log.error("could not give %s its GPUs back for %s yet: %s", source, format_request_id(request_id), error)
-            self._announce.thread(request_id, SourceNotRaised(source, str(error)))
+            self._announce.thread(request_id, SourceNotRaised(source, reason_of(error)))
             return
         self._announce.thread(request_id, SourceReturned(source, outcome.before, outcome.after))
         self._announce.refresh(request_id)

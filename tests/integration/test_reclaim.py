@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from bot.adapters.slack.reasons import render_detail
 from bot.clock import ManualClock
 from bot.sandbox.kube_api import KubeApiStandIn
 from tests.integration.conftest import SlackOverHttp
@@ -99,7 +100,7 @@ def test_usage_within_the_quota_at_the_write_opens_no_reclaim(slack: SlackOverHt
 
 def last_audit_detail(slack: SlackOverHttp) -> str:
     assert slack.sandbox.database is not None
-    return slack.sandbox.database.run(lambda repo: repo.audit_trail(namespace=FRONTIER, limit=1)[0].detail)
+    return render_detail(slack.sandbox.database.run(lambda repo: repo.audit_trail(namespace=FRONTIER, limit=1)[0].detail))
 
 
 def test_a_quota_raised_by_hand_over_usage_ends_the_reclaim_quietly(slack: SlackOverHttp) -> None:

@@ -10,7 +10,7 @@ import pytest
 from bot.adapters.slack import reasons
 from bot.adapters.slack.words import render
 from bot.domain import failure_reasons as f
-from bot.services.messages import ApplyFailed, from_json, to_json
+from bot.services.messages import ApplyFailed, GrantNotPutBack, SourceNotRaised, WaitingForCluster, from_json, to_json
 
 WORDED = [
     (f.QuotaTooLow(1, 2), "the quota is 1 GPUs now, so it cannot go down by 2"),
@@ -32,6 +32,14 @@ WORDED = [
     (
         f.SourceKeptLowered(f.AsSaid("HTTP 422"), 8, 5),
         "HTTP 422; the source side stays lowered (8 -&gt; 5)",  # escaped, as the audit line always showed it
+    ),
+    (
+        f.QuotaKeptChanging("gpu-quota", "ns-a", 8),
+        "the quota gpu-quota in ns-a kept changing while the bot wrote it (8 conflicts in a row)",
+    ),
+    (
+        f.ShiftLowersFirst(9, "ns-a"),
+        "GQ-9 is lowering ns-a, whose quota was cut by hand meanwhile; the shift goes first",
     ),
     (f.AsSaid("<!channel> & co"), "&lt;!channel&gt; &amp; co"),
 ]
@@ -63,6 +71,33 @@ def test_an_outbox_entry_recorded_with_a_text_reason_is_delivered_as_before() ->
     assert from_json(to_json(typed)) == typed
 
 
+@pytest.mark.parametrize(
+    ("kind", "field", "words"),
+    [
+        ("WaitingForCluster", {"reason": "HTTP 503 <x>", "shift": True}, "waiting for the cluster: HTTP 503 &lt;x&gt;. The bot"),
+        ("GrantNotPutBack", {"error": "HTTP 503 <x>"}, "could not be put back yet: HTTP 503 &lt;x&gt;. The bot keeps"),
+        ("SourceNotRaised", {"source_namespace": "ns-a", "error": "HTTP 503"}, "*ns-a* could not be raised yet: HTTP 503"),
+    ],
+)
+def test_a_waiting_entry_recorded_with_the_clusters_text_is_delivered_as_before(kind: str, field: dict, words: str) -> None:
+    said = from_json({"message": kind, "fields": field})
+    assert words in render(said)
+    assert from_json(to_json(said)) == said
+
+
+def test_a_quota_busy_reason_reaches_the_thread_in_its_words() -> None:
+    waiting = WaitingForCluster(f.ShiftLowersFirst(9, "ns-a"), shift=False)
+    assert from_json(to_json(waiting)) == waiting
+    assert (
+        "waiting for the cluster: GQ-9 is lowering ns-a, whose quota was cut by hand meanwhile; the shift goes first."
+        in render(waiting)
+    )
+    assert render(GrantNotPutBack(f.QuotaKeptChanging("q", "ns-a", 8))).endswith(
+        "(8 conflicts in a row). The bot keeps retrying."
+    )
+    assert render(SourceNotRaised("ns-a", f.AsSaid("HTTP 503"))).endswith("could not be raised yet: HTTP 503")
+
+
 def test_an_audit_detail_is_worded_when_it_is_a_reason_and_shown_as_stored_otherwise() -> None:
     assert reasons.render_detail(f.to_text(f.GrantAlreadyEnded(3))) == "the grant of GQ-3 has already ended"
     assert reasons.render_detail("extends GQ-2 <x>") == "extends GQ-2 &lt;x&gt;"
@@ -78,3 +113,9 @@ def test_a_reason_without_words_is_a_type_error() -> None:
             reasons.render(Unworded())
     finally:
         del f.FailureReason.kinds["Unworded"]
+
+
+@pytest.mark.parametrize("typed", ['{"reason": "typed by a person <x>"', '{"reason": "Nope"}', '{"detail": 1}', '{"detail":'])
+def test_a_detail_a_person_typed_like_stored_json_is_shown_as_typed(typed: str) -> None:
+    """A decision's reason is free text stored in the same column: text that only looks like JSON is as stored."""
+    assert reasons.render_detail(typed) == typed.replace("<", "&lt;").replace(">", "&gt;")

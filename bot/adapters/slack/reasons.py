@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from functools import singledispatch
 
-from bot.adapters.slack import mrkdwn
+from bot.adapters.slack import details, mrkdwn
 from bot.adapters.slack.sentences import Value, fill
+from bot.domain import audit_details as d
 from bot.domain import failure_reasons as f
 from bot.domain.commands import format_request_id
 from bot.services.text import Code, Notice, Words
@@ -23,9 +24,15 @@ def render(reason: f.FailureReason) -> str:
 
 
 def render_detail(detail: str) -> str:
-    """An audit record's detail as mrkdwn: a reason (stored as JSON) in words, any other detail as it was stored."""
-    if detail.startswith(f.MARKER):
-        return render(f.from_text(detail))
+    """An audit record's detail as mrkdwn: a reason or a typed detail (stored as JSON) in words, any other
+    detail (an earlier version's, or a reason a person typed, even one that looks like JSON) as it was stored."""
+    try:
+        if detail.startswith(f.MARKER):
+            return render(f.from_text(detail))
+        if detail.startswith(d.MARKER):
+            return mrkdwn.render(details.notice(d.from_text(detail)))
+    except (ValueError, KeyError, TypeError):
+        pass
     return mrkdwn.escape(detail)
 
 
@@ -106,4 +113,23 @@ def _(reason: f.SourceKeptLowered) -> Notice:
         cause=notice(reason.cause),
         before=str(reason.before),
         after=str(reason.after),
+    )
+
+
+@notice.register
+def _(reason: f.QuotaKeptChanging) -> Notice:
+    return fill(
+        "the quota {quota} in {namespace} kept changing while the bot wrote it ({conflicts} conflicts in a row)",
+        quota=reason.quota_name,
+        namespace=reason.namespace,
+        conflicts=reason.conflicts,
+    )
+
+
+@notice.register
+def _(reason: f.ShiftLowersFirst) -> Notice:
+    return fill(
+        "{request} is lowering {namespace}, whose quota was cut by hand meanwhile; the shift goes first",
+        request=format_request_id(reason.request_id),
+        namespace=reason.namespace,
     )

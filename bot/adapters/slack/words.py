@@ -172,7 +172,8 @@ def _(said: m.ExtendedToRequester) -> Notice:
 @notice.register
 def _(said: m.GrantNotPutBack) -> Notice:
     return fill(
-        ":warning: The grant is over but the quota could not be put back yet: {error}. The bot keeps retrying.", error=said.error
+        ":warning: The grant is over but the quota could not be put back yet: {error}. The bot keeps retrying.",
+        error=reasons.notice(said.error),
     )
 
 
@@ -207,12 +208,13 @@ def _(said: m.GrantEndedToRequester) -> Notice:
 def _(said: m.WaitingForCluster) -> Notice:
     if said.shift:
         return fill(
-            ":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}. The bot keeps trying.", reason=said.reason
+            ":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}. The bot keeps trying.",
+            reason=reasons.notice(said.reason),
         )
     return fill(
         ":hourglass_flowing_sand: Approved; waiting for the cluster: {reason}."
         " The bot keeps trying and says here when it is applied; nothing needs to be done.",
-        reason=said.reason,
+        reason=reasons.notice(said.reason),
     )
 
 
@@ -299,7 +301,7 @@ def _(said: m.SourceNotRaised) -> Notice:
     return fill(
         ":warning: The shift is over but {source} could not be raised yet: {error}",
         source=Strong(said.source_namespace),
-        error=said.error,
+        error=reasons.notice(said.error),
     )
 
 
