@@ -24,6 +24,7 @@ from bot.adapters.kube import KubernetesCluster
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
+from bot.adapters.slack.reasons import plain_text as reason_text
 from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
@@ -50,7 +51,7 @@ from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
-from bot.services.quota_sync import QuotaSync
+from bot.services.quota_sync import QuotaSync, ReasonedError
 from bot.services.quota_target import ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
@@ -60,8 +61,10 @@ from bot.services.spend import SpendReader
 from bot.services.submissions import Submissions
 from bot.settings import Settings
 
-# A refusal's ``str`` (logs, form errors, the CLIs) is the Slack edge's wording, the one people read.
+# A refusal's or a failure reason's ``str`` (logs, form errors, job results, the CLIs) is the Slack edge's
+# wording, the one people read.
 Refused.worded_by(plain_text)
+ReasonedError.worded_by(reason_text)
 
 
 def open_database(url: str, *, migrate: Callable[[str], object] = upgrade_if_behind) -> Database:

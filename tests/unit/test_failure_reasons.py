@@ -119,3 +119,13 @@ def test_a_reason_without_words_is_a_type_error() -> None:
 def test_a_detail_a_person_typed_like_stored_json_is_shown_as_typed(typed: str) -> None:
     """A decision's reason is free text stored in the same column: text that only looks like JSON is as stored."""
     assert reasons.render_detail(typed) == typed.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def test_an_error_carrying_a_reason_says_it_in_words_in_logs_and_job_results() -> None:
+    import bot.bootstrap  # noqa: F401  (lends the edge's wording, as every entry point does)
+    from bot.domain.failure_reasons import QuotaKeptChanging
+    from bot.services.quota_sync import QuotaBusy
+
+    error = QuotaBusy(QuotaKeptChanging("compute-quota", "ns-a", 8))
+    assert str(error) == "the quota compute-quota in ns-a kept changing while the bot wrote it (8 conflicts in a row)"
+    assert error.delay == 1.0

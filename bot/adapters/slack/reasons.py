@@ -15,12 +15,17 @@ from bot.adapters.slack.sentences import Value, fill
 from bot.domain import audit_details as d
 from bot.domain import failure_reasons as f
 from bot.domain.commands import format_request_id
-from bot.services.text import Code, Notice, Words
+from bot.services.text import Code, Notice, Words, plain
 
 
 def render(reason: f.FailureReason) -> str:
     """The reason as mrkdwn."""
     return mrkdwn.render(notice(reason))
+
+
+def plain_text(reason: f.FailureReason) -> str:
+    """The reason as plain text, for an error's ``str``: logs and job results."""
+    return plain(notice(reason))
 
 
 def render_detail(detail: str) -> str:
