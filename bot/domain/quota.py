@@ -135,9 +135,9 @@ class CapacityImpact:
 HOURS_PER_MONTH = 730  # 365 * 24 / 12: the usual cloud billing month
 
 
-def change_cost(*, gpus: int, duration: timedelta | None, price_per_gpu_hour: float) -> tuple[float, str]:
+def change_cost(*, gpus: int, duration: timedelta | None, price_per_gpu_hour: float) -> float:
     """Cost of a change: GPUs x hours x price for a grant, per month for a permanent change."""
     if duration is None:
-        return abs(gpus) * HOURS_PER_MONTH * price_per_gpu_hour, "per month"
+        return abs(gpus) * HOURS_PER_MONTH * price_per_gpu_hour
     hours = duration.total_seconds() / 3600
-    return abs(gpus) * hours * price_per_gpu_hour, "for the grant"
+    return abs(gpus) * hours * price_per_gpu_hour

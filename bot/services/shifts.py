@@ -86,7 +86,7 @@ class ShiftService:
         if problems:
             raise Refused(OverLimits(tuple(problems)))
         price = self._pricer.price(draft.target)
-        monthly, _ = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
+        monthly = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
         same_team = source.team.name == target.team.name
         required = 1 if self._policy.shifts.approval == ShiftApproval.ADMIN or same_team else 2
         channel = self._channel(target.team)

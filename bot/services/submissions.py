@@ -189,7 +189,7 @@ class Submissions:
             now = self._clock.now()
             # Price and budget are read in this transaction too: one transaction for the whole submission.
             price = self._pricer.price_from(self._pricer.recent_hours(repo, new.namespace), dearest)
-            cost, _ = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
+            cost = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
             over_budget = self._over_budget(repo, new.team.name)
             required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
