@@ -11,9 +11,33 @@ Messages of all three are safe to show to people: they never contain secrets.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, TypeVar
+
+T = TypeVar("T")
+
 
 class GpuQuotaError(Exception):
     """Base class of the bot's own errors; ``str(error)`` is a sentence fit for a person."""
+
+
+class WordedError(GpuQuotaError, Generic[T]):
+    """An error carrying typed data for a person (a refusal, a failure reason), worded at the Slack edge.
+    Its ``str`` (logs, job results, the CLIs) is that wording in plain text once the edge has lent it to
+    the subclass (``worded_by``, by the bootstrap); before that, the data's repr."""
+
+    _words: ClassVar[Callable[[Any], str]] = repr
+
+    def __init__(self, said: T) -> None:
+        super().__init__(said)
+        self.said = said
+
+    def __str__(self) -> str:
+        return type(self)._words(self.said)
+
+    @classmethod
+    def worded_by(cls, words: Callable[[Any], str]) -> None:
+        cls._words = words
 
 
 class UserError(GpuQuotaError):

@@ -26,7 +26,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import ClassVar
 
 from bot.clock import Clock
 from bot.domain.audit_details import HandEditAdopted, NamespaceFirstSeen, QuotaWritten, to_text
@@ -34,7 +33,7 @@ from bot.domain.entities import Namespace
 from bot.domain.failure_reasons import FailureReason, QuotaKeptChanging, ShiftLowersFirst
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
-from bot.errors import GpuQuotaError, PermanentError, QuotaConflict, TemporaryError
+from bot.errors import PermanentError, QuotaConflict, TemporaryError, WordedError
 from bot.services.ports import QuotaTarget, Repository, Transactions
 from bot.services.reclaim import follow_reclaim
 
@@ -56,22 +55,12 @@ class SyncOutcome:
         return self.before != self.after or self.created
 
 
-class ReasonedError(GpuQuotaError):
-    """An error that carries a typed ``reason``; its ``str`` (logs, job results) is the edge's wording, once
-    the edge has lent it (``worded_by``, by the bootstrap), before that the reason's repr."""
+class ReasonedError(WordedError[FailureReason]):
+    """An error that carries a typed failure ``reason``, worded at the edge."""
 
-    _words: ClassVar[Callable[[FailureReason], str]] = repr
-
-    def __init__(self, reason: FailureReason) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-    def __str__(self) -> str:
-        return ReasonedError._words(self.reason)
-
-    @classmethod
-    def worded_by(cls, words: Callable[[FailureReason], str]) -> None:
-        ReasonedError._words = words
+    @property
+    def reason(self) -> FailureReason:
+        return self.said
 
 
 class ChangeRefused(ReasonedError, PermanentError):

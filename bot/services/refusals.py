@@ -10,15 +10,13 @@ lent it (``Refused.worded_by``); before that, the refusal's repr.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from enum import Enum
-from typing import ClassVar
 
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import RequestState, Verdict
-from bot.errors import UserError
+from bot.errors import UserError, WordedError
 
 
 class Reading(Enum):
@@ -33,22 +31,12 @@ class Refusal:
     """The base of every typed refusal (subclasses are frozen dataclasses)."""
 
 
-class Refused(UserError):
+class Refused(WordedError[Refusal], UserError):
     """A use case's refusal, worded at the edge."""
 
-    _words: ClassVar[Callable[[Refusal], str]] = repr
-
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal)
-        self.refusal = refusal
-
-    def __str__(self) -> str:
-        return Refused._words(self.refusal)
-
-    @classmethod
-    def worded_by(cls, words: Callable[[Refusal], str]) -> None:
-        """The plain-text wording ``str(error)`` uses (the edge's, registered when it is loaded)."""
-        cls._words = words
+    @property
+    def refusal(self) -> Refusal:
+        return self.said
 
 
 # --- requests: loading, pending, reasons --------------------------------------------------
