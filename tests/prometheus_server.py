@@ -19,6 +19,7 @@ from pathlib import Path
 import requests
 
 from bot.sandbox.history import History, write_openmetrics
+from bot.sandbox.httpserver import Incoming, Outgoing
 
 
 def binaries_available() -> bool:
@@ -115,3 +116,16 @@ def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def forward(target: str, incoming: Incoming) -> Outgoing:
+    """What a proxy in front of the Prometheus at ``target`` answers when it lets ``incoming`` through."""
+    answer = requests.request(
+        incoming.method,
+        target + incoming.path,
+        params=incoming.query,
+        data=incoming.body,
+        headers={"content-type": incoming.headers.get("content-type", "")},
+        timeout=30,
+    )
+    return Outgoing(answer.status_code, answer.content, {"Content-Type": answer.headers.get("content-type", "application/json")})

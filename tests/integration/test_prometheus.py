@@ -14,7 +14,6 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-import requests
 
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.clock import ManualClock
@@ -26,7 +25,7 @@ from bot.sandbox.kube_api import quota_refusal_event
 from bot.sandbox.session import Sandbox
 from bot.services.spend import SpendReader
 from tests.integration.conftest import buttons_of
-from tests.prometheus_server import PrometheusServer, binaries_available
+from tests.prometheus_server import PrometheusServer, binaries_available, forward
 
 UTC = timezone.utc
 START = datetime(2026, 10, 20, tzinfo=UTC)
@@ -195,17 +194,7 @@ class FlakyProxy:
             return Outgoing(401, b"Unauthorized")
         if not self.up:
             return Outgoing(503, b"upstream connect error or disconnect/reset before headers")
-        answer = requests.request(
-            incoming.method,
-            self.target + incoming.path,
-            params=incoming.query,
-            data=incoming.body,
-            headers={"content-type": incoming.headers.get("content-type", "")},
-            timeout=30,
-        )
-        return Outgoing(
-            answer.status_code, answer.content, {"Content-Type": answer.headers.get("content-type", "application/json")}
-        )
+        return forward(self.target, incoming)
 
     def stop(self) -> None:
         self._server.stop()

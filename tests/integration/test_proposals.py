@@ -14,7 +14,6 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-import requests
 import yaml
 
 from bot.adapters.prometheus import PrometheusMetrics
@@ -28,7 +27,7 @@ from bot.sandbox.session import Sandbox
 from bot.sandbox.world import sandbox_policy
 from bot.services.proposals import ProposalService
 from tests.integration.conftest import SlackOverHttp, serve
-from tests.prometheus_server import PrometheusServer, binaries_available
+from tests.prometheus_server import PrometheusServer, binaries_available, forward
 
 UTC = timezone.utc
 FIRST = datetime(2026, 11, 1, tzinfo=UTC)
@@ -217,17 +216,7 @@ class QuotaQueriesRefused:
             self.refused += 1
             body = b'{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}'
             return Outgoing(422, body, {"Content-Type": "application/json"})
-        answer = requests.request(
-            incoming.method,
-            self.target + incoming.path,
-            params=incoming.query,
-            data=incoming.body,
-            headers={"content-type": incoming.headers.get("content-type", "")},
-            timeout=30,
-        )
-        return Outgoing(
-            answer.status_code, answer.content, {"Content-Type": answer.headers.get("content-type", "application/json")}
-        )
+        return forward(self.target, incoming)
 
     def stop(self) -> None:
         self._server.stop()
