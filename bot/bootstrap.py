@@ -139,9 +139,10 @@ def build_services(
         cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
     )
     access = Access(policy, slack.directory)
+    target = ResourceQuotaTarget(policy=policy, cluster=cluster)
     sync = QuotaSync(
         policy=policy,
-        target=ResourceQuotaTarget(policy=policy, cluster=cluster),
+        target=target,
         database=database,
         clock=clock,
         conflict_backoff=(retry_delays[0], retry_delays[-1]),
@@ -192,12 +193,11 @@ def build_services(
         applier=applier,
         announcer=announcer,
         clock=clock,
-        cluster=cluster,
         sync=sync,
         failures=failures,
         pricer=pricer,
     )
-    queries = Queries(policy=policy, database=database, cluster=cluster, access=access, clock=clock, pods=pods)
+    queries = Queries(policy=policy, database=database, target=target, access=access, clock=clock, pods=pods)
     return Services(
         policy=policy,
         database=database,
@@ -213,7 +213,7 @@ def build_services(
         blocked=BlockedWatch(
             policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock, workloads=workloads, pods=pods
         ),
-        reclaims=ReclaimWatch(policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock),
+        reclaims=ReclaimWatch(policy=policy, target=target, database=database, announcer=announcer, clock=clock),
         home=HomeService(
             policy=policy, database=database, access=access, queries=queries, publisher=slack.home_tabs, clock=clock
         ),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from bot.adapters.slack.reports import Report, digest_report
 from bot.adapters.slack.words import render
 from bot.domain.quota import QuotaSnapshot
+from bot.domain.resources import GPU
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
 from bot.services.messages import Said
 from bot.services.ports import Action, GpuNodes, MessageRef, QuotaRefusal
@@ -17,12 +18,14 @@ from bot.services.views import HomeView, RequestCard
 
 
 class FakeCluster:
-    """ResourceQuotas in memory, with resourceVersion checks and injectable failures."""
+    """ResourceQuotas in memory (one entry per quota and resource: a write of one resource bumps the
+    quota's resourceVersion for all), with resourceVersion checks and injectable failures."""
 
     def __init__(self, allocatable: int = 24) -> None:
-        self.allocatable = allocatable
+        self.allocatable = allocatable  # nvidia.com/gpu; other resources in ``offered``
+        self.offered: dict[str, int] = {}
         self.namespaces: set[str] = set()
-        self.quotas: dict[tuple[str, str], QuotaSnapshot] = {}
+        self.quotas: dict[tuple[str, str, str], QuotaSnapshot] = {}
         self.writes: list[tuple[str, int, bool]] = []  # namespace, gpus, dry_run
         self.failures: list[tuple[str, Exception]] = []  # (operation, error) raised once each, in order
         self.before_write: list[callable] = []  # run once before the next real write (to simulate a race)
@@ -30,22 +33,31 @@ class FakeCluster:
         self.models: set[str] = set()  # the nodes' nvidia.com/gpu.product labels
         self._rv = itertools.count(1)
 
-    def add(self, namespace: str, hard: int | None, *, used: int = 0, limits: bool = True, name: str = "compute-quota") -> None:
+    def add(
+        self,
+        namespace: str,
+        hard: int | None,
+        *,
+        used: int = 0,
+        limits: bool = True,
+        name: str = "compute-quota",
+        resource: str = GPU,
+    ) -> None:
         self.namespaces.add(namespace)
         if hard is not None:
-            self.quotas[(namespace, name)] = QuotaSnapshot(
+            self.quotas[(namespace, name, resource)] = QuotaSnapshot(
                 namespace, name, hard, used, hard if limits else None, self._next(), None
             )
 
-    def edit(self, namespace: str, hard: int, name: str = "compute-quota") -> None:
+    def edit(self, namespace: str, hard: int, name: str = "compute-quota", resource: str = GPU) -> None:
         """A person running kubectl edit."""
-        quota = self.quotas[(namespace, name)]
-        self.quotas[(namespace, name)] = replace(
+        quota = self.quotas[(namespace, name, resource)]
+        self.quotas[(namespace, name, resource)] = replace(
             quota, hard=hard, limits=hard if quota.limits is not None else None, resource_version=self._next()
         )
 
-    def hard(self, namespace: str, name: str = "compute-quota") -> int:
-        return self.quotas[(namespace, name)].hard
+    def hard(self, namespace: str, name: str = "compute-quota", resource: str = GPU) -> int:
+        return self.quotas[(namespace, name, resource)].hard
 
     def fail(self, operation: str, error: Exception, times: int = 1) -> None:
         self.failures.extend([(operation, error)] * times)
@@ -56,19 +68,27 @@ class FakeCluster:
                 del self.failures[index]
                 raise error
 
-    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+    def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         self._maybe_fail("read")
         if namespace not in self.namespaces:
             raise NamespaceNotFound(f"the namespace {namespace} does not exist in the cluster")
-        return self.quotas.get((namespace, name))
+        return self.quotas.get((namespace, name, resource))
 
     def write_quota(
-        self, namespace: str, name: str, *, gpus: int, previous: QuotaSnapshot | None, dry_run: bool, applied_by: str
+        self,
+        namespace: str,
+        name: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: QuotaSnapshot | None,
+        dry_run: bool,
+        applied_by: str,
     ) -> QuotaSnapshot:
         self._maybe_fail("dry_run" if dry_run else "write")
         if not dry_run and self.before_write:
             self.before_write.pop(0)()
-        current = self.quotas.get((namespace, name))
+        current = self.quotas.get((namespace, name, resource))
         if previous is None and current is not None:
             raise QuotaConflict("already exists")
         if previous is not None and (current is None or current.resource_version != previous.resource_version):
@@ -78,15 +98,15 @@ class FakeCluster:
         written = QuotaSnapshot(namespace, name, gpus, used, limits, self._next(), gpus)
         self.writes.append((namespace, gpus, dry_run))
         if not dry_run:
-            self.quotas[(namespace, name)] = written
+            self.quotas[(namespace, name, resource)] = written
         return written
 
-    def allocatable_gpus(self) -> int:
-        self._maybe_fail("allocatable")
-        return self.allocatable
-
-    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
-        return {ns: q.hard for (ns, name), q in self.quotas.items() if quota_names.get(ns) == name}
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
+        totals: dict[str, dict[str, int]] = {}
+        for (ns, name, resource), quota in self.quotas.items():
+            if quota_names.get(ns) == name:
+                totals.setdefault(ns, {})[resource] = quota.hard
+        return totals
 
     def quota_refusals(self) -> list[QuotaRefusal]:
         self._maybe_fail("events")
@@ -94,7 +114,7 @@ class FakeCluster:
 
     def gpu_nodes(self) -> GpuNodes:
         self._maybe_fail("nodes")
-        return GpuNodes(self.allocatable_gpus(), frozenset(self.models))
+        return GpuNodes({GPU: self.allocatable, **self.offered}, frozenset(self.models))
 
     def _next(self) -> str:
         return str(next(self._rv))

@@ -1,8 +1,9 @@
-"""The Kubernetes side: read and write one namespace's GPU quota with the official client.
+"""The Kubernetes side: read and write one resource of a namespace's GPU quota with the official client.
 
 Writes are a dry run first, then a JSON merge patch carrying the read's ``resourceVersion`` (the API
-server answers 409 if anyone wrote in between) and the bot's annotations; ``limits.nvidia.com/gpu``
-is kept equal where the quota has it. The client's exceptions never leave this module: they become
+server answers 409 if anyone wrote in between), the resource's ``requests.<resource>`` and the bot's
+annotations for it; ``limits.<resource>`` is kept equal where the quota has it. Other keys of the
+quota are never touched. The client's exceptions never leave this module: they become
 the bot's error kinds with a sentence a person can act on.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
@@ -25,14 +27,14 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.utils import parse_quantity
 
 from bot.domain.priority import GpuPod
-from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
+from bot.domain.quota import QuotaSnapshot, stamp_annotations
+from bot.domain.resources import GPU, limits_key, quota_key
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-GPU_RESOURCE = "nvidia.com/gpu"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU feature discovery
 FIELD_MANAGER = "gpu-quota-bot"
 MERGE_PATCH = "application/merge-patch+json"
@@ -77,7 +79,7 @@ class KubernetesCluster:
 
     # --- QuotaCluster ------------------------------------------------------------------------
 
-    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+    def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         """Always read now (``max_age`` is for the caching wrapper, ``bot.services.capacity``)."""
         try:
             quota = self._call(
@@ -88,12 +90,21 @@ class KubernetesCluster:
         except _NotFound:
             self._require_namespace(namespace)
             return None
-        return _snapshot(quota)
+        return _snapshot(quota, resource)
 
     def write_quota(
-        self, namespace: str, name: str, *, gpus: int, previous: QuotaSnapshot | None, dry_run: bool, applied_by: str
+        self,
+        namespace: str,
+        name: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: QuotaSnapshot | None,
+        dry_run: bool,
+        applied_by: str,
     ) -> QuotaSnapshot:
-        annotations = {APPLIED_ANNOTATION: str(gpus), APPLIED_BY_ANNOTATION: applied_by}
+        applied, by = stamp_annotations(resource)
+        annotations = {applied: str(gpus), by: applied_by}
         dry = "All" if dry_run else None
         if previous is None:
             body: Any = {  # the client takes the plain manifest as well as a V1ResourceQuota
@@ -105,7 +116,7 @@ class KubernetesCluster:
                     "annotations": annotations,
                     "labels": {"app.kubernetes.io/managed-by": FIELD_MANAGER},
                 },
-                "spec": {"hard": {GPU_REQUESTS: str(gpus)}},
+                "spec": {"hard": {quota_key(resource): str(gpus)}},
             }
             action = f"create the ResourceQuota {name} in {namespace}"
             call = lambda: self._core.create_namespaced_resource_quota(  # noqa: E731
@@ -116,9 +127,9 @@ class KubernetesCluster:
                 _request_timeout=self._timeout,
             )
         else:
-            hard = {GPU_REQUESTS: str(gpus)}
+            hard = {quota_key(resource): str(gpus)}
             if previous.limits is not None:
-                hard[GPU_LIMITS] = str(gpus)
+                hard[limits_key(resource)] = str(gpus)
             patch = {
                 "metadata": {"resourceVersion": previous.resource_version, "annotations": annotations},
                 "spec": {"hard": hard},
@@ -138,31 +149,33 @@ class KubernetesCluster:
         except _NotFound:
             self._require_namespace(namespace)
             raise QuotaConflict(f"the ResourceQuota {name} in {namespace} disappeared while the bot wrote it") from None
-        return _snapshot(written)
-
-    def allocatable_gpus(self) -> int:
-        return self.gpu_nodes().allocatable
+        return _snapshot(written, resource)
 
     def gpu_nodes(self) -> GpuNodes:
         nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
-        allocatable, models = 0, set()
+        allocatable: dict[str, int] = {}
+        models = set()
         for node in nodes.items:
-            gpus = _gpus((node.status.allocatable or {}).get(GPU_RESOURCE)) if node.status else 0
+            offered = _extended_resources((node.status.allocatable if node.status else None) or {})
+            for resource, count in offered.items():
+                allocatable[resource] = allocatable.get(resource, 0) + count
             product = ((node.metadata.labels if node.metadata else None) or {}).get(GPU_PRODUCT_LABEL)
-            allocatable += gpus
-            if gpus > 0 and product:
+            if offered.get(GPU, 0) > 0 and product:
                 models.add(product)
         return GpuNodes(allocatable, frozenset(models))
 
-    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
         quotas = self._call(
             "list ResourceQuotas", lambda: self._core.list_resource_quota_for_all_namespaces(_request_timeout=self._timeout)
         )
-        totals: dict[str, int] = {}
+        totals: dict[str, dict[str, int]] = {}
         for quota in quotas.items:
             namespace, name = (quota.metadata.namespace or "", quota.metadata.name) if quota.metadata else ("", None)
             if quota_names.get(namespace) == name:
-                totals[namespace] = _gpus((quota.spec.hard or {}).get(GPU_REQUESTS) if quota.spec else None)
+                hard = (quota.spec.hard if quota.spec else None) or {}
+                totals[namespace] = {
+                    key.removeprefix("requests."): _gpus(value) for key, value in hard.items() if _counts_extended(key)
+                }
         return totals
 
     def quota_refusals(self) -> list[QuotaRefusal]:
@@ -175,7 +188,8 @@ class KubernetesCluster:
         refusals = []
         for event in events.items:
             message = event.message or ""
-            if "exceeded quota" not in message or GPU_REQUESTS not in message:
+            resource = _refused_resource(message)
+            if resource is None:
                 continue
             involved = event.involved_object
             refusals.append(
@@ -184,6 +198,7 @@ class KubernetesCluster:
                     kind=involved.kind or "workload",
                     name=involved.name or "?",
                     uid=involved.uid or "",
+                    resource=resource,
                     message=message,
                     count=event.count or 1,
                     last_seen=event.last_timestamp,
@@ -193,7 +208,7 @@ class KubernetesCluster:
 
     # --- Workloads -----------------------------------------------------------------------------
 
-    def gpu_pods(self, namespace: str) -> list[GpuPod]:
+    def gpu_pods(self, namespace: str, resource: str) -> list[GpuPod]:
         # Raw JSON: V1Pod deserialisation makes a 1,000-pod list take about twice as long (bench/pod_listing.py).
         response: Any = self._call(
             f"list pods in {namespace}",
@@ -205,7 +220,7 @@ class KubernetesCluster:
             items = json.loads(response.data).get("items") or []
         except (ValueError, AttributeError) as error:
             raise TemporaryError(f"the Kubernetes API sent an unreadable pod list for {namespace} ({error})", delay=2.0) from None
-        return [pod for item in items if (pod := gpu_pod(item)) is not None]
+        return [pod for item in items if (pod := gpu_pod(item, resource)) is not None]
 
     def priority_classes(self) -> dict[str, int]:
         classes = self._call("list PriorityClasses", lambda: self._core.list_priority_class(_request_timeout=self._timeout))
@@ -222,12 +237,14 @@ class KubernetesCluster:
         for event in events.items:
             message = event.message or ""
             involved = event.involved_object
-            if f"Insufficient {GPU_RESOURCE}" not in message or involved.kind != "Pod":
+            insufficient = _INSUFFICIENT.search(message)
+            if insufficient is None or involved.kind != "Pod":
                 continue
             failures.append(
                 SchedulingFailure(
                     namespace=involved.namespace or (event.metadata.namespace if event.metadata else None) or "",
                     pod=involved.name or "?",
+                    resource=insufficient["resource"],
                     message=message,
                     count=event.count or 1,
                     last_seen=event.last_timestamp,
@@ -438,8 +455,33 @@ def _gpus(quantity: Any) -> int:
     return int(value)
 
 
-def gpu_pod(item: Mapping[str, Any]) -> GpuPod | None:
-    """A pod of the API's JSON as a ``GpuPod``, None when it requests no GPU.
+def _extended_resources(quantities: Mapping[str, Any]) -> dict[str, int]:
+    """The extended resources (vendor-prefixed names such as ``nvidia.com/gpu``) of a node's allocatable."""
+    return {name: count for name, quantity in quantities.items() if "/" in name and (count := _gpus(quantity)) > 0}
+
+
+def _counts_extended(key: str) -> bool:
+    """A ResourceQuota key that counts an extended resource (``requests.nvidia.com/mig-3g.40gb``)."""
+    return key.startswith("requests.") and "/" in key
+
+
+# The API server's quota refusal: "exceeded quota: compute-quota, requested: requests.nvidia.com/gpu=2, used: ...".
+_REQUESTED = re.compile(r"requested: (?P<keys>[^ ]+)")
+# The scheduler's "0/3 nodes are available: 3 Insufficient nvidia.com/mig-3g.40gb."
+_INSUFFICIENT = re.compile(r"Insufficient (?P<resource>[a-z0-9.-]+/[A-Za-z0-9._-]*[A-Za-z0-9])")
+
+
+def _refused_resource(message: str) -> str | None:
+    """The first extended resource an ``exceeded quota`` refusal names as requested (None: not one)."""
+    requested = _REQUESTED.search(message) if "exceeded quota" in message else None
+    if requested is None:
+        return None
+    keys = (part.partition("=")[0] for part in requested["keys"].rstrip(",").split(","))
+    return next((key.removeprefix("requests.") for key in keys if _counts_extended(key)), None)
+
+
+def gpu_pod(item: Mapping[str, Any], resource: str = GPU) -> GpuPod | None:
+    """A pod of the API's JSON as a ``GpuPod`` of ``resource``, None when it requests none of it.
 
     Its GPUs are what the scheduler and the quota count: the sum over its containers, or the largest
     init container when that is more."""
@@ -448,7 +490,7 @@ def gpu_pod(item: Mapping[str, Any]) -> GpuPod | None:
     metadata = item.get("metadata") or {}
 
     def requested(container: Mapping[str, Any]) -> int:
-        return _gpus(((container.get("resources") or {}).get("requests") or {}).get(GPU_RESOURCE))
+        return _gpus(((container.get("resources") or {}).get("requests") or {}).get(resource))
 
     gpus = max(
         sum(requested(c) for c in spec.get("containers") or []),
@@ -477,17 +519,18 @@ def _timestamp(text: Any) -> datetime | None:
         return None
 
 
-def _snapshot(quota: Any) -> QuotaSnapshot:
+def _snapshot(quota: Any, resource: str) -> QuotaSnapshot:
     hard = (quota.spec.hard if quota.spec else None) or {}
     used = (quota.status.used if quota.status else None) or {}
     annotations = quota.metadata.annotations or {}
-    applied = annotations.get(APPLIED_ANNOTATION)
+    applied = annotations.get(stamp_annotations(resource)[0])
+    requests, limits = quota_key(resource), limits_key(resource)
     return QuotaSnapshot(
         namespace=quota.metadata.namespace,
         name=quota.metadata.name,
-        hard=_gpus(hard.get(GPU_REQUESTS)),
-        used=_gpus(used.get(GPU_REQUESTS)),
-        limits=_gpus(hard[GPU_LIMITS]) if GPU_LIMITS in hard else None,
+        hard=_gpus(hard.get(requests)),
+        used=_gpus(used.get(requests)),
+        limits=_gpus(hard[limits]) if limits in hard else None,
         resource_version=quota.metadata.resource_version,
         bot_applied=int(applied) if applied is not None and applied.lstrip("-").isdigit() else None,
     )

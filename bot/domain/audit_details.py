@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, ClassVar
 
+from bot.domain.resources import GPU
+
 MARKER = '{"detail":'
 
 
@@ -78,6 +80,7 @@ class QuotaWritten(AuditDetail):
     quota_name: str
     before: int | None
     after: int
+    resource: str = GPU  # entries written before resources were configurable are about whole GPUs
 
 
 @dataclass(frozen=True)
@@ -131,5 +134,5 @@ def from_text(text: str) -> AuditDetail:
     data = json.loads(text)
     kind = AuditDetail.kinds[data["detail"]]
     hints = typing.get_type_hints(kind)
-    values = {f.name: data[f.name] for f in dataclasses.fields(kind)}  # type: ignore[arg-type]
+    values = {f.name: data[f.name] for f in dataclasses.fields(kind) if f.name in data}  # type: ignore[arg-type]
     return kind(**{name: datetime.fromisoformat(v) if hints[name] is datetime else v for name, v in values.items()})

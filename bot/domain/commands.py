@@ -88,6 +88,7 @@ class RequestDraft:
     reason: str = ""
     problems: tuple[str, ...] = ()
     permanent: bool = False  # only ever by an explicit choice: the word or the form's radio button
+    resource: str | None = None  # the resource as typed (resolved against the namespace's governed ones by the service)
 
     @property
     def term_chosen(self) -> bool:
@@ -113,6 +114,7 @@ class ShiftDraft:
     target: str
     duration: timedelta | None  # None: permanent
     reason: str
+    resource: str | None = None  # as typed; resolved against what both namespaces govern
 
     @property
     def permanent(self) -> bool:

@@ -13,13 +13,15 @@ from datetime import datetime
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, Verdict
 from bot.domain.prices import StoredBasis
+from bot.domain.quota import QuotaScope
 
 
 @dataclass(eq=False, kw_only=True, repr=False)
 class Namespace:
-    """The bot's view of one managed namespace: its base quota and the last value it saw/wrote."""
+    """The bot's view of one governed resource of a managed namespace: its base quota and the last value it saw/wrote."""
 
     name: str
+    resource: str  # the governed extended resource (bot.domain.resources): one row per namespace and resource
     team: str
     base_gpus: int
     last_seen_gpus: int | None
@@ -46,6 +48,7 @@ class Grant:
 
     request_id: int
     namespace: str
+    resource: str
     gpus: int
     state: GrantState
     starts_at: datetime
@@ -57,6 +60,10 @@ class Grant:
     id: int = field(init=False)
     version: int = field(init=False)
 
+    @property
+    def scope(self) -> QuotaScope:
+        return QuotaScope(self.namespace, self.resource)
+
 
 @dataclass(eq=False, kw_only=True, repr=False)
 class Request:
@@ -67,6 +74,7 @@ class Request:
     kind: RequestKind
     state: RequestState
     namespace: str
+    resource: str  # the one resource it changes (a shift: in both namespaces)
     team: str
     requester_id: str
     amount_text: str  # as typed: "+4", "-2", "8"
@@ -122,6 +130,16 @@ class Request:
     @property
     def permanent(self) -> bool:
         return self.duration_seconds is None
+
+    @property
+    def scope(self) -> QuotaScope:
+        """The quota it changes (a shift: its target's)."""
+        return QuotaScope(self.namespace, self.resource)
+
+    @property
+    def source_scope(self) -> QuotaScope | None:
+        """A shift's source quota (None: not a shift)."""
+        return QuotaScope(self.source_namespace, self.resource) if self.source_namespace else None
 
     @property
     def approvals(self) -> list[Decision]:

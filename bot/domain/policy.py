@@ -20,6 +20,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from bot.domain.commands import is_namespace_name
 from bot.domain.durations import format_duration, parse_duration
+from bot.domain.quota import QuotaScope
+from bot.domain.resources import GPU
 
 
 def _duration(value: Any) -> Any:
@@ -385,11 +387,22 @@ class Policy(_Frozen):
     def managed_namespaces(self) -> list[str]:
         return sorted(ns.name for team in self.teams.values() for ns in team.namespaces)
 
+    def governed_resources(self, namespace: str) -> tuple[str, ...]:
+        return (GPU,)
+
+    def governed_scopes(self) -> list[QuotaScope]:
+        """Every governed resource of every managed namespace, by namespace."""
+        return [
+            QuotaScope(namespace, resource)
+            for namespace in self.managed_namespaces()
+            for resource in self.governed_resources(namespace)
+        ]
+
     def quota_name(self, namespace: str) -> str:
         managed = self.namespace(namespace)
         return (managed.quota_name if managed else None) or self.defaults.quota_name
 
-    def default_quota(self, namespace: str) -> int:
+    def default_quota(self, namespace: str, *, resource: str = GPU) -> int:
         managed = self.namespace(namespace)
         if managed and managed.default_quota is not None:
             return managed.default_quota
@@ -403,7 +416,7 @@ class Policy(_Frozen):
         team = self.team_of(namespace)
         return team.borrowed_priority_classes if team else ()
 
-    def max_gpus(self, namespace: str) -> int:
+    def max_gpus(self, namespace: str, *, resource: str = GPU) -> int:
         team = self.team_of(namespace)
         managed = self.namespace(namespace)
         if managed and managed.max_gpus is not None:

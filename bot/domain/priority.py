@@ -7,17 +7,19 @@ Pure: the pods and the PriorityClass values come in as values. A pod's ``priorit
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 NO_CLASS_LABEL = "default"  # how a pod without a priority class is shown
+_INSUFFICIENT_EXTENDED = re.compile(r"Insufficient [a-z0-9.-]+/")  # "Insufficient nvidia.com/mig-3g.40gb"
 
 
 @dataclass(frozen=True)
 class GpuPod:
-    """A pod requesting ``nvidia.com/gpu`` that has not finished (phase Pending, Running or Unknown)."""
+    """A pod requesting a GPU resource (``gpus`` of it) that has not finished (phase Pending, Running or Unknown)."""
 
     namespace: str
     name: str
@@ -156,7 +158,7 @@ def wait_cause(message: str, *, nominated_node: str | None = None) -> WaitCause 
     0/3 nodes are available: 3 No preemption victims found for incoming pod.``; with a class that
     never preempts, ``preemption: not eligible due to preemptionPolicy=Never.``.
     """
-    if "Insufficient nvidia.com/gpu" not in message:
+    if _INSUFFICIENT_EXTENDED.search(message) is None:
         return None
     if nominated_node:
         return WaitCause.PREEMPTING

@@ -1,24 +1,54 @@
 """Quota arithmetic: base + active grants = desired, and how to read what a human changed.
 
-The bot owns one number per namespace: ``requests.nvidia.com/gpu`` in the namespace's
-ResourceQuota (only the ``requests.`` form is enforced for extended resources). Where the quota also
-carries ``limits.nvidia.com/gpu`` the bot keeps it equal so ``kubectl describe quota`` does not
-mislead. Each write also stamps an annotation with the value written: a ``hard`` that differs from
-the stamp was changed by someone else (``kubectl edit``), and that difference is adopted into the
-base instead of being overwritten.
+The bot owns one number per namespace and governed resource (a ``QuotaScope``): for a ResourceQuota,
+``requests.<resource>`` (only the ``requests.`` form is enforced for extended resources; where the
+quota also carries ``limits.<resource>`` the bot keeps it equal so ``kubectl describe quota`` does not
+mislead), for a Kueue ClusterQueue a flavor's ``nominalQuota``. Each write also stamps an annotation
+with the value written: a ``hard`` that differs from the stamp was changed by someone else
+(``kubectl edit``), and that difference is adopted into the base instead of being overwritten.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
 from bot.domain.failure_reasons import AboveLimit, FailureReason, QuotaTooLow
+from bot.domain.resources import GPU
 
-GPU_REQUESTS = "requests.nvidia.com/gpu"
-GPU_LIMITS = "limits.nvidia.com/gpu"
-APPLIED_ANNOTATION = "gpu-quota-bot.io/applied-gpus"
+ANNOTATION_PREFIX = "gpu-quota-bot.io/"
+APPLIED_ANNOTATION = "gpu-quota-bot.io/applied-gpus"  # whole GPUs' stamp: the name every release before resources wrote
 APPLIED_BY_ANNOTATION = "gpu-quota-bot.io/applied-by"
+_ANNOTATION_NAME_LIMIT = 63  # the part after the prefix
+
+
+@dataclass(frozen=True)
+class QuotaScope:
+    """What one base quota counts: a governed resource of a managed namespace. Its critical section,
+    grants and hand-edit adoption are its own."""
+
+    namespace: str
+    resource: str = GPU
+
+
+def stamp_annotations(resource: str, *, qualifier: str = "") -> tuple[str, str]:
+    """The annotations (applied value, applied by) a write of ``resource`` stamps on the object.
+
+    Whole GPUs keep the names every release before resources wrote (``applied-gpus``, ``applied-by``),
+    so a quota written by one of them is still recognised; any other resource (and a ``qualifier`` such
+    as a ClusterQueue's flavor) gets its own pair, ``applied.<qualifier>.<resource>``, the vendor's ``/``
+    as ``_``, shortened with a stable hash when longer than an annotation name may be.
+    """
+    if resource == GPU and not qualifier:
+        return APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION
+    suffix = ".".join(part for part in (qualifier, resource.replace("/", "_")) if part)
+    value, by = f"applied.{suffix}", f"applied-by.{suffix}"
+    if len(by) > _ANNOTATION_NAME_LIMIT:
+        digest = hashlib.blake2b(suffix.encode(), digest_size=5).hexdigest()
+        suffix = f"{suffix[: _ANNOTATION_NAME_LIMIT - len('applied-by.') - 11]}-{digest}"
+        value, by = f"applied.{suffix}", f"applied-by.{suffix}"
+    return ANNOTATION_PREFIX + value, ANNOTATION_PREFIX + by
 
 
 @dataclass(frozen=True)

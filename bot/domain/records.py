@@ -30,6 +30,7 @@ class Reclaim:
     reclaim: running pods are never evicted, the quota only refuses new ones)."""
 
     namespace: str
+    resource: str
     request_id: int | None  # the change that lowered it (its thread hears the end)
     quota: int  # the lowered hard value
     used_at_start: int

@@ -42,6 +42,7 @@ from bot.clock import Clock, SystemClock
 from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
+from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
@@ -98,8 +99,8 @@ class Announcer:
         if self._pods is None or card.state != RequestState.PENDING:
             return card
         if card.shift is not None:
-            return replace(card, pods=replace(self._pods.in_view(card.shift.namespace), warnings=()))
-        view = self._pods.in_view(card.namespace)
+            return replace(card, pods=replace(self._pods.in_view(QuotaScope(card.shift.namespace, card.resource)), warnings=()))
+        view = self._pods.in_view(QuotaScope(card.namespace, card.resource))
         if card.permanent or card.delta <= 0:
             view = replace(view, warnings=())
         return replace(card, pods=view)

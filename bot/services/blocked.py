@@ -1,9 +1,9 @@
 """Workloads kept from starting, and why: the quota, or the cluster's free GPUs.
 
-``FailedCreate`` events saying ``exceeded quota`` for ``requests.nvidia.com/gpu`` in managed
-namespaces produce one message to the team, with a [Request more] button that opens the request form
-prefilled with what would have been needed. GPU pods still pending with ``FailedScheduling`` events
-saying ``Insufficient nvidia.com/gpu`` are a different story (more quota would not help: the nodes
+``FailedCreate`` events saying ``exceeded quota`` for a governed resource (``requests.<resource>``)
+in managed namespaces produce one message to the team, with a [Request more] button that opens the
+request form prefilled with what would have been needed, of that resource. GPU pods still pending with
+``FailedScheduling`` events saying ``Insufficient <resource>`` are a different story (more quota would not help: the nodes
 are full, and preemption decides who gets the next GPU), told in one message per namespace and check,
 without that button. Each quota alert is counted per namespace and day: the weekly proposals cite
 how often the quota blocked a team."""
@@ -20,6 +20,8 @@ from functools import partial
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.domain.priority import GpuPod, WaitCause, wait_cause
+from bot.domain.quota import QuotaScope
+from bot.domain.resources import GPU, quota_key
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.messages import QuotaBlocked, SchedulingWait, WaitingPod
@@ -28,11 +30,6 @@ from bot.services.ports import Action, ActionKind, ButtonLabel, QuotaCluster, Qu
 from bot.services.stores import BlockedAlerts
 
 log = logging.getLogger(__name__)
-_FIGURES = re.compile(
-    r"requested: (?:[^,]*,)*?\s*requests\.nvidia\.com/gpu=(\d+).*?used: (?:[^,]*,)*?\s*requests\.nvidia\.com/gpu=(\d+)"
-    r".*?limited: (?:[^,]*,)*?\s*requests\.nvidia\.com/gpu=(\d+)",
-    re.DOTALL,
-)
 
 
 @dataclass(frozen=True)
@@ -46,9 +43,14 @@ class Shortfall:
         return max(1, self.used + self.requested - self.limited)
 
 
-def shortfall(message: str) -> Shortfall | None:
-    """The GPU figures of an ``exceeded quota`` message, when it has them."""
-    match = _FIGURES.search(message)
+def shortfall(message: str, resource: str = GPU) -> Shortfall | None:
+    """The figures of ``resource`` in an ``exceeded quota`` message, when it has them."""
+    key = re.escape(quota_key(resource))
+    figures = re.compile(
+        rf"requested: (?:[^,]*,)*?\s*{key}=(\d+).*?used: (?:[^,]*,)*?\s*{key}=(\d+).*?limited: (?:[^,]*,)*?\s*{key}=(\d+)",
+        re.DOTALL,
+    )
+    match = figures.search(message)
     return Shortfall(*(int(g) for g in match.groups())) if match else None
 
 
@@ -98,6 +100,8 @@ class BlockedWatch:
             team = self._policy.team_of(refusal.namespace)
             if team is None or not team.notifications.blocked_workloads:
                 continue
+            if refusal.resource not in self._policy.governed_resources(refusal.namespace):
+                continue  # another resource's quota: more of a governed one would not help
             key = alert_key(refusal.namespace, refusal.kind, refusal.name)
             out = self._announce.outgoing()
             if self._db.run(partial(self._alert_quota, out=out, channel=team.channel, key=key, refusal=refusal)):
@@ -126,7 +130,7 @@ class BlockedWatch:
             log.error("cannot read scheduling failures: %s", error)
             return []
         waiting: dict[str, list[_Waiting]] = {}
-        pending: dict[str, dict[str, GpuPod]] = {}  # read once per namespace and check
+        pending: dict[QuotaScope, dict[str, GpuPod]] = {}  # read once per namespace, resource and check
         seen: set[str] = set()  # a pod has one event per message the scheduler gave it: alerted once
         for failure in failures:
             team = self._policy.team_of(failure.namespace)
@@ -136,13 +140,14 @@ class BlockedWatch:
             if key in seen or self._db.run(partial(_alerted, key=key)):
                 continue
             seen.add(key)
-            if failure.namespace not in pending:
-                pending[failure.namespace] = self._pending_pods(failure.namespace)
-            pod = pending[failure.namespace].get(failure.pod)
+            scope = QuotaScope(failure.namespace, failure.resource)
+            if scope not in pending:
+                pending[scope] = self._pending_pods(scope)
+            pod = pending[scope].get(failure.pod)
             cause = wait_cause(failure.message, nominated_node=pod.nominated_node) if pod else None
             if pod is None or cause is None:
                 continue  # scheduled or gone since (events outlive their cause by an hour)
-            waiting.setdefault(failure.namespace, []).append(_Waiting(key, pod, cause))
+            waiting.setdefault(failure.namespace, []).append(_Waiting(key, pod, cause, failure.resource))
         reported = []
         for namespace, pods in sorted(waiting.items()):
             team = self._policy.team_of(namespace)
@@ -167,25 +172,25 @@ class BlockedWatch:
         out.post(repo, channel, _scheduling_notice(namespace, fresh))
         return [entry.key for entry in fresh]
 
-    def _pending_pods(self, namespace: str) -> dict[str, GpuPod]:
-        """The namespace's pending GPU pods by name; none when they cannot be read (the next check tries again)."""
+    def _pending_pods(self, scope: QuotaScope) -> dict[str, GpuPod]:
+        """The scope's pending pods by name; none when they cannot be read (the next check tries again)."""
         assert self._pods is not None
         try:
             # Fresh: a pod that started waiting after the last status must not be missed for 30 s.
-            pods = self._pods.pods(namespace, fresh=True)
+            pods = self._pods.pods(scope, fresh=True)
         except GpuQuotaError as error:
-            log.warning("cannot read the GPU pods of %s: %s", namespace, error)
+            log.warning("cannot read the GPU pods of %s: %s", scope.namespace, error)
             return {}
         return {pod.name: pod for pod in pods if pod.phase == "Pending"}
 
 
 def _quota_notice(refusal: QuotaRefusal) -> tuple[QuotaBlocked, list[Action]]:
     """The message to the team about a workload the quota keeps from starting, with its [Request more]."""
-    figures = shortfall(refusal.message)
+    figures = shortfall(refusal.message, refusal.resource)
     more = f"+{figures.missing}" if figures else "+1"
     requested, used, limited = (figures.requested, figures.used, figures.limited) if figures else (None, 0, 0)
-    text = QuotaBlocked(refusal.namespace, refusal.kind, refusal.name, refusal.count, requested, used, limited)
-    value = json.dumps({"namespace": refusal.namespace, "gpus": more})
+    text = QuotaBlocked(refusal.namespace, refusal.kind, refusal.name, refusal.count, requested, used, limited, refusal.resource)
+    value = json.dumps({"namespace": refusal.namespace, "gpus": more, "resource": refusal.resource})
     return text, [Action(ActionKind.REQUEST_MORE, ButtonLabel.REQUEST_MORE, value, "primary")]
 
 
@@ -194,13 +199,14 @@ class _Waiting:
     key: str
     pod: GpuPod
     cause: WaitCause
+    resource: str
 
 
 _SHOWN = 10
 
 
 def _scheduling_notice(namespace: str, waiting: list[_Waiting]) -> SchedulingWait:
-    pods = tuple(WaitingPod(e.pod.name, e.pod.gpus, e.pod.class_label, e.cause) for e in waiting[:_SHOWN])
+    pods = tuple(WaitingPod(e.pod.name, e.pod.gpus, e.pod.class_label, e.cause, e.resource) for e in waiting[:_SHOWN])
     return SchedulingWait(namespace, len(waiting), pods)
 
 

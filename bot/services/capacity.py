@@ -39,9 +39,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class _Entry:
     read_at: float
-    allocatable: int
-    models: frozenset[str]
-    totals: dict[str, int]
+    nodes: GpuNodes
+    totals: dict[str, dict[str, int]]  # {namespace: {resource: hard}}
 
 
 def _in_a_thread(work: Callable[[], None]) -> None:
@@ -49,7 +48,7 @@ def _in_a_thread(work: Callable[[], None]) -> None:
 
 
 class CapacityCachingCluster:
-    """``QuotaCluster`` with ``allocatable_gpus``, ``gpu_nodes`` and ``gpu_quota_totals(quota_names)`` served from a view."""
+    """``QuotaCluster`` with ``gpu_nodes`` and ``gpu_quota_totals(quota_names)`` served from a view."""
 
     def __init__(
         self,
@@ -70,21 +69,17 @@ class CapacityCachingCluster:
         self._lock = threading.Lock()
         self._entry: _Entry | None = None
         self._refreshing = False
-        self._quotas: dict[tuple[str, str], tuple[float, QuotaSnapshot | None]] = {}
+        self._quotas: dict[tuple[str, str, str], tuple[float, QuotaSnapshot | None]] = {}
 
     # --- the cached view -----------------------------------------------------------------------
 
-    def allocatable_gpus(self) -> int:
-        return self._view().allocatable
-
     def gpu_nodes(self) -> GpuNodes:
-        entry = self._view()
-        return GpuNodes(entry.allocatable, entry.models)
+        return self._view().nodes
 
-    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
         if dict(quota_names) != self._names:
             return self._cluster.gpu_quota_totals(quota_names)  # not the view's question: ask the cluster
-        return dict(self._view().totals)
+        return {namespace: dict(hard) for namespace, hard in self._view().totals.items()}
 
     def _view(self) -> _Entry:
         with self._lock:
@@ -101,7 +96,7 @@ class CapacityCachingCluster:
         """Both lists, now; raises the cluster's errors."""
         nodes = self._cluster.gpu_nodes()
         totals = self._cluster.gpu_quota_totals(self._names)
-        entry = _Entry(read_at=self._monotonic(), allocatable=nodes.allocatable, models=nodes.models, totals=dict(totals))
+        entry = _Entry(read_at=self._monotonic(), nodes=nodes, totals=totals)
         with self._lock:
             self._entry = entry
         return entry
@@ -117,32 +112,42 @@ class CapacityCachingCluster:
             with self._lock:
                 self._refreshing = False
 
-    def _observe(self, snapshot: QuotaSnapshot | None, *, namespace: str, name: str) -> None:
+    def _observe(self, snapshot: QuotaSnapshot | None, *, namespace: str, name: str, resource: str) -> None:
         """A quota just read or written is newer than the view: put it in."""
         with self._lock:
-            self._quotas[(namespace, name)] = (self._monotonic(), snapshot)
+            self._quotas[(namespace, name, resource)] = (self._monotonic(), snapshot)
             entry = self._entry
             if snapshot is not None and entry is not None and self._names.get(snapshot.namespace) == snapshot.name:
-                entry.totals[snapshot.namespace] = snapshot.hard
+                entry.totals.setdefault(snapshot.namespace, {})[resource] = snapshot.hard
 
     # --- passed through --------------------------------------------------------------------------
 
-    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+    def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         if max_age > 0:
             with self._lock:
-                read_at, snapshot = self._quotas.get((namespace, name), (None, None))
+                read_at, snapshot = self._quotas.get((namespace, name, resource), (None, None))
             if read_at is not None and self._monotonic() - read_at <= max_age:
                 return snapshot
-        snapshot = self._cluster.read_quota(namespace, name)
-        self._observe(snapshot, namespace=namespace, name=name)
+        snapshot = self._cluster.read_quota(namespace, name, resource)
+        self._observe(snapshot, namespace=namespace, name=name, resource=resource)
         return snapshot
 
     def write_quota(
-        self, namespace: str, name: str, *, gpus: int, previous: QuotaSnapshot | None, dry_run: bool, applied_by: str
+        self,
+        namespace: str,
+        name: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: QuotaSnapshot | None,
+        dry_run: bool,
+        applied_by: str,
     ) -> QuotaSnapshot:
-        written = self._cluster.write_quota(namespace, name, gpus=gpus, previous=previous, dry_run=dry_run, applied_by=applied_by)
+        written = self._cluster.write_quota(
+            namespace, name, resource, gpus=gpus, previous=previous, dry_run=dry_run, applied_by=applied_by
+        )
         if not dry_run:
-            self._observe(written, namespace=namespace, name=name)
+            self._observe(written, namespace=namespace, name=name, resource=resource)
         return written
 
     def quota_refusals(self) -> list[QuotaRefusal]:

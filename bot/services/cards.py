@@ -43,6 +43,7 @@ def card_for(request: Request, policy: Policy, *, extended_grant_ends_at: dateti
         kind=RequestKind(request.kind),
         state=RequestState(request.state),
         namespace=request.namespace,
+        resource=request.resource,
         team_label=team.label if team else request.team,
         requester_id=request.requester_id,
         amount_text=request.amount_text,

@@ -31,7 +31,7 @@ from bot.domain.entities import Grant, Request
 from bot.domain.failure_reasons import FailureReason, GrantAlreadyEnded, PermanentBelowZero
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.policy import Policy
-from bot.domain.quota import change_problem
+from bot.domain.quota import QuotaScope, change_problem
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.logs import request_context
 from bot.observability import APPLIES, APPLY_SECONDS, timed
@@ -107,7 +107,7 @@ class ChangeApplier:
         against (with the write planned in the same transaction: ``QuotaSync.plan_in``). Records in
         ``out``; the caller delivers it."""
         with request_context(format_request_id(row.id)), timed(APPLY_SECONDS):
-            state = self._apply_locked(row.id, row.namespace, out, lease=None, approved=row, read=read)
+            state = self._apply_locked(row.id, row.scope, out, lease=None, approved=row, read=read)
         APPLIES.labels(outcome=str(state)).inc()
         return state
 
@@ -123,8 +123,8 @@ class ChangeApplier:
         lease = request.apply_lease_until if resume else None
         if request.kind == RequestKind.SHIFT:
             return self._shifts.apply(request_id, out, lease=lease)
-        with self._sync.exclusive(request.namespace):
-            return self._apply_locked(request_id, request.namespace, out, lease=lease)
+        with self._sync.exclusive(request.scope):
+            return self._apply_locked(request_id, request.scope, out, lease=lease)
 
     def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> Request | None:
         """Take (or renew) the apply lease; None when there is nothing to take (no such request, or
@@ -144,7 +144,7 @@ class ChangeApplier:
     def _apply_locked(
         self,
         request_id: int,
-        namespace: str,
+        scope: QuotaScope,
         out: Outgoing,
         *,
         lease: datetime | None,
@@ -160,7 +160,7 @@ class ChangeApplier:
         if lease is not None and request.apply_lease_until != lease:
             return RequestState.APPROVED  # its first worker is still on it (it is waiting out a fault)
         effect, permanent = request.delta, request.permanent
-        max_gpus = self._policy.max_gpus(namespace)
+        max_gpus = self._policy.max_gpus(scope.namespace, resource=scope.resource)
 
         def check(base: int, grants: int) -> FailureReason | None:
             """The limits against the quota as it is now, with this request's change in it."""
@@ -170,11 +170,11 @@ class ChangeApplier:
             return change_problem(before=total - effect, delta=effect, max_gpus=max_gpus)
 
         try:
-            outcome = self._sync.converge_locked(namespace, request_id=request_id, check=check, read=read)
+            outcome = self._sync.converge_locked(scope, request_id=request_id, check=check, read=read)
         except TemporaryError as error:
             return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:  # refused for good: 403, 422, the namespace gone, a limit broken now
-            return self._failures.refuse(namespace, request_id, reason_of(error), out)
+            return self._failures.refuse(scope, request_id, reason_of(error), out)
 
         def applied(repo: Repository) -> None:
             mark_applied(repo, request_id, quota_after=outcome.after, effect=effect, now=self._clock.now())
@@ -190,7 +190,14 @@ class ChangeApplier:
         temporary = card.grant_ends_at is not None and not card.permanent
         ends_at = card.grant_ends_at if temporary else None
         applied = Applied(
-            card.namespace, outcome.quota_name, card.hard_before, card.hard_after, ends_at, outcome.drift, outcome.used
+            card.namespace,
+            outcome.quota_name,
+            card.hard_before,
+            card.hard_after,
+            ends_at,
+            outcome.drift,
+            outcome.used,
+            card.resource,
         )
         out.thread(repo, request_id, applied)
         out.direct(repo, card.requester_id, AppliedToRequester(request_id, card.namespace, card.hard_after, ends_at))
@@ -282,7 +289,7 @@ class ChangeApplier:
     def _finish_grant(self, grant: Grant, *, first_attempt: bool) -> bool:
         grant_id = grant.id
         try:
-            outcome = self._sync.converge(grant.namespace, request_id=grant.request_id)
+            outcome = self._sync.converge(grant.scope, request_id=grant.request_id)
         except GpuQuotaError as error:
             log.error("could not put back the quota of %s: %s", format_request_id(grant.request_id), error)
             if first_attempt:

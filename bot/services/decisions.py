@@ -21,7 +21,7 @@ from bot.domain.policy import (
     Policy,
     needs_confirmation,
 )
-from bot.domain.quota import change_cost, change_problem, desired_gpus
+from bot.domain.quota import QuotaScope, change_cost, change_problem, desired_gpus
 from bot.errors import GpuQuotaError
 from bot.logs import request_context
 from bot.observability import DECISIONS
@@ -32,7 +32,7 @@ from bot.services.effects import record_effect, source_problem
 from bot.services.failures import FailurePath
 from bot.services.messages import ApprovedBy, DeniedBy, DeniedToRequester
 from bot.services.outcomes import Confirmation, Decided, Decision
-from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.ports import Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaRead, QuotaSync
 from bot.services.refusals import DecidedBefore, NotAnApprover, OwnRequest, QuotaUnreadable, Reading, Refused, TeamGone
@@ -48,7 +48,6 @@ class Decisions:
         *,
         policy: Policy,
         database: Transactions,
-        cluster: QuotaCluster,
         access: Access,
         sync: QuotaSync,
         applier: ChangeApplier,
@@ -60,7 +59,6 @@ class Decisions:
         """``pricer`` prices the change shown in the confirmation form."""
         self._policy = policy
         self._db = database
-        self._cluster = cluster
         self._access = access
         self._sync = sync
         self._applier = applier
@@ -117,10 +115,10 @@ class Decisions:
             return None
         check_first_decision(request, user)
         try:
-            snapshot = self._cluster.read_quota(request.namespace, self._policy.quota_name(request.namespace))
+            snapshot = self._sync.current(request.scope)
         except GpuQuotaError as error:
             raise Refused(QuotaUnreadable(request.namespace, str(error), Reading.CONFIRMATION)) from error
-        current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace)
+        current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace, resource=request.resource)
         delta = delta_now(request, current)
         price = self._pricer.price(request.namespace)
         duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
@@ -157,7 +155,8 @@ class Decisions:
         completes = verdict == Verdict.APPROVE and len(request.approvals) + 1 >= request.approvals_required
         # A shift's limit that can break by now is the source's: it must still hold the GPUs it gives.
         # A change's quota is read where it is written, in its namespace's critical section (below).
-        current = self._current_quota(request.source_namespace or "") if completes and request.kind == RequestKind.SHIFT else None
+        source = request.source_scope
+        current = self._current_quota(source) if completes and source is not None else None
         out = self._announce.outgoing()  # what the decision says: recorded with it, delivered after the apply
 
         record = partial(self._record, out=out, user=user, request_id=request_id, verdict=verdict, reason=reason)
@@ -167,7 +166,7 @@ class Decisions:
         state: RequestState | None = None
         if completes and request.kind == RequestKind.CHANGE:
             # The quota first: recorded, rechecked and written from one read; "Approved by" and the rest follow.
-            row, state = self._approve_and_apply(request.namespace, record, out)
+            row, state = self._approve_and_apply(request.scope, record, out)
         else:
             row = self._db.run(record)
         DECISIONS.labels(verdict=str(verdict)).inc()
@@ -223,29 +222,29 @@ class Decisions:
         return row
 
     def _approve_and_apply(
-        self, namespace: str, approve: Callable[[Repository, int | None], Request], out: Outgoing
+        self, scope: QuotaScope, approve: Callable[[Repository, int | None], Request], out: Outgoing
     ) -> tuple[Request, RequestState | None]:
-        """Record the last approval of a change to ``namespace`` and apply it, from one read of the quota.
+        """Record the last approval of a change to ``scope`` and apply it, from one read of the quota.
 
-        In the namespace's critical section: the quota is read; ``approve(repo, hard)`` records the
+        In the scope's critical section: the quota is read; ``approve(repo, hard)`` records the
         approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
         it could not be read: the recheck goes by the database, and the apply reads for itself); the
         write is planned in the same transaction and, if the row is approved, made next from the same
         read, its resourceVersion the write's precondition. Returns the row and, when it was approved,
         the state the apply left it in.
         """
-        with self._sync.exclusive(namespace):
+        with self._sync.exclusive(scope):
             try:
-                read: QuotaRead | None = self._sync.read_locked(namespace)
+                read: QuotaRead | None = self._sync.read_locked(scope)
             except GpuQuotaError as error:
-                log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
+                log.warning("could not read the quota of %s to check the approval: %s", scope.namespace, error)
                 read = None
 
             def record(repo: Repository) -> tuple[Request, QuotaRead | None]:
                 row = approve(repo, read.hard if read else None)
                 if read is None or row.state != RequestState.APPROVED:
                     return row, read
-                return row, self._sync.plan_in(repo, namespace, read)
+                return row, self._sync.plan_in(repo, scope, read)
 
             row, planned = self._db.run(record)
             if row.state != RequestState.APPROVED:
@@ -270,12 +269,12 @@ class Decisions:
         out.direct(repo, row.requester_id, DeniedToRequester(row.id, user, reason))
         out.refresh(repo, row.id)
 
-    def _current_quota(self, namespace: str) -> int | None:
+    def _current_quota(self, scope: QuotaScope) -> int | None:
         """The quota in the cluster now; None when it cannot be read (the apply checks again anyway)."""
         try:
-            snapshot = self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
+            snapshot = self._sync.current(scope)
         except GpuQuotaError as error:
-            log.warning("could not read the quota of %s to check the approval: %s", namespace, error)
+            log.warning("could not read the quota of %s to check the approval: %s", scope.namespace, error)
             return None
         return snapshot.hard if snapshot else None
 
@@ -287,13 +286,14 @@ class Decisions:
             return RefusedWhenApproved(problem) if problem else None
         if row.kind != RequestKind.CHANGE:
             return None
-        namespace = repo.namespace(row.namespace)
+        namespace = repo.namespace(row.namespace, row.resource)
         assert namespace is not None, "a request's namespace is recorded when it is submitted"
         if current is None:
-            current = desired_gpus(namespace.base_gpus, repo.active_grant_total(row.namespace))
+            current = desired_gpus(namespace.base_gpus, repo.active_grant_total(row.namespace, row.resource))
         row.delta = delta_now(row, current)
         row.hard_before = current
-        problem = change_problem(before=current, delta=row.delta, max_gpus=self._policy.max_gpus(row.namespace))
+        max_gpus = self._policy.max_gpus(row.namespace, resource=row.resource)
+        problem = change_problem(before=current, delta=row.delta, max_gpus=max_gpus)
         if problem is None and row.permanent and namespace.base_gpus + row.delta < 0:
             # Running grants are not the base: a permanent decrease cannot take more than the base.
             problem = PermanentBelowZero(namespace.base_gpus, -row.delta)

@@ -32,7 +32,7 @@ def record_effect(repo: Repository, request: Request, *, now: datetime) -> None:
         record_shift_effect(repo, request, now=now)
         return
     if request.permanent:
-        namespace = repo.namespace(request.namespace)
+        namespace = repo.namespace(request.namespace, request.resource)
         assert namespace is not None, "a request's namespace is recorded when it is submitted"
         namespace.base_gpus += request.delta
         namespace.updated_at = now
@@ -41,6 +41,7 @@ def record_effect(repo: Repository, request: Request, *, now: datetime) -> None:
     repo.add_grant(
         request_id=request.id,
         namespace=request.namespace,
+        resource=request.resource,
         gpus=request.delta,
         state=GrantState.ACTIVE,
         starts_at=now,
@@ -55,7 +56,7 @@ def take_back_effect(repo: Repository, request: Request, *, now: datetime) -> No
         take_back_shift_effect(repo, request, now=now)
         return
     if request.permanent:
-        namespace = repo.namespace(request.namespace)
+        namespace = repo.namespace(request.namespace, request.resource)
         assert namespace is not None
         namespace.base_gpus = max(0, namespace.base_gpus - request.delta)  # a hand edit may have lowered it since
         namespace.updated_at = now
@@ -70,7 +71,7 @@ def record_shift_effect(repo: Repository, request: Request, *, now: datetime) ->
     if request.source_state == SourceLeg.APPLIED:
         record_target(repo, request, now=now)
         return
-    source = repo.namespace(request.source_namespace or "")
+    source = repo.namespace(request.source_namespace or "", request.resource)
     assert source is not None, "a shift's namespaces are recorded when it is submitted"
     source.base_gpus -= request.delta  # checked against zero at apply: a refusal takes it back
     source.updated_at = now
@@ -80,7 +81,7 @@ def record_shift_effect(repo: Repository, request: Request, *, now: datetime) ->
 def source_problem(repo: Repository, request: Request, current: int | None) -> FailureReason | None:
     """Why the source cannot give the shifted GPUs as the last approval lands (``current``: its quota in
     the cluster now, None when unread); None when it can. Checked again when the source is lowered."""
-    source = repo.namespace(request.source_namespace or "")
+    source = repo.namespace(request.source_namespace or "", request.resource)
     assert source is not None, "a shift's namespaces are recorded when it is submitted"
     if current is not None and current < request.delta:
         return SourceShort(source.name, current, request.delta, own=False)
@@ -95,7 +96,7 @@ def take_back_shift_effect(repo: Repository, request: Request, *, now: datetime)
         _take_back_target(repo, request, now=now)
         return
     if request.source_state == SourceLeg.RECORDED:
-        source = repo.namespace(request.source_namespace or "")
+        source = repo.namespace(request.source_namespace or "", request.resource)
         assert source is not None
         source.base_gpus += request.delta
         source.updated_at = now
@@ -107,7 +108,7 @@ def return_source_in(repo: Repository, request: Request, *, now: datetime, actor
     or the target side failed and someone released the shift instead of retrying it."""
     if request.source_state != SourceLeg.APPLIED:
         return False
-    source = repo.namespace(request.source_namespace or "")
+    source = repo.namespace(request.source_namespace or "", request.resource)
     assert source is not None
     source.base_gpus += request.delta
     source.updated_at = now
@@ -135,7 +136,7 @@ def shifted_gpus(request: Request) -> int:
 def record_target(repo: Repository, request: Request, *, now: datetime) -> None:
     given = shifted_gpus(request)
     if request.permanent:
-        target = repo.namespace(request.namespace)
+        target = repo.namespace(request.namespace, request.resource)
         assert target is not None
         target.base_gpus += given
         target.updated_at = now
@@ -144,6 +145,7 @@ def record_target(repo: Repository, request: Request, *, now: datetime) -> None:
     repo.add_grant(
         request_id=request.id,
         namespace=request.namespace,
+        resource=request.resource,
         gpus=given,
         state=GrantState.ACTIVE,
         starts_at=now,
@@ -153,7 +155,7 @@ def record_target(repo: Repository, request: Request, *, now: datetime) -> None:
 
 def _take_back_target(repo: Repository, request: Request, *, now: datetime) -> None:
     if request.permanent:
-        target = repo.namespace(request.namespace)
+        target = repo.namespace(request.namespace, request.resource)
         assert target is not None
         target.base_gpus = max(0, target.base_gpus - shifted_gpus(request))
         target.updated_at = now

@@ -23,6 +23,7 @@ from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
 from bot.domain.failure_reasons import AsSaid, FailureReason, SourceKeptLowered, to_text
 from bot.domain.lifecycle import RequestKind, RequestState, SourceLeg
+from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import take_back_effect
@@ -72,9 +73,9 @@ class FailurePath:
         self._clock = clock
         self._rng = rng or random.Random()
 
-    def refuse(self, namespace: str, request_id: int, reason: FailureReason, out: Outgoing) -> RequestState:
-        """The write to ``namespace`` was refused for good: fail the request (told in ``out``), then, still
-        in the critical section, converge the namespace to base + active grants without its change."""
+    def refuse(self, scope: QuotaScope, request_id: int, reason: FailureReason, out: Outgoing) -> RequestState:
+        """The write to ``scope`` was refused for good: fail the request (told in ``out``), then, still
+        in the critical section, converge the scope to base + active grants without its change."""
 
         def fail(repo: Repository) -> None:
             request = repo.request(request_id)
@@ -83,9 +84,9 @@ class FailurePath:
 
         self._db.run(fail)
         try:
-            self._sync.converge_locked(namespace, request_id=request_id)
+            self._sync.converge_locked(scope, request_id=request_id)
         except GpuQuotaError as error:  # the sweep and the next apply converge it later
-            log.error("could not converge %s after %s failed: %s", namespace, format_request_id(request_id), error)
+            log.error("could not converge %s after %s failed: %s", scope.namespace, format_request_id(request_id), error)
         return RequestState.FAILED
 
     def fail_in(self, repo: Repository, out: Outgoing, request: Request, reason: FailureReason, *, recorded: bool = True) -> None:

@@ -36,7 +36,7 @@ class HomeService:
     def view_for(self, user: str, *, notice: str = "") -> HomeView:
         teams = self._access.teams_of(user)
         decidable = [team for team in self._policy.teams.values() if self._access.may_decide(user, team, fresh=False)]
-        quotas = tuple(self._queries.status_of(ns.name) for team in teams for ns in team.namespaces)
+        quotas = tuple(status for team in teams for ns in team.namespaces for status in self._queries.statuses_of(ns.name))
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
         labels = {team.name: team.label for team in teams}
 

@@ -25,6 +25,7 @@ from bot.domain import failure_reasons
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.prices import BasisAsStored, Price
 from bot.domain.priority import WaitCause
+from bot.domain.resources import GPU
 from bot.services.text import Notice
 
 
@@ -103,7 +104,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return failure_reasons.from_json(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
-        return hint(**{f.name: _decode(hints[f.name], value[f.name]) for f in dataclasses.fields(hint)})
+        # A field missing from an entry recorded before it existed takes its default.
+        return hint(**{f.name: _decode(hints[f.name], value[f.name]) for f in dataclasses.fields(hint) if f.name in value})
     return value
 
 
@@ -165,6 +167,7 @@ class Applied(Message):
     ends_at: datetime | None
     drift: int
     used: int
+    resource: str = GPU
 
 
 @dataclass(frozen=True)
@@ -428,6 +431,7 @@ class QuotaBlocked(Message):
     requested: int | None
     used: int
     limited: int
+    resource: str = GPU  # the resource whose quota is full
 
 
 @dataclass(frozen=True)
@@ -436,6 +440,7 @@ class WaitingPod:
     gpus: int
     class_label: str
     cause: WaitCause
+    resource: str = GPU  # what it waits for (``gpus`` of it)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import TypeVar
 
 from bot.domain.policy import Policy
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
+from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError
 from bot.services.ports import Workloads
 from bot.services.views import PodsInView
@@ -46,14 +47,17 @@ class PodView:
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, object]] = {}
 
-    def pods(self, namespace: str, *, fresh: bool = False) -> list[GpuPod]:
-        """The namespace's unfinished GPU pods (cached; read anew when ``fresh``); raises the port's errors."""
-        return list(self._cached(namespace, lambda: tuple(self._workloads.gpu_pods(namespace)), fresh=fresh))
+    def pods(self, scope: QuotaScope, *, fresh: bool = False) -> list[GpuPod]:
+        """The namespace's unfinished pods of the scope's resource (cached; read anew when ``fresh``); raises the port's errors."""
+        namespace, resource = scope.namespace, scope.resource
+        key = f"{namespace}/{resource}"
+        return list(self._cached(key, lambda: tuple(self._workloads.gpu_pods(namespace, resource)), fresh=fresh))
 
-    def in_view(self, namespace: str) -> PodsInView:
-        """The namespace's pods, their mix and class warnings; ``error`` says why when the cluster could not be read."""
+    def in_view(self, scope: QuotaScope) -> PodsInView:
+        """The scope's pods, their mix and class warnings; ``error`` says why when the cluster could not be read."""
+        namespace = scope.namespace
         try:
-            pods = self.pods(namespace)
+            pods = self.pods(scope)
             allowed = self._policy.borrowed_priority_classes(namespace)
             values = self._cached(_CLASSES, self._workloads.priority_classes) if allowed else {}
         except GpuQuotaError as error:

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.priority import GpuPod
-from bot.domain.quota import QuotaSnapshot, Stamp
+from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
 from bot.services.messages import Said
 from bot.services.reports import Digest
 from bot.services.stores import (
@@ -141,6 +141,7 @@ class QuotaRefusal:
     kind: str  # of the controller: ReplicaSet, Job, ...
     name: str
     uid: str
+    resource: str  # the extended resource whose ``requests.`` quota refused it
     message: str
     count: int
     last_seen: datetime | None
@@ -152,6 +153,7 @@ class SchedulingFailure:
 
     namespace: str
     pod: str
+    resource: str  # the extended resource no node had enough of ("Insufficient nvidia.com/mig-3g.40gb")
     message: str
     count: int
     last_seen: datetime | None
@@ -160,8 +162,8 @@ class SchedulingFailure:
 class Workloads(Protocol):
     """What runs on the GPUs: pods, their priority classes, and why pending ones wait. Read only."""
 
-    def gpu_pods(self, namespace: str) -> list[GpuPod]:
-        """Pods of ``namespace`` requesting ``nvidia.com/gpu`` that have not finished (one list call)."""
+    def gpu_pods(self, namespace: str, resource: str) -> list[GpuPod]:
+        """Pods of ``namespace`` requesting ``resource`` that have not finished (one list call)."""
         ...
 
     def priority_classes(self) -> dict[str, int]:
@@ -169,73 +171,88 @@ class Workloads(Protocol):
         ...
 
     def scheduling_failures(self) -> list[SchedulingFailure]:
-        """FailedScheduling events saying ``Insufficient nvidia.com/gpu``, all namespaces, one call."""
+        """FailedScheduling events saying ``Insufficient <an extended resource>``, all namespaces, one call."""
         ...
 
 
 @dataclass(frozen=True)
 class GpuNodes:
-    allocatable: int  # ``nvidia.com/gpu`` allocatable over all nodes
+    allocatable: Mapping[str, int]  # each extended resource's allocatable over all nodes (nvidia.com/gpu, MIG profiles...)
     models: frozenset[str]  # the ``nvidia.com/gpu.product`` labels of the nodes with GPUs (GPU feature discovery)
+
+    def of(self, resource: str) -> int:
+        return self.allocatable.get(resource, 0)
 
 
 class QuotaCluster(Protocol):
-    def read_quota(self, namespace: str, name: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
-        """The quota, or None when the namespace has none. Raises NamespaceNotFound.
+    def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        """``resource`` in the quota, or None when the namespace has no such quota. Raises NamespaceNotFound.
 
         ``max_age``: a copy read (or written) by this process at most that many seconds ago will do.
         """
         ...
 
     def write_quota(
-        self, namespace: str, name: str, *, gpus: int, previous: QuotaSnapshot | None, dry_run: bool, applied_by: str
+        self,
+        namespace: str,
+        name: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: QuotaSnapshot | None,
+        dry_run: bool,
+        applied_by: str,
     ) -> QuotaSnapshot:
-        """Create or patch the GPU quota, failing with QuotaConflict if it changed since ``previous``."""
+        """Create the quota or patch its ``resource``, failing with QuotaConflict if it changed since ``previous``."""
         ...
 
-    def allocatable_gpus(self) -> int:
-        """The sum of ``nvidia.com/gpu`` allocatable over all nodes."""
-        ...
-
-    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
-        """``requests.nvidia.com/gpu`` hard of the given {namespace: quota name}, in one list call."""
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
+        """{namespace: {resource: hard}} of the extended resources in the given {namespace: quota name}, in one list call."""
         ...
 
     def quota_refusals(self) -> list[QuotaRefusal]:
-        """FailedCreate events saying ``exceeded quota`` for ``requests.nvidia.com/gpu``, all namespaces, one call."""
+        """FailedCreate events saying ``exceeded quota`` for an extended resource, all namespaces, one call."""
         ...
 
     def gpu_nodes(self) -> GpuNodes:
-        """The allocatable GPUs and the GPU models of the nodes, from one node list."""
+        """Each extended resource's allocatable and the GPU models of the nodes, from one node list."""
         ...
 
 
 class QuotaTarget(Protocol):
-    """The object that limits one namespace's GPUs, as ``QuotaSync`` keeps it: the ResourceQuota first
-    (``bot.services.quota_target``); MIG resources and Kueue ClusterQueues are further implementations.
+    """The object that limits one scope's GPUs (a governed resource of a namespace), as ``QuotaSync`` keeps
+    it: a ResourceQuota's ``requests.<resource>`` or a Kueue ClusterQueue flavor's ``nominalQuota``
+    (``bot.services.quota_target``).
 
     A write is a dry run, then the write itself with the read as its precondition (a change by anyone
     since raises ``QuotaConflict``), and it carries the target's ``stamp``: what the bot wrote and for
     what, so that a later read tells a person's edit from the bot's own write (``bot_applied``).
     """
 
-    def name(self, namespace: str) -> str:
-        """The object's name in ``namespace`` (what the bot says it changed)."""
+    def lock_name(self, scope: QuotaScope) -> str:
+        """What the scope's critical section is named by: the object written (scopes sharing it share it)."""
         ...
 
-    def read(self, namespace: str) -> QuotaSnapshot | None:
-        """The object as it is now (None: the namespace has none yet). Raises NamespaceNotFound."""
+    def name(self, scope: QuotaScope) -> str:
+        """The object's name (what the bot says it changed)."""
+        ...
+
+    def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        """The object as it is now (None: the namespace has none yet). Raises NamespaceNotFound.
+
+        ``max_age``: a copy this process read (or wrote) at most that many seconds ago will do (for what a
+        person is shown; every writer reads now)."""
         ...
 
     def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
         """What a write of ``gpus`` for ``request_id`` (None: a reconcile) leaves on the object."""
         ...
 
-    def dry_run(self, namespace: str, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
         """Validate the write without persisting it (the same permission as the write)."""
         ...
 
-    def write(self, namespace: str, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
         """Create the object (``previous`` None) or change it from ``previous``; QuotaConflict when it changed since."""
         ...
 

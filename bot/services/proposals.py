@@ -22,6 +22,7 @@ from bot.clock import Clock
 from bot.domain.costs import day_window
 from bot.domain.policy import Policy
 from bot.domain.proposals import NamespaceUse, Proposal, Signal, propose, signals
+from bot.domain.resources import GPU
 from bot.errors import PermanentError, TemporaryError
 from bot.services.announce import Announcer
 from bot.services.ledger import RECORDED, Ledger
@@ -140,11 +141,11 @@ class ProposalService:
         managed = self._policy.managed_namespaces()
         quotas = self._cluster.gpu_quota_totals({ns: self._policy.quota_name(ns) for ns in managed})
         # A namespace can give only what it holds for good: GPUs of active temporary grants are borrowed.
-        borrowed = self._db.run(lambda repo: {ns: repo.active_grant_total(ns) for ns in quotas})
+        borrowed = self._db.run(lambda repo: {ns: repo.active_grant_total(ns, GPU) for ns in quotas})
         uses = [
             NamespaceUse(
                 namespace=ns,
-                quota=max(0, quotas[ns] - borrowed[ns]),
+                quota=max(0, quotas[ns].get(GPU, 0) - borrowed[ns]),
                 peak=peaks.get(ns, 0.0),
                 mean=allocated.get(ns, 0.0) / hours_in_window if hours_in_window else 0.0,
                 busy=util[ns] / observed[ns] if observed.get(ns) else None,

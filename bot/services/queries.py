@@ -8,10 +8,11 @@ from datetime import timedelta
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
+from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError
 from bot.services.access import Access
 from bot.services.pods import PodView
-from bot.services.ports import QuotaCluster, Transactions
+from bot.services.ports import QuotaTarget, Transactions
 from bot.services.refusals import Asked, InNoTeam, NoSuchRequest, NotManaged, NotYoursToAudit, Refused
 from bot.services.views import AuditLine, GrantLine, NamespaceStatus, PendingLine
 
@@ -24,7 +25,7 @@ class Queries:
         *,
         policy: Policy,
         database: Transactions,
-        cluster: QuotaCluster,
+        target: QuotaTarget,
         access: Access,
         clock: Clock,
         pods: PodView | None = None,
@@ -32,7 +33,7 @@ class Queries:
         self._pods = pods
         self._policy = policy
         self._db = database
-        self._cluster = cluster
+        self._target = target
         self._access = access
         self._clock = clock
 
@@ -45,38 +46,43 @@ class Queries:
             names = sorted(ns.name for team in self._access.teams_of(user) for ns in team.namespaces)
             if not names:
                 raise Refused(InNoTeam(Asked.STATUS))
-        return [self.status_of(name) for name in names]
+        return [status for name in names for status in self.statuses_of(name)]
 
-    def status_of(self, namespace: str) -> NamespaceStatus:
-        """Quota in the cluster (or why it could not be read), base, grants, pending requests and GPU pods of one namespace."""
+    def statuses_of(self, namespace: str) -> list[NamespaceStatus]:
+        """The status of each resource the namespace governs (``status_of``)."""
+        return [self.status_of(QuotaScope(namespace, resource)) for resource in self._policy.governed_resources(namespace)]
+
+    def status_of(self, scope: QuotaScope) -> NamespaceStatus:
+        """Quota in the cluster (or why it could not be read), base, grants, pending requests and GPU pods of one scope."""
+        namespace, resource = scope.namespace, scope.resource
         team = self._policy.team_of(namespace)
         assert team is not None
-        quota_name = self._policy.quota_name(namespace)
+        quota_name = self._target.name(scope)
         hard = used = None
         error = None
         try:
-            snapshot = self._cluster.read_quota(namespace, quota_name)
+            snapshot = self._target.read(scope)
             if snapshot is not None:
                 hard, used = snapshot.hard, snapshot.used
         except GpuQuotaError as failure:
-            log.warning("status of %s: %s", namespace, failure)
+            log.warning("status of %s (%s): %s", namespace, resource, failure)
             error = str(failure)
 
         def load(repo):  # type: ignore[no-untyped-def]
-            row = repo.namespace(namespace)
+            row = repo.namespace(namespace, resource)
             grants = repo.grants(states=[GrantState.ACTIVE, GrantState.ENDING], namespaces=[namespace])
             pending = repo.requests_in([RequestState.PENDING], namespaces=[namespace])
-            reclaim = repo.open_reclaim(namespace)
+            reclaim = repo.open_reclaim(namespace, resource)
             return (
                 row.base_gpus if row else None,
-                tuple(GrantLine(g.request_id, g.gpus, g.ends_at, GrantState(g.state)) for g in grants),
-                tuple(pending_line(r) for r in pending),
+                tuple(GrantLine(g.request_id, g.gpus, g.ends_at, GrantState(g.state)) for g in grants if g.resource == resource),
+                tuple(pending_line(r) for r in pending if r.resource == resource),
                 reclaim.started_at if reclaim else None,
             )
 
         base, grants, pending, since = self._db.run(load)
-        pods = self._pods.in_view(namespace) if self._pods is not None else None
-        return NamespaceStatus(namespace, team.label, quota_name, hard, used, base, grants, pending, error, pods, since)
+        pods = self._pods.in_view(scope) if self._pods is not None else None
+        return NamespaceStatus(namespace, team.label, quota_name, resource, hard, used, base, grants, pending, error, pods, since)
 
     def pending_for(self, *, user: str) -> list[PendingLine]:
         """Pending requests the user made or may decide."""

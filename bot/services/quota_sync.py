@@ -1,7 +1,9 @@
-"""Bring one namespace's ResourceQuota to what the database says it should be: one writer at a time.
+"""Bring one scope's quota (a governed resource of a namespace: ``requests.<resource>`` of its ResourceQuota,
+or a Kueue ClusterQueue flavor's ``nominalQuota``) to what the database says it should be: one writer at a time.
 
 What serialises it: ``Database.namespace_lock`` — a PostgreSQL transaction-level advisory lock keyed
-by the namespace, held for the whole critical section by every replica (on SQLite, which serves one
+by the object the target writes (``QuotaTarget.lock_name``: the namespace for its ResourceQuota, the
+ClusterQueue for a queue), held for the whole critical section by every replica (on SQLite, which serves one
 process, a process-local lock; its transactions are ``BEGIN IMMEDIATE``). Inside
 it, in this order: read the cluster; fold a person's hand edit into the base, measured from the
 value the bot itself last wrote (the ``gpu-quota-bot.io/applied-gpus`` stamp), never from a snapshot
@@ -32,7 +34,7 @@ from bot.domain.audit_details import HandEditAdopted, NamespaceFirstSeen, QuotaW
 from bot.domain.entities import Namespace
 from bot.domain.failure_reasons import FailureReason, QuotaKeptChanging, ShiftLowersFirst
 from bot.domain.policy import Policy
-from bot.domain.quota import Observation, QuotaSnapshot, desired_gpus, in_sync, observe
+from bot.domain.quota import Observation, QuotaScope, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, WordedError
 from bot.services.ports import QuotaTarget, Repository, Transactions
 from bot.services.reclaim import follow_reclaim
@@ -42,7 +44,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SyncOutcome:
-    namespace: str
+    scope: QuotaScope
     quota_name: str
     before: int | None  # hard in the cluster before the write; None when there was no quota
     after: int
@@ -114,56 +116,65 @@ class QuotaSync:
         self._sleep = sleep or time.sleep
         self._rng = rng or random.Random()
 
-    def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, namespace: str) -> Namespace:
-        """Record a namespace the first time the bot sees it (a submission's read).
+    def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, scope: QuotaScope) -> Namespace:
+        """Record a scope the first time the bot sees it (a submission's read).
 
         Later reads are folded only inside ``converge``'s critical section: a snapshot read outside
         it may predate another writer's write.
         """
-        row = repository.namespace(namespace)
+        row = repository.namespace(scope.namespace, scope.resource)
         if row is not None:
             return row
-        grants = repository.active_grant_total(namespace)
+        grants = repository.active_grant_total(scope.namespace, scope.resource)
         seen = observe(
             snapshot,
             base=None,
             last_seen=None,
             seen_version=None,
             active_grants=grants,
-            default_quota=self._policy.default_quota(namespace),
+            default_quota=self._policy.default_quota(scope.namespace, resource=scope.resource),
         )
-        return self._adopt_namespace(repository, namespace, snapshot, seen)
+        return self._adopt_namespace(repository, scope, snapshot, seen)
 
     @contextmanager
-    def exclusive(self, namespace: str) -> Iterator[None]:
-        """The namespace's critical section: the only bot writer of its quota, in every replica."""
-        with self._db.namespace_lock(namespace):
+    def exclusive(self, scope: QuotaScope) -> Iterator[None]:
+        """The scope's critical section: the only bot writer of its quota object, in every replica."""
+        with self._db.namespace_lock(self._target.lock_name(scope)):
             yield
 
-    def read_locked(self, namespace: str) -> QuotaRead:
-        """Read the quota, for a caller inside ``exclusive(namespace)`` that decides from it and then
+    def current(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        """The quota as it is now, read outside the critical section: what a person is shown or asked
+        about (a write reads it again inside). ``max_age``: as ``QuotaTarget.read``."""
+        return self._target.read(scope, max_age=max_age)
+
+    def quota_name(self, scope: QuotaScope) -> str:
+        """The name of the object that holds the scope's quota."""
+        return self._target.name(scope)
+
+    def read_locked(self, scope: QuotaScope) -> QuotaRead:
+        """Read the quota, for a caller inside ``exclusive(scope)`` that decides from it and then
         passes it to ``converge_locked``: no other bot writer can change it in between."""
-        return QuotaRead(self._target.read(namespace))
+        return QuotaRead(self._target.read(scope))
 
-    def plan_in(self, repo: Repository, namespace: str, read: QuotaRead) -> QuotaRead:
+    def plan_in(self, repo: Repository, scope: QuotaScope, read: QuotaRead) -> QuotaRead:
         """``read`` with the write planned from it in the caller's transaction (the one that recorded the
-        change, still inside ``exclusive(namespace)``), so that ``converge_locked`` writes at once."""
-        return QuotaRead(read.snapshot, self._plan(repo, namespace, read.snapshot))
+        change, still inside ``exclusive(scope)``), so that ``converge_locked`` writes at once."""
+        return QuotaRead(read.snapshot, self._plan(repo, scope, read.snapshot))
 
-    def converge(self, namespace: str, *, request_id: int | None = None) -> SyncOutcome:
-        """Make the cluster hold the desired quota, in the namespace's critical section."""
-        with self.exclusive(namespace):
-            return self.converge_locked(namespace, request_id=request_id)
+    def converge(self, scope: QuotaScope, *, request_id: int | None = None) -> SyncOutcome:
+        """Make the cluster hold the desired quota, in the scope's critical section."""
+        with self.exclusive(scope):
+            return self.converge_locked(scope, request_id=request_id)
 
     def converge_locked(
         self,
-        namespace: str,
+        scope: QuotaScope,
         *,
         request_id: int | None = None,
         check: Callable[[int, int], FailureReason | None] | None = None,
         read: QuotaRead | None = None,
     ) -> SyncOutcome:
-        """``converge`` for a caller already inside ``exclusive(namespace)``.
+        """``converge`` for a caller already inside ``exclusive(scope)``.
 
         ``read``: the caller's ``read_locked`` in this critical section (with its ``plan_in``); the first
         attempt writes from it (its resourceVersion the write's precondition) instead of reading again.
@@ -173,18 +184,24 @@ class QuotaSync:
         TemporaryError for faults that may pass (and after too many 409s in a row), PermanentError or
         NamespaceNotFound for what will not.
         """
-        quota_name = self._target.name(namespace)
+        quota_name = self._target.name(scope)
         conflicts = 0
         while True:
             try:
-                return self._attempt(namespace, quota_name, request_id, check, read)
+                return self._attempt(scope, quota_name, request_id, check, read)
             except QuotaConflict:
                 read = None  # someone outside the bot wrote since: read again
                 conflicts += 1
                 if conflicts >= self._max_conflicts:
-                    raise QuotaBusy(QuotaKeptChanging(quota_name, namespace, conflicts)) from None
+                    raise QuotaBusy(QuotaKeptChanging(quota_name, scope.namespace, conflicts)) from None
                 delay = self._conflict_wait(conflicts)
-                log.info("quota %s/%s changed under us (409); reading again in %.2fs", namespace, quota_name, delay)
+                log.info(
+                    "quota %s/%s (%s) changed under us (409); reading again in %.2fs",
+                    scope.namespace,
+                    quota_name,
+                    scope.resource,
+                    delay,
+                )
                 self._sleep(delay)
 
     def _conflict_wait(self, conflicts: int) -> float:
@@ -194,21 +211,21 @@ class QuotaSync:
 
     def _attempt(
         self,
-        namespace: str,
+        scope: QuotaScope,
         quota_name: str,
         request_id: int | None,
         check: Callable[[int, int], FailureReason | None] | None,
         read: QuotaRead | None,
     ) -> SyncOutcome:
-        snapshot = read.snapshot if read is not None else self._target.read(namespace)
+        snapshot = read.snapshot if read is not None else self._target.read(scope)
         plan = (
             read.plan
             if read is not None and read.plan is not None
-            else self._db.run(lambda repo: self._plan(repo, namespace, snapshot))
+            else self._db.run(lambda repo: self._plan(repo, scope, snapshot))
         )
         if plan.seen.short and plan.shifting is not None and plan.shifting != request_id:
             # Adopting this edit would stop the base at zero and hide from the shift that the source lacks GPUs.
-            raise QuotaBusy(ShiftLowersFirst(plan.shifting, namespace))
+            raise QuotaBusy(ShiftLowersFirst(plan.shifting, scope.namespace))
         if check is not None:
             # The base as the edit left it, below zero when the edit took more than a recorded decrease left.
             problem = check(plan.seen.base - plan.seen.short, plan.grants)
@@ -217,16 +234,16 @@ class QuotaSync:
         written: QuotaSnapshot | None = None
         if not in_sync(snapshot, plan.desired):
             stamp = self._target.stamp(plan.desired, request_id=request_id)
-            self._target.dry_run(namespace, stamp, previous=snapshot)
-            written = self._target.write(namespace, stamp, previous=snapshot)
+            self._target.dry_run(scope, stamp, previous=snapshot)
+            written = self._target.write(scope, stamp, previous=snapshot)
         # The adoption is recorded only now, with the write: had the write failed, the stamp would
         # still hold the bot's last value and the next attempt measures the same edit again.
-        self._db.run(lambda repo: self._record(repo, namespace, snapshot, written, plan, request_id))
+        self._db.run(lambda repo: self._record(repo, scope, snapshot, written, plan, request_id))
         if written is None:
             assert snapshot is not None
-            return SyncOutcome(namespace, quota_name, snapshot.hard, snapshot.hard, snapshot.used, plan.seen.drift, False)
+            return SyncOutcome(scope, quota_name, snapshot.hard, snapshot.hard, snapshot.used, plan.seen.drift, False)
         return SyncOutcome(
-            namespace,
+            scope,
             quota_name,
             snapshot.hard if snapshot else None,
             written.hard,
@@ -235,33 +252,34 @@ class QuotaSync:
             snapshot is None,
         )
 
-    def _plan(self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None) -> _Plan:
-        row = repo.namespace(namespace)
-        grants = repo.active_grant_total(namespace)
+    def _plan(self, repo: Repository, scope: QuotaScope, snapshot: QuotaSnapshot | None) -> _Plan:
+        row = repo.namespace(scope.namespace, scope.resource)
+        grants = repo.active_grant_total(scope.namespace, scope.resource)
         seen = observe(
             snapshot,
             base=row.base_gpus if row else None,
             last_seen=row.last_seen_gpus if row else None,
             seen_version=row.seen_resource_version if row else None,
             active_grants=grants,
-            default_quota=self._policy.default_quota(namespace),
+            default_quota=self._policy.default_quota(scope.namespace, resource=scope.resource),
         )
-        shifting = repo.shift_sources_in_flight().get(namespace) if seen.short else None
+        shifting = repo.shift_sources_in_flight().get((scope.namespace, scope.resource)) if seen.short else None
         return _Plan(seen=seen, grants=grants, desired=desired_gpus(seen.base, grants), shifting=shifting)
 
     def _record(
         self,
         repo: Repository,
-        namespace: str,
+        scope: QuotaScope,
         snapshot: QuotaSnapshot | None,
         written: QuotaSnapshot | None,
         plan: _Plan,
         request_id: int | None,
     ) -> None:
         now = self._clock.now()
-        row = repo.namespace(namespace)
+        namespace = scope.namespace
+        row = repo.namespace(namespace, scope.resource)
         if row is None:
-            row = self._adopt_namespace(repo, namespace, snapshot, plan.seen)
+            row = self._adopt_namespace(repo, scope, snapshot, plan.seen)
         elif plan.seen.drift:
             # Relative, on the row as it is now: a permanent approval that moved the base meanwhile stays.
             before = {"quota_gpus": row.last_seen_gpus, "base_gpus": row.base_gpus}
@@ -287,16 +305,20 @@ class QuotaSync:
                 request_id=request_id,
                 before={"quota_gpus": snapshot.hard, "resource_version": snapshot.resource_version} if snapshot else None,
                 after={"quota_gpus": written.hard, "resource_version": written.resource_version},
-                detail=to_text(QuotaWritten(written.name, snapshot.hard if snapshot else None, written.hard)),
+                detail=to_text(QuotaWritten(written.name, snapshot.hard if snapshot else None, written.hard, scope.resource)),
             )
             used = snapshot.used if snapshot is not None else written.used
-            follow_reclaim(repo, namespace, request_id=request_id, hard=written.hard, used=used, at=now)
+            follow_reclaim(repo, scope, request_id=request_id, hard=written.hard, used=used, at=now)
 
-    def _adopt_namespace(self, repo: Repository, namespace: str, snapshot: QuotaSnapshot | None, seen: Observation) -> Namespace:
+    def _adopt_namespace(
+        self, repo: Repository, scope: QuotaScope, snapshot: QuotaSnapshot | None, seen: Observation
+    ) -> Namespace:
         now = self._clock.now()
+        namespace = scope.namespace
         team = self._policy.team_of(namespace)
         row = repo.add_namespace(
             name=namespace,
+            resource=scope.resource,
             team=team.name if team else "",
             base_gpus=seen.base,
             last_seen_gpus=seen.last_seen,

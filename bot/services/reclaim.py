@@ -23,23 +23,24 @@ from bot.domain.audit_details import (
     to_text,
 )
 from bot.domain.policy import Policy
-from bot.domain.quota import QuotaSnapshot
+from bot.domain.quota import QuotaScope, QuotaSnapshot
 from bot.domain.records import Reclaim
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.announce import Announcer, Outgoing
 from bot.services.messages import ReclaimEnded
-from bot.services.ports import QuotaCluster, Repository, Transactions
+from bot.services.ports import QuotaTarget, Repository, Transactions
 
 log = logging.getLogger(__name__)
 
 
-def follow_reclaim(repo: Repository, namespace: str, *, request_id: int | None, hard: int, used: int, at: datetime) -> None:
+def follow_reclaim(repo: Repository, scope: QuotaScope, *, request_id: int | None, hard: int, used: int, at: datetime) -> None:
     """After a quota write: open a reclaim when usage is above the new quota (or move the open one to
     the new value); end the open one quietly when the new quota covers usage again."""
-    current = repo.open_reclaim(namespace)
+    namespace = scope.namespace
+    current = repo.open_reclaim(namespace, scope.resource)
     if used > hard:
         if current is None:
-            repo.start_reclaim(namespace=namespace, request_id=request_id, quota=hard, used=used, at=at)
+            repo.start_reclaim(namespace=namespace, resource=scope.resource, request_id=request_id, quota=hard, used=used, at=at)
             repo.record(
                 at=at,
                 action="reclaim_started",
@@ -71,10 +72,10 @@ class ReclaimReport:
 
 class ReclaimWatch:
     def __init__(
-        self, *, policy: Policy, cluster: QuotaCluster, database: Transactions, announcer: Announcer, clock: Clock
+        self, *, policy: Policy, target: QuotaTarget, database: Transactions, announcer: Announcer, clock: Clock
     ) -> None:
         self._policy = policy
-        self._cluster = cluster
+        self._target = target
         self._db = database
         self._announce = announcer
         self._clock = clock
@@ -84,7 +85,7 @@ class ReclaimWatch:
         report = ReclaimReport()
         for reclaim in self._db.run(lambda repo: [_Open.of(r) for r in repo.open_reclaims()]):
             try:
-                snapshot = self._cluster.read_quota(reclaim.namespace, self._policy.quota_name(reclaim.namespace))
+                snapshot = self._target.read(QuotaScope(reclaim.namespace, reclaim.resource))
             except NamespaceNotFound:
                 snapshot = None
             except GpuQuotaError as error:
@@ -152,6 +153,7 @@ class ReclaimWatch:
 class _Open:
     id: int
     namespace: str
+    resource: str
     request_id: int | None
     quota: int
     used_at_start: int
@@ -159,4 +161,4 @@ class _Open:
 
     @classmethod
     def of(cls, row: Reclaim) -> _Open:
-        return cls(row.id, row.namespace, row.request_id, row.quota, row.used_at_start, row.started_at)
+        return cls(row.id, row.namespace, row.resource, row.request_id, row.quota, row.used_at_start, row.started_at)

@@ -68,17 +68,18 @@ class Reconciler:
         """Converge every managed namespace: adopts hand edits promptly and repairs lost writes."""
         report = TickReport()
         in_flight = self._db.run(lambda repo: repo.shift_sources_in_flight())
-        for namespace in self._policy.managed_namespaces():
-            if namespace in in_flight:
+        for scope in self._policy.governed_scopes():
+            namespace = scope.namespace
+            if (namespace, scope.resource) in in_flight:
                 # Its shift lowers it (and meets any hand edit with the shift's own check): adopting an edit here
                 # first would stop the base at zero and hide GPUs the source no longer has.
-                log.info("sweep leaves %s to the shift that is lowering it", namespace)
+                log.info("sweep leaves %s (%s) to the shift that is lowering it", namespace, scope.resource)
                 continue
             try:
-                outcome = self._sync.converge(namespace)
+                outcome = self._sync.converge(scope)
             except GpuQuotaError as error:
-                report.errors.append(f"{namespace}: {error}")
-                log.error("sweep could not converge %s: %s", namespace, error)
+                report.errors.append(f"{namespace} ({scope.resource}): {error}")
+                log.error("sweep could not converge %s (%s): %s", namespace, scope.resource, error)
                 continue
             if outcome.drift:
                 report.drifted.append(namespace)

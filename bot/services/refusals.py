@@ -213,6 +213,17 @@ class NotManaged(Refusal):
 
 
 @dataclass(frozen=True)
+class ResourceUnclear(Refusal):
+    """The request does not say which of ``governed`` it changes: ``word`` (as typed; empty: none) names
+    none of them, or several (``candidates``)."""
+
+    namespace: str
+    word: str
+    candidates: tuple[str, ...]
+    governed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class NotAMember(Refusal):
     team: str  # the label
     namespace: str

@@ -33,7 +33,7 @@ from bot.domain.entities import Request
 from bot.domain.failure_reasons import FailureReason, LegNotWritten, SourceHasNone, SourceShort
 from bot.domain.lifecycle import RequestState, SourceLeg
 from bot.domain.policy import Policy
-from bot.domain.quota import change_problem, desired_gpus
+from bot.domain.quota import QuotaScope, change_problem, desired_gpus
 from bot.errors import GpuQuotaError, TemporaryError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import record_target, return_source_in, shifted_gpus
@@ -71,13 +71,14 @@ class ShiftApplier:
         assert request is not None and request.source_namespace is not None
         source_outcome = None
         if request.source_state == SourceLeg.RECORDED:
-            with self._sync.exclusive(request.source_namespace):
-                result = self._source_leg(request_id, request.source_namespace, out, lease)
+            source_scope = QuotaScope(request.source_namespace, request.resource)
+            with self._sync.exclusive(source_scope):
+                result = self._source_leg(request_id, source_scope, out, lease)
             if isinstance(result, RequestState):
                 return result
             source_outcome = result  # None: a worker before us in the queue applied the source leg
-        with self._sync.exclusive(request.namespace):
-            return self._target_leg(request_id, request.namespace, out, lease, source_outcome)
+        with self._sync.exclusive(request.scope):
+            return self._target_leg(request_id, request.scope, out, lease, source_outcome)
 
     def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> Request | RequestState:
         """The request to apply, or the state it is settled in (by another worker)."""
@@ -90,8 +91,9 @@ class ShiftApplier:
         return request
 
     def _source_leg(
-        self, request_id: int, source: str, out: Outgoing, lease: datetime | None
+        self, request_id: int, scope: QuotaScope, out: Outgoing, lease: datetime | None
     ) -> SyncOutcome | RequestState | None:
+        source = scope.namespace
         current = self._db.run(lambda repo: self._current(repo, request_id, lease))
         if isinstance(current, RequestState):
             return current
@@ -110,12 +112,12 @@ class ShiftApplier:
             return None
 
         try:
-            outcome = self._sync.converge_locked(source, request_id=request_id, check=check)
+            outcome = self._sync.converge_locked(scope, request_id=request_id, check=check)
         except TemporaryError as error:
             return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:
             reason = LegNotWritten(source=True, namespace=source, cause=reason_of(error))
-            return self._failures.refuse(source, request_id, reason, out)
+            return self._failures.refuse(scope, request_id, reason, out)
         self._db.run(lambda repo: self._source_applied(repo, request_id, desired["before"], desired["after"]))
         return outcome
 
@@ -137,23 +139,24 @@ class ShiftApplier:
         record_target(repo, request, now=now)
 
     def _target_leg(
-        self, request_id: int, target: str, out: Outgoing, lease: datetime | None, source: SyncOutcome | None
+        self, request_id: int, scope: QuotaScope, out: Outgoing, lease: datetime | None, source: SyncOutcome | None
     ) -> RequestState:
         current = self._db.run(lambda repo: self._current(repo, request_id, lease))
         if isinstance(current, RequestState):
             return current
-        given, max_gpus = shifted_gpus(current), self._policy.max_gpus(target)
+        target = scope.namespace
+        given, max_gpus = shifted_gpus(current), self._policy.max_gpus(target, resource=scope.resource)
 
         def check(base: int, grants: int) -> FailureReason | None:
             return change_problem(before=base + grants - given, delta=given, max_gpus=max_gpus)
 
         try:
-            outcome = self._sync.converge_locked(target, request_id=request_id, check=check)
+            outcome = self._sync.converge_locked(scope, request_id=request_id, check=check)
         except TemporaryError as error:
             return self._failures.wait(request_id, reason_of(error), out)
         except GpuQuotaError as error:
             reason = LegNotWritten(source=False, namespace=target, cause=reason_of(error))
-            return self._failures.refuse(target, request_id, reason, out)
+            return self._failures.refuse(scope, request_id, reason, out)
 
         def applied(repo: Repository) -> None:
             mark_applied(repo, request_id, quota_after=outcome.after, effect=given, now=self._clock.now())
@@ -198,7 +201,7 @@ class ShiftApplier:
         assert request is not None and request.source_namespace is not None
         source = request.source_namespace
         try:
-            outcome = self._sync.converge(source, request_id=request_id)
+            outcome = self._sync.converge(QuotaScope(source, request.resource), request_id=request_id)
         except GpuQuotaError as error:  # the base is back; the sweep writes it once the cluster takes it
             log.error("could not give %s its GPUs back for %s yet: %s", source, format_request_id(request_id), error)
             self._announce.thread(request_id, SourceNotRaised(source, reason_of(error)))

@@ -18,7 +18,8 @@ from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestKind, RequestState
 from bot.domain.policy import Policy, ShiftApproval, Team, limit_problems
 from bot.domain.prices import CostBasis
-from bot.domain.quota import QuotaSnapshot, change_cost
+from bot.domain.quota import QuotaScope, QuotaSnapshot, change_cost
+from bot.domain.resources import Unresolved, resolve
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -34,6 +35,7 @@ from bot.services.refusals import (
     QuotaUnreadable,
     Reading,
     Refused,
+    ResourceUnclear,
     SameNamespace,
     SourceTooSmall,
 )
@@ -77,7 +79,8 @@ class ShiftService:
         check_reason_length(draft.reason)
         if draft.source == draft.target:
             raise Refused(SameNamespace(draft.source))
-        source, target = self._side(draft.source), self._side(draft.target)
+        resource = self._resource(draft)
+        source, target = self._side(QuotaScope(draft.source, resource)), self._side(QuotaScope(draft.target, resource))
         if not any(self._access.may_request(requester, side.team) for side in (source, target)):
             raise Refused(NotAShiftMember(source.team.label, target.team.label))
         if draft.gpus > source.hard:
@@ -94,12 +97,13 @@ class ShiftService:
         def create(repo: Repository) -> tuple[int, datetime | None]:
             now = self._clock.now()
             for name, side in ((draft.source, source), (draft.target, target)):
-                if repo.namespace(name) is None:
-                    self._sync.record_observation(repo, side.snapshot, name)
+                if repo.namespace(name, resource) is None:
+                    self._sync.record_observation(repo, side.snapshot, QuotaScope(name, resource))
             request = repo.add_request(
                 kind=RequestKind.SHIFT,
                 state=RequestState.PENDING,
                 namespace=draft.target,
+                resource=resource,
                 team=target.team.name,
                 requester_id=requester,
                 amount_text=f"+{draft.gpus}",
@@ -151,17 +155,30 @@ class ShiftService:
         post_error = self._announce.post_card(request_id, claimed=claim)
         return Submitted.of(request_id, channel, RequestState.PENDING, required, post_error)
 
-    def _side(self, namespace: str) -> _Side:
+    def _resource(self, draft: ShiftDraft) -> str:
+        """The resource the shift moves: one both namespaces govern, named by the draft when there are several."""
+        for namespace in (draft.source, draft.target):
+            if self._policy.team_of(namespace) is None:
+                raise Refused(NotManaged(namespace, tuple(self._policy.managed_namespaces()), submitting=True))
+        target = self._policy.governed_resources(draft.target)
+        both = tuple(r for r in self._policy.governed_resources(draft.source) if r in target)
+        resolved = resolve(draft.resource, both)
+        if isinstance(resolved, Unresolved):
+            raise Refused(ResourceUnclear(draft.source, resolved.word, resolved.candidates, both))
+        return resolved.resource
+
+    def _side(self, scope: QuotaScope) -> _Side:
+        namespace = scope.namespace
         team = self._policy.team_of(namespace)
-        if team is None:
-            raise Refused(NotManaged(namespace, tuple(self._policy.managed_namespaces()), submitting=True))
+        assert team is not None, "both namespaces were checked by _resource"
         try:
-            snapshot = self._cluster.read_quota(namespace, self._policy.quota_name(namespace))
+            snapshot = self._sync.current(scope)
         except NamespaceNotFound:
             raise Refused(NoSuchNamespace(namespace, Reading.SHIFT)) from None
         except GpuQuotaError as error:
             raise Refused(QuotaUnreadable(namespace, str(error), Reading.SHIFT)) from error
-        return _Side(team, snapshot, snapshot.hard if snapshot else self._policy.default_quota(namespace))
+        default = self._policy.default_quota(namespace, resource=scope.resource)
+        return _Side(team, snapshot, snapshot.hard if snapshot else default)
 
     def _channel(self, target: Team) -> str:
         if self._policy.shifts.channel:

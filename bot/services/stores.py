@@ -46,8 +46,8 @@ class RequestsDue(Protocol):
         """Temporary shifts whose target side failed while their source stays lowered."""
         ...
 
-    def shift_sources_in_flight(self) -> dict[str, int]:
-        """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
+    def shift_sources_in_flight(self) -> dict[tuple[str, str], int]:
+        """(source namespace, resource) of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
         ...
 
 
@@ -96,14 +96,22 @@ class AutoApprovals(Protocol):
         took effect or are taking it."""
         ...
 
-    def auto_approved_gpus(self, namespace: str, *, excluding_request: int | None = None) -> int: ...
+    def auto_approved_gpus(self, namespace: str, resource: str, *, excluding_request: int | None = None) -> int: ...
 
 
 class Grants(Protocol):
     """The temporary parts of applied requests."""
 
     def add_grant(
-        self, *, request_id: int, namespace: str, gpus: int, state: GrantState, starts_at: datetime, ends_at: datetime
+        self,
+        *,
+        request_id: int,
+        namespace: str,
+        resource: str,
+        gpus: int,
+        state: GrantState,
+        starts_at: datetime,
+        ends_at: datetime,
     ) -> Grant: ...
 
     def grant(self, grant_id: int) -> Grant | None: ...
@@ -116,7 +124,7 @@ class Grants(Protocol):
 
     def grants_to_remind(self, horizon: datetime) -> Sequence[Grant]: ...
 
-    def active_grant_total(self, namespace: str) -> int: ...
+    def active_grant_total(self, namespace: str, resource: str) -> int: ...
 
     def remove_grant(self, grant: Grant) -> None: ...
 
@@ -124,16 +132,17 @@ class Grants(Protocol):
 class Namespaces(Protocol):
     """The quota state of the managed namespaces."""
 
-    def namespace(self, name: str) -> Namespace | None: ...
+    def namespace(self, name: str, resource: str) -> Namespace | None: ...
 
-    def namespace_known(self, name: str) -> bool:
-        """Whether the bot has a row for ``name`` (``namespace(name) is not None``, without loading it)."""
+    def namespace_known(self, name: str, resource: str) -> bool:
+        """Whether the bot has a row for ``name`` and ``resource`` (``namespace(...) is not None``, without loading it)."""
         ...
 
     def add_namespace(
         self,
         *,
         name: str,
+        resource: str,
         team: str,
         base_gpus: int,
         last_seen_gpus: int | None,
@@ -141,7 +150,9 @@ class Namespaces(Protocol):
         updated_at: datetime,
     ) -> Namespace: ...
 
-    def namespaces(self, names: Iterable[str]) -> Sequence[Namespace]: ...
+    def namespaces(self, names: Iterable[str]) -> Sequence[Namespace]:
+        """The rows of these namespaces, every governed resource of each."""
+        ...
 
 
 class AuditTrail(Protocol):
@@ -289,11 +300,13 @@ class MetricsOutages(Protocol):
 class Reclaims(Protocol):
     """Quotas lowered below usage, followed until usage is within them."""
 
-    def open_reclaim(self, namespace: str) -> Reclaim | None: ...
+    def open_reclaim(self, namespace: str, resource: str) -> Reclaim | None: ...
 
     def open_reclaims(self) -> Sequence[Reclaim]: ...
 
-    def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim: ...
+    def start_reclaim(
+        self, *, namespace: str, resource: str, request_id: int | None, quota: int, used: int, at: datetime
+    ) -> Reclaim: ...
 
     def finish_reclaim(self, reclaim_id: int, *, used: int, at: datetime) -> bool:
         """Close an open reclaim; False when it was closed already (by another replica)."""

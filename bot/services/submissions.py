@@ -26,7 +26,8 @@ from bot.domain.policy import (
     limit_problems,
 )
 from bot.domain.prices import CostBasis
-from bot.domain.quota import CapacityImpact, QuotaSnapshot, change_cost
+from bot.domain.quota import CapacityImpact, QuotaScope, QuotaSnapshot, change_cost
+from bot.domain.resources import Unresolved, resolve
 from bot.errors import GpuQuotaError, NamespaceNotFound
 from bot.logs import request_context
 from bot.services.access import Access
@@ -48,6 +49,7 @@ from bot.services.refusals import (
     QuotaUnreadable,
     Reading,
     Refused,
+    ResourceUnclear,
     ShiftNotExtendable,
 )
 from bot.services.request_rows import move_request
@@ -67,7 +69,7 @@ class _NewRequest:
 
     kind: RequestKind
     team: Team
-    namespace: str
+    scope: QuotaScope
     amount_text: str
     delta: int
     duration: timedelta | None
@@ -112,9 +114,10 @@ class Submissions:
         assert draft.namespace is not None and draft.amount is not None
         check_reason_length(draft.reason)
         team = self._team_for_request(requester, draft.namespace)
+        scope = QuotaScope(draft.namespace, self.resource_of(draft.namespace, draft.resource))
         # A total asked for becomes a change from this read, which an auto-approval applies as it is: read now.
-        snapshot = self._read_quota(draft.namespace, max_age=SUBMITTED_QUOTA_MAX_AGE if draft.amount.relative else 0.0)
-        current = snapshot.hard if snapshot else self._policy.default_quota(draft.namespace)
+        snapshot = self._read_quota(scope, max_age=SUBMITTED_QUOTA_MAX_AGE if draft.amount.relative else 0.0)
+        current = snapshot.hard if snapshot else self._policy.default_quota(scope.namespace, resource=scope.resource)
         delta = draft.amount.delta_from(current)
         problems = limit_problems(self._policy, draft.namespace, current=current, delta=delta, duration=draft.duration)
         if problems:
@@ -124,7 +127,7 @@ class Submissions:
             _NewRequest(
                 kind=RequestKind.CHANGE,
                 team=team,
-                namespace=draft.namespace,
+                scope=scope,
                 amount_text=str(draft.amount),
                 delta=delta,
                 duration=draft.duration,
@@ -145,13 +148,13 @@ class Submissions:
         whole = max(grant.ends_at, self._clock.now()) + duration - grant.starts_at
         if whole > team.limits.max_duration:
             raise Refused(GrantTooLong(team.label, team.limits.max_duration, request_id, whole))
-        snapshot = self._read_quota(original.namespace)
+        snapshot = self._read_quota(original.scope)
         return self._create(
             requester,
             _NewRequest(
                 kind=RequestKind.EXTENSION,
                 team=team,
-                namespace=original.namespace,
+                scope=original.scope,
                 amount_text=f"{grant.gpus:+d}",
                 delta=grant.gpus,
                 duration=duration,
@@ -162,6 +165,15 @@ class Submissions:
                 extends_request_id=request_id,
             ),
         )
+
+    def resource_of(self, namespace: str, word: str | None) -> str:
+        """The governed resource of ``namespace`` a request names (``word`` as typed; None: not named);
+        refused, with what the namespace governs, when it names none or several of them."""
+        governed = self._policy.governed_resources(namespace)
+        resolved = resolve(word, governed)
+        if isinstance(resolved, Unresolved):
+            raise Refused(ResourceUnclear(namespace, resolved.word, resolved.candidates, governed))
+        return resolved.resource
 
     def check_extendable(self, request_id: int) -> None:
         """Raise a refusal unless the request has a grant to extend (asked before the extend form opens)."""
@@ -179,7 +191,8 @@ class Submissions:
         return grant
 
     def _create(self, requester: str, new: _NewRequest) -> Submitted:
-        capacity = self._capacity(new.namespace, 0 if new.kind == RequestKind.EXTENSION else new.delta)
+        namespace = new.scope.namespace
+        capacity = self._capacity(new.scope, 0 if new.kind == RequestKind.EXTENSION else new.delta)
         # The cluster's part of the price is read here, from the capacity view: never on the network inside the transaction.
         dearest = self._pricer.dearest_on_nodes()
         permanent = new.duration is None
@@ -188,22 +201,23 @@ class Submissions:
         def create(repo: Repository) -> tuple[Request, RequestCard]:
             now = self._clock.now()
             # Price and budget are read in this transaction too: one transaction for the whole submission.
-            price = self._pricer.price_from(self._pricer.recent_hours(repo, new.namespace), dearest)
+            price = self._pricer.price_from(self._pricer.recent_hours(repo, namespace), dearest)
             cost = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
             over_budget = self._over_budget(repo, new.team.name)
             required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)
             # Decided from rows read in this transaction, under the team's lock: see _auto_approval.
             verdict = self._auto_approval(repo, new, now=now, over_budget=over_budget, within_capacity=within_capacity)
             auto = verdict is not None and verdict.approved
-            if not repo.namespace_known(new.namespace):
+            if not repo.namespace_known(namespace, new.scope.resource):
                 # Only a namespace the bot has never seen takes its base from this read. Later, the read
                 # may predate an apply that finished meanwhile: folding it in would take that apply for a
                 # hand edit and undo it. Hand edits are adopted by converge, which reads just before.
-                self._sync.record_observation(repo, new.snapshot, new.namespace)
+                self._sync.record_observation(repo, new.snapshot, new.scope)
             request = repo.add_request(
                 kind=new.kind,
                 state=RequestState.PENDING,
-                namespace=new.namespace,
+                namespace=namespace,
+                resource=new.scope.resource,
                 team=new.team.name,
                 requester_id=requester,
                 amount_text=new.amount_text,
@@ -230,7 +244,7 @@ class Submissions:
                 at=now,
                 actor=requester,
                 action="request_submitted",
-                namespace=new.namespace,
+                namespace=namespace,
                 request_id=request.id,
                 after={
                     "amount": new.amount_text,
@@ -246,13 +260,13 @@ class Submissions:
                 request.decided_at = now
                 record_effect(repo, request, now=now)
                 repo.record(
-                    at=now, action="request_auto_approved", namespace=new.namespace, request_id=request.id, detail=verdict.reason
+                    at=now, action="request_auto_approved", namespace=namespace, request_id=request.id, detail=verdict.reason
                 )
             return request, self._announce.card_of(repo, request)  # rendered from this row: no second read
 
         request, card = self._db.run(create)
         with request_context(format_request_id(request.id)):
-            log.info("submitted by %s for %s (%s)", requester, new.namespace, new.amount_text)
+            log.info("submitted by %s for %s (%s %s)", requester, namespace, new.amount_text, new.scope.resource)
             if request.auto_note:
                 log.info("%s", request.auto_note)
             post_error = self._announce.post_card(request.id, card=card, claimed=request.post_claimed_until)
@@ -295,7 +309,7 @@ class Submissions:
             gpu_hours(delta, seconds) for delta, seconds in repo.auto_approved_sizes_since(new.team.name, day_start, day_end)
         )
         # An extension's own grant is not counted twice: its GPUs are this request's.
-        active = repo.auto_approved_gpus(new.namespace, excluding_request=new.extends_request_id)
+        active = repo.auto_approved_gpus(new.scope.namespace, new.scope.resource, excluding_request=new.extends_request_id)
         return auto_approval(new.team, replace(alone, active_auto_gpus=active, auto_gpu_hours_today=used_today))
 
     def _team_for_request(self, requester: str, namespace: str) -> Team:
@@ -306,21 +320,24 @@ class Submissions:
             raise Refused(NotAMember(team.label, namespace))
         return team
 
-    def _read_quota(self, namespace: str, *, max_age: float = SUBMITTED_QUOTA_MAX_AGE) -> QuotaSnapshot | None:
+    def _read_quota(self, scope: QuotaScope, *, max_age: float = SUBMITTED_QUOTA_MAX_AGE) -> QuotaSnapshot | None:
+        namespace = scope.namespace
         try:
-            return self._cluster.read_quota(namespace, self._policy.quota_name(namespace), max_age=max_age)
+            return self._sync.current(scope, max_age=max_age)
         except NamespaceNotFound:
             raise Refused(NoSuchNamespace(namespace, Reading.REQUEST)) from None
         except GpuQuotaError as error:
             raise Refused(QuotaUnreadable(namespace, str(error), Reading.REQUEST)) from error
 
-    def _capacity(self, namespace: str, delta: int) -> CapacityImpact | None:
-        """Allocatable GPUs vs all managed quotas after the change; None (and a log line) if unknown."""
+    def _capacity(self, scope: QuotaScope, delta: int) -> CapacityImpact | None:
+        """The scope's resource allocatable on the nodes vs all managed quotas of it after the change;
+        None (and a log line) if unknown."""
         names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
         try:
-            allocatable = self._cluster.allocatable_gpus()
-            committed = sum(self._cluster.gpu_quota_totals(names).values())
+            allocatable = self._cluster.gpu_nodes().of(scope.resource)
+            totals = self._cluster.gpu_quota_totals(names)
         except GpuQuotaError as error:
-            log.warning("capacity unknown for a request on %s: %s", namespace, error)
+            log.warning("capacity unknown for a request on %s: %s", scope.namespace, error)
             return None
+        committed = sum(hard.get(scope.resource, 0) for hard in totals.values())
         return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)

@@ -39,6 +39,7 @@ class RequestCard:
     kind: RequestKind
     state: RequestState
     namespace: str
+    resource: str  # the governed resource it changes (bot.domain.resources)
     team_label: str
     requester_id: str
     amount_text: str
@@ -123,6 +124,7 @@ class NamespaceStatus:
     namespace: str
     team_label: str
     quota_name: str
+    resource: str  # the governed resource (bot.domain.resources) this status is about
     hard: int | None  # None: no GPU quota in the cluster (or unreadable: see error)
     used: int | None
     base: int | None

@@ -18,6 +18,7 @@ from bot.adapters.db.database import Database
 from bot.domain.entities import Request
 from bot.domain.lifecycle import GrantState
 from bot.domain.records import AuditEntry
+from bot.domain.resources import GPU
 from bot.sandbox.session import SIGNING_SECRET
 from bot.sandbox.slack_api import Recorded, SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
@@ -154,7 +155,7 @@ class Ledger:
         return Counter(row.request_id for row in self.audit(action) if row.request_id is not None)
 
     def base(self, namespace: str = NAMESPACE) -> int:
-        row = self.database.run(lambda repo: repo.namespace(namespace))
+        row = self.database.run(lambda repo: repo.namespace(namespace, GPU))
         assert row is not None
         return row.base_gpus
 
@@ -162,7 +163,7 @@ class Ledger:
         """base + active grants, as stored."""
 
         def read(repo):  # type: ignore[no-untyped-def]
-            row = repo.namespace(namespace)
+            row = repo.namespace(namespace, GPU)
             grants = sum(g.gpus for g in repo.grants(states=[GrantState.ACTIVE], namespaces=[namespace]))
             return row.base_gpus + grants
 

@@ -11,6 +11,7 @@ from bot.adapters.slack.replies import reply_text
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import RequestState, Verdict
+from bot.domain.resources import GPU
 from bot.errors import UserError
 from bot.sandbox.session import Sandbox
 
@@ -85,7 +86,7 @@ def test_concurrent_permanent_changes_to_one_namespace_both_count(pg_sandbox: Sa
     first = submit(pg_sandbox, "request biz-model-serving +2 permanent launch A", "U0BOB")
     second = submit(pg_sandbox, "request biz-model-serving +2 permanent launch B", "U0BOB")
     at_once(decide(pg_sandbox, first, "U0MAYA"), decide(pg_sandbox, second, "U0PAT"))
-    assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving")).base_gpus == 20
+    assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving", GPU)).base_gpus == 20
     assert pg_sandbox.kube.hard("biz-model-serving", "compute-quota") == "20"
 
 
@@ -98,7 +99,7 @@ def test_concurrent_totals_for_one_namespace_are_each_rederived_against_the_quot
     first = submit(pg_sandbox, "request biz-model-serving 18 permanent launch A", "U0BOB")
     second = submit(pg_sandbox, "request biz-model-serving 18 permanent launch B", "U0BOB")  # +2 each, asked against 16
     at_once(decide(pg_sandbox, first, "U0MAYA"), decide(pg_sandbox, second, "U0PAT"))
-    assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving")).base_gpus == 18
+    assert pg_sandbox.database.run(lambda r: r.namespace("biz-model-serving", GPU)).base_gpus == 18
     assert pg_sandbox.kube.hard("biz-model-serving", "compute-quota") == "18"
     deltas = pg_sandbox.database.run(lambda r: sorted(r.request(i).delta for i in (first, second)))  # type: ignore[union-attr]
     assert deltas == [0, 2]

@@ -209,8 +209,8 @@ def test_a_quota_read_before_a_concurrent_apply_does_not_undo_it(world: World) -
     real_read = world.cluster.read_quota
     interleaved: list[int] = []
 
-    def read_then_let_b_in(namespace: str, name: str):  # type: ignore[no-untyped-def]
-        snapshot = real_read(namespace, name)
+    def read_then_let_b_in(namespace: str, name: str, resource: str):  # type: ignore[no-untyped-def]
+        snapshot = real_read(namespace, name, resource)
         if not interleaved:
             interleaved.append(1)
             assert world.submit(QUICK).state == RequestState.APPLIED  # B

@@ -15,6 +15,7 @@ from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.prices import Basis, BasisAsStored, CostBasis, Price
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import CapacityImpact
+from bot.domain.resources import GPU
 from bot.services.ports import Action, ActionKind
 from bot.services.views import PodsInView, RequestCard
 
@@ -27,6 +28,7 @@ def card(**changes: object) -> RequestCard:
         kind=RequestKind.CHANGE,
         state=RequestState.PENDING,
         namespace="ai-frontier-research",
+        resource=GPU,
         team_label="Frontier research",
         requester_id="U0ALICE",
         amount_text="+4",

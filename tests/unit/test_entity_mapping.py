@@ -14,6 +14,7 @@ from bot.adapters.db.models import Base
 from bot.adapters.db.repository import Repository
 from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestKind, RequestState, Verdict
+from bot.domain.resources import GPU
 
 NOW = datetime(2026, 11, 2, 9, 0, tzinfo=timezone.utc)
 
@@ -31,6 +32,7 @@ def submitted(database: Database) -> Request:
             kind=RequestKind.CHANGE,
             state=RequestState.PENDING,
             namespace="ai-frontier-research",
+            resource=GPU,
             team="frontier",
             requester_id="U0ALICE",
             amount_text="+2",

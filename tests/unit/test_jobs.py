@@ -16,6 +16,7 @@ from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import Verdict
 from bot.domain.policy import PolicyError, parse_policy
+from bot.domain.resources import GPU
 from bot.errors import TemporaryError
 from bot.sandbox.history import A100, H100, History, HistoryMetrics, PodRun
 from bot.services.blocked import shortfall
@@ -256,14 +257,14 @@ def test_only_the_team_may_snooze(jobs: Jobs) -> None:
 def refusal(name: str, namespace: str = "ai-frontier-research") -> QuotaRefusal:
     gpu = "requests.nvidia.com/gpu"
     message = f'pods "{name}-x" is forbidden: exceeded quota: compute-quota, requested: {gpu}=2, used: {gpu}=4, limited: {gpu}=4'
-    return QuotaRefusal(namespace, "Job", name, f"uid-{name}", message, 3, None)
+    return QuotaRefusal(namespace, "Job", name, f"uid-{name}", GPU, message, 3, None)
 
 
 def test_blocked_workloads_are_reported_once_with_a_prefilled_request(jobs: Jobs) -> None:
     jobs.cluster.refusals = [refusal("trainer"), refusal("other", namespace="kube-system")]
     assert jobs.services.blocked.check() == ["ai-frontier-research/Job/trainer"]
     alert = next(s for s in jobs.notifier.of("post") if s.target == "C0FRONTIER")
-    assert "*Job trainer*" in alert.text and "asks for 2 GPU(s) while 4 of 4 are in use" in alert.text
+    assert "*Job trainer*" in alert.text and "asks for 2 GPUs while 4 of 4 are in use" in alert.text
     assert alert.actions[0].kind == ActionKind.REQUEST_MORE
     assert '"gpus": "+2"' in alert.actions[0].value
     assert jobs.services.blocked.check() == []
@@ -323,7 +324,7 @@ def test_a_proposal_never_gives_away_borrowed_gpus() -> None:
     services = jobs.services
     services.submissions.submit(requester="U0ALICE", draft=parse_command("request ai-frontier-research +2 for 3d eval").draft)  # type: ignore[union-attr]
     services.decisions.decide(user="U0LEE", request_id=1, verdict=Verdict.APPROVE)
-    assert jobs.cluster.quotas[("ai-frontier-research", "compute-quota")].hard == 6
+    assert jobs.cluster.quotas[("ai-frontier-research", "compute-quota", GPU)].hard == 6
     for day in range(3):  # business was blocked by its quota 3 times
         jobs.database.run(
             lambda repo, d=day: repo.remember_blocked_alert(

@@ -18,6 +18,7 @@ from bot.domain.priority import (
     pod_mix,
     wait_cause,
 )
+from bot.domain.quota import QuotaScope
 from bot.errors import TemporaryError
 from bot.services.blocked import KEY_LIMIT, alert_key
 from bot.services.pods import PodView
@@ -131,7 +132,7 @@ class CountingWorkloads:
         self.class_lists = 0
         self.fail_next = False
 
-    def gpu_pods(self, namespace: str) -> list[GpuPod]:
+    def gpu_pods(self, namespace: str, resource: str) -> list[GpuPod]:
         self.pod_lists += 1
         if self.fail_next:
             self.fail_next = False
@@ -163,21 +164,21 @@ def test_the_view_reads_each_namespace_once_per_ttl_and_remembers_a_failure_brie
     workloads = CountingWorkloads()
     view = PodView(workloads=workloads, policy=policy, ttl=30.0, failure_ttl=5.0, monotonic=lambda: now[0])
     workloads.fail_next = True
-    assert view.in_view("ns-a").error == "the Kubernetes API did not answer"
+    assert view.in_view(QuotaScope("ns-a")).error == "the Kubernetes API did not answer"
     now[0] = 4.0
-    assert view.in_view("ns-a").error == "the Kubernetes API did not answer"
+    assert view.in_view(QuotaScope("ns-a")).error == "the Kubernetes API did not answer"
     assert workloads.pod_lists == 1  # a hung API server is not asked again for every card
     now[0] = 5.0
-    first = view.in_view("ns-a")
+    first = view.in_view(QuotaScope("ns-a"))
     assert first.error is None and first.warnings[0].priority_class == "high-priority-business"
     assert [(p.name, p.gpus, p.priority_class) for p in first.pods] == [("a", 1, "high-priority-business")]
     now[0] = 34.0
-    view.in_view("ns-a")
+    view.in_view(QuotaScope("ns-a"))
     assert (workloads.pod_lists, workloads.class_lists) == (2, 1)
     now[0] = 36.0
-    view.in_view("ns-a")
+    view.in_view(QuotaScope("ns-a"))
     assert (workloads.pod_lists, workloads.class_lists) == (3, 2)
-    assert len(view.pods("ns-a", fresh=True)) == 1 and workloads.pod_lists == 4
+    assert len(view.pods(QuotaScope("ns-a"), fresh=True)) == 1 and workloads.pod_lists == 4
 
 
 def test_a_pods_gpus_are_its_containers_sum_or_its_largest_init_container() -> None:

@@ -9,6 +9,7 @@ import pytest
 from bot.adapters.slack.blocks import status_lines
 from bot.adapters.slack.events import ButtonClick
 from bot.domain.reclaim import over_quota, span_text
+from bot.domain.resources import GPU
 from bot.services.ports import ActionKind
 from bot.services.views import NamespaceStatus
 
@@ -29,9 +30,9 @@ def test_a_reclaims_span_as_people_say_it(span: timedelta, text: str) -> None:
 
 
 def status(hard: int | None, used: int | None, since: datetime | None) -> str:
-    return status_lines([NamespaceStatus("ns", "Team", "compute-quota", hard, used, hard, (), (), None, reclaiming_since=since)])[
-        0
-    ]
+    return status_lines(
+        [NamespaceStatus("ns", "Team", "compute-quota", GPU, hard, used, hard, (), (), None, reclaiming_since=since)]
+    )[0]
 
 
 def test_status_says_over_quota_and_since_when_a_reclaim_is_open() -> None:

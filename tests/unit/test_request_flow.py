@@ -11,6 +11,8 @@ from bot.adapters.slack.refusals import render as refusal_words
 from bot.adapters.slack.replies import reply_text
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
+from bot.domain.quota import QuotaScope
+from bot.domain.resources import GPU
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, UserError
 from bot.services.ports import ActionKind
 from bot.services.refusals import Refused
@@ -39,7 +41,7 @@ def test_approval_applies_the_grant_safely(world: World) -> None:
     world.submit(REQUEST)
     assert approve(world, 1) == "You approved GQ-1; it is applied."
     assert world.cluster.hard("ai-frontier-research") == 8
-    assert world.cluster.quotas[("ai-frontier-research", "compute-quota")].limits == 8  # kept equal
+    assert world.cluster.quotas[("ai-frontier-research", "compute-quota", GPU)].limits == 8  # kept equal
     assert [(gpus, dry) for _, gpus, dry in world.cluster.writes] == [(8, True), (8, False)]  # dry run first
     row = world.request(1)
     assert row.state == RequestState.APPLIED and row.applied_at == START
@@ -90,7 +92,7 @@ def test_cluster_unreachable_at_submission_submits_nothing(world: World) -> None
 
 
 def test_capacity_unknown_still_submits(world: World) -> None:
-    world.cluster.fail("allocatable", TemporaryError("timeout"))
+    world.cluster.fail("nodes", TemporaryError("timeout"))
     world.submit(REQUEST)
     assert world.notifier.last_card().capacity is None
 
@@ -131,7 +133,7 @@ def test_two_approvals_for_permanent_changes(world: World) -> None:
     assert world.request(1).state == RequestState.PENDING and world.cluster.writes == []
     approve(world, 1, "U0KIM")
     assert world.cluster.hard("ai-frontier-research") == 6
-    assert world.database.run(lambda r: r.namespace("ai-frontier-research")).base_gpus == 6
+    assert world.database.run(lambda r: r.namespace("ai-frontier-research", GPU)).base_gpus == 6
 
 
 def test_deny(world: World) -> None:
@@ -353,12 +355,12 @@ def test_applying_twice_changes_nothing(world: World) -> None:
     world.submit(REQUEST)
     approve(world, 1)
     writes = len(world.cluster.writes)
-    outcome = world.services.sync.converge("ai-frontier-research")
+    outcome = world.services.sync.converge(QuotaScope("ai-frontier-research"))
     assert (outcome.after, outcome.changed) == (8, False) and len(world.cluster.writes) == writes
 
 
 def test_sweep_adopts_hand_edits_and_tells_the_admins(world: World) -> None:
-    world.services.sync.converge("biz-model-serving")
+    world.services.sync.converge(QuotaScope("biz-model-serving"))
     world.cluster.edit("biz-model-serving", 20)
     report = world.services.reconciler.sweep()
     assert report.drifted == ["biz-model-serving"]
@@ -424,7 +426,7 @@ def test_a_permanent_decrease_cannot_take_more_than_the_base(world: World) -> No
     row = world.request(2)
     assert row.state == RequestState.FAILED
     assert "permanent quota is 4 GPUs, so it cannot go down by 5" in worded(row.failure_reason)
-    assert world.database.run(lambda r: r.namespace("ai-frontier-research")).base_gpus == 4
+    assert world.database.run(lambda r: r.namespace("ai-frontier-research", GPU)).base_gpus == 4
     assert world.cluster.hard("ai-frontier-research") == 8
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from bot.adapters.db.database import Database
 from bot.domain.lifecycle import RequestState, Verdict
+from bot.domain.resources import GPU
 from bot.services.ports import QuotaRefusal, Repository
 from tests.unit.conftest import World
 
@@ -53,11 +54,13 @@ def test_a_reclaim_closed_by_a_process_that_dies_at_once_is_still_announced(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     world.submit("request ai-frontier-research -3 permanent slow down frontier work")
-    world.database.run(lambda repo: repo.start_reclaim(namespace=FRONTIER, request_id=1, quota=1, used=4, at=world.clock.now()))
+    world.database.run(
+        lambda repo: repo.start_reclaim(namespace=FRONTIER, resource=GPU, request_id=1, quota=1, used=4, at=world.clock.now())
+    )
     world.cluster.add(FRONTIER, 1, used=1)
     world.advance(hours=5)
     monkeypatch.setattr(
-        world.services.reclaims, "_db", DiesAfterCommit(world.database, lambda repo: repo.open_reclaim(FRONTIER) is None)
+        world.services.reclaims, "_db", DiesAfterCommit(world.database, lambda repo: repo.open_reclaim(FRONTIER, GPU) is None)
     )
     with pytest.raises(SystemExit):
         world.services.reclaims.check()
@@ -120,7 +123,7 @@ def test_a_quota_alert_is_remembered_with_its_message_so_a_crash_neither_loses_n
 ) -> None:
     gpu = "requests.nvidia.com/gpu"
     message = f'pods "trainer-x" is forbidden: exceeded quota: compute-quota, requested: {gpu}=2, used: {gpu}=4, limited: {gpu}=4'
-    world.cluster.refusals = [QuotaRefusal(FRONTIER, "Job", "trainer", "uid-trainer", message, 3, None)]
+    world.cluster.refusals = [QuotaRefusal(FRONTIER, "Job", "trainer", "uid-trainer", GPU, message, 3, None)]
     dies_after_first_commit(world.database, lambda repo: bool(repo.outbox_streams_pending(["channel:C0FRONTIER"])), monkeypatch)
     with pytest.raises(SystemExit):
         world.services.blocked.check()

@@ -38,6 +38,7 @@ from bot.domain.entities import Decision, Grant, Namespace, Request
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.prices import BasisAsStored, StoredBasis
 from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
+from bot.domain.resources import GPU
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -95,6 +96,7 @@ namespaces = Table(
     "namespaces",
     metadata,
     Column("name", String(63), primary_key=True),
+    Column("resource", String(253), primary_key=True, server_default=GPU),  # one row per governed resource
     Column("team", String(100), nullable=False),
     Column("base_gpus", Integer, nullable=False),
     Column("last_seen_gpus", Integer),
@@ -110,6 +112,7 @@ requests = Table(
     Column("kind", String(20), nullable=False),
     Column("state", String(20), nullable=False, index=True),
     Column("namespace", String(63), nullable=False, index=True),
+    Column("resource", String(253), nullable=False, server_default=GPU),
     Column("team", String(100), nullable=False),
     Column("requester_id", String(32), nullable=False, index=True),
     Column("amount_text", String(16), nullable=False),
@@ -168,6 +171,7 @@ grants = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("request_id", Integer, ForeignKey("requests.id"), nullable=False, unique=True),
     Column("namespace", String(63), nullable=False, index=True),
+    Column("resource", String(253), nullable=False, server_default=GPU),
     Column("gpus", Integer, nullable=False),
     Column("state", String(10), nullable=False, index=True),
     Column("starts_at", UTCDateTime, nullable=False),
@@ -239,6 +243,7 @@ reclaims = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("namespace", String(63), nullable=False, index=True),
+    Column("resource", String(253), nullable=False, server_default=GPU),
     Column("request_id", Integer),
     Column("quota", Integer, nullable=False),
     Column("used_at_start", Integer, nullable=False),

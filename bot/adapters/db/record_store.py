@@ -72,15 +72,23 @@ class RecordStore:
 
     # --- reclaims ------------------------------------------------------------------------------
 
-    def open_reclaim(self, namespace: str) -> Reclaim | None:
-        query = select(Reclaim).where(_reclaims.namespace == namespace, _reclaims.finished_at.is_(None)).order_by(_reclaims.id)
+    def open_reclaim(self, namespace: str, resource: str) -> Reclaim | None:
+        query = (
+            select(Reclaim)
+            .where(_reclaims.namespace == namespace, _reclaims.resource == resource, _reclaims.finished_at.is_(None))
+            .order_by(_reclaims.id)
+        )
         return self.session.scalars(query.limit(1)).first()
 
     def open_reclaims(self) -> Sequence[Reclaim]:
         return self.session.scalars(select(Reclaim).where(_reclaims.finished_at.is_(None)).order_by(_reclaims.id)).all()
 
-    def start_reclaim(self, *, namespace: str, request_id: int | None, quota: int, used: int, at: datetime) -> Reclaim:
-        row = Reclaim(namespace=namespace, request_id=request_id, quota=quota, used_at_start=used, started_at=at)
+    def start_reclaim(
+        self, *, namespace: str, resource: str, request_id: int | None, quota: int, used: int, at: datetime
+    ) -> Reclaim:
+        row = Reclaim(
+            namespace=namespace, resource=resource, request_id=request_id, quota=quota, used_at_start=used, started_at=at
+        )
         self.session.add(row)
         self.session.flush()
         return row

@@ -199,14 +199,15 @@ class Repository(RecordStore):
         )
         return self.session.scalars(query.order_by(_requests.id)).all()
 
-    def shift_sources_in_flight(self) -> dict[str, int]:
-        """Source namespaces of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
-        query = select(_requests.source_namespace, _requests.id).where(
+    def shift_sources_in_flight(self) -> dict[tuple[str, str], int]:
+        """(source namespace, resource) of approved shifts whose decrease is recorded but not yet applied, with the shift's id."""
+        query = select(_requests.source_namespace, _requests.resource, _requests.id).where(
             _requests.kind == RequestKind.SHIFT,
             _requests.state == RequestState.APPROVED,
             _requests.source_state == SourceLeg.RECORDED,
         )
-        return {name: request_id for name, request_id in self.session.execute(query) if name is not None}
+        rows = self.session.execute(query)
+        return {(name, resource): request_id for name, resource, request_id in rows if name is not None}
 
     def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
         rows = self.session.execute(statements.AUTO_APPROVED_SIZES, {"team": team, "start": start, "end": end})
@@ -226,16 +227,17 @@ class Repository(RecordStore):
 
     # --- namespaces --------------------------------------------------------------------------
 
-    def namespace(self, name: str) -> Namespace | None:
-        return self.session.get(Namespace, name)
+    def namespace(self, name: str, resource: str) -> Namespace | None:
+        return self.session.get(Namespace, (name, resource))
 
-    def namespace_known(self, name: str) -> bool:
-        return self.session.execute(statements.NAMESPACE_KNOWN, {"name": name}).first() is not None
+    def namespace_known(self, name: str, resource: str) -> bool:
+        return self.session.execute(statements.NAMESPACE_KNOWN, {"name": name, "resource": resource}).first() is not None
 
     def add_namespace(
         self,
         *,
         name: str,
+        resource: str,
         team: str,
         base_gpus: int,
         last_seen_gpus: int | None,
@@ -244,6 +246,7 @@ class Repository(RecordStore):
     ) -> Namespace:
         row = Namespace(
             name=name,
+            resource=resource,
             team=team,
             base_gpus=base_gpus,
             last_seen_gpus=last_seen_gpus,
@@ -260,16 +263,32 @@ class Repository(RecordStore):
     # --- grants ------------------------------------------------------------------------------
 
     def add_grant(
-        self, *, request_id: int, namespace: str, gpus: int, state: GrantState, starts_at: datetime, ends_at: datetime
+        self,
+        *,
+        request_id: int,
+        namespace: str,
+        resource: str,
+        gpus: int,
+        state: GrantState,
+        starts_at: datetime,
+        ends_at: datetime,
     ) -> Grant:
-        grant = Grant(request_id=request_id, namespace=namespace, gpus=gpus, state=state, starts_at=starts_at, ends_at=ends_at)
+        grant = Grant(
+            request_id=request_id,
+            namespace=namespace,
+            resource=resource,
+            gpus=gpus,
+            state=state,
+            starts_at=starts_at,
+            ends_at=ends_at,
+        )
         self.session.add(grant)
         self.session.flush()
         return grant
 
-    def active_grant_total(self, namespace: str) -> int:
+    def active_grant_total(self, namespace: str, resource: str) -> int:
         query = select(func.coalesce(func.sum(_grants.gpus), 0)).where(
-            _grants.namespace == namespace, _grants.state == GrantState.ACTIVE
+            _grants.namespace == namespace, _grants.resource == resource, _grants.state == GrantState.ACTIVE
         )
         return int(self.session.scalar(query) or 0)
 
@@ -287,15 +306,16 @@ class Repository(RecordStore):
         query = select(Grant).where(_grants.state == GrantState.ACTIVE, _grants.reminded_at.is_(None), _grants.ends_at <= horizon)
         return self.session.scalars(query.order_by(_grants.ends_at)).all()
 
-    def auto_approved_gpus(self, namespace: str, *, excluding_request: int | None = None) -> int:
+    def auto_approved_gpus(self, namespace: str, resource: str, *, excluding_request: int | None = None) -> int:
         """GPUs of the namespace's active grants that auto-approval gave or extended.
 
         A grant counts from approval (it is created then, before the apply), so approved requests
         whose apply has not finished are included.
         """
         # One query for the grants with their requests' flag (not one more per grant for grant.request).
-        grants = self.session.execute(statements.ACTIVE_GRANTS_WITH_FLAG, {"namespace": namespace}).all()
-        extended_by_bot = set(self.session.scalars(statements.EXTENDED_BY_BOT, {"namespace": namespace}).all())
+        scope = {"namespace": namespace, "resource": resource}
+        grants = self.session.execute(statements.ACTIVE_GRANTS_WITH_FLAG, scope).all()
+        extended_by_bot = set(self.session.scalars(statements.EXTENDED_BY_BOT, scope).all())
         return sum(
             gpus
             for request_id, gpus, auto_approved in grants

@@ -56,12 +56,17 @@ AUTO_APPROVED_SIZES = select(_requests.delta, _requests.duration_seconds).where(
 ACTIVE_GRANTS_WITH_FLAG = (
     select(_grants.request_id, _grants.gpus, _requests.auto_approved)
     .join_from(grants, requests, _requests.id == _grants.request_id)
-    .where(_grants.namespace == bindparam("namespace"), _grants.state == GrantState.ACTIVE)
+    .where(
+        _grants.namespace == bindparam("namespace"),
+        _grants.resource == bindparam("resource"),
+        _grants.state == GrantState.ACTIVE,
+    )
 )
 
 # The requests a namespace's auto-approved extensions extend.
 EXTENDED_BY_BOT = select(_requests.extends_request_id).where(
     _requests.namespace == bindparam("namespace"),
+    _requests.resource == bindparam("resource"),
     _requests.auto_approved.is_(True),
     _requests.extends_request_id.is_not(None),
     _requests.state.in_(_GRANTED),
@@ -100,4 +105,6 @@ TEAM_OVER_BUDGET = select(_spend.team).where(
 )
 
 # Whether the bot has a row for this namespace.
-NAMESPACE_KNOWN = select(_namespaces.name).where(_namespaces.name == bindparam("name"))
+NAMESPACE_KNOWN = select(_namespaces.name).where(
+    _namespaces.name == bindparam("name"), _namespaces.resource == bindparam("resource")
+)

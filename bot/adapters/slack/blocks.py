@@ -23,10 +23,12 @@ from bot.adapters.slack import ids, prices, reasons
 from bot.adapters.slack.buttons import button_label
 from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.reports import Report
+from bot.adapters.slack.resources import amount_of, resource_label
 from bot.domain.commands import clean_text, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
+from bot.domain.resources import GPU
 from bot.services.ports import Action, ActionKind
 from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
 from bot.services.views import AuditLine, NamespaceStatus, PendingLine, PodsInView, RequestCard
@@ -153,7 +155,8 @@ def request_message(card: RequestCard) -> list[Block]:
 
 def request_fallback_text(card: RequestCard) -> str:
     """The notification text (and what screen readers announce)."""
-    return escape(f"{_title(card)}: {card.amount_text} GPUs for {card.namespace} ({card.state})")
+    what = "GPUs" if card.resource == GPU else resource_label(card.resource)
+    return escape(f"{_title(card)}: {card.amount_text} {what} for {card.namespace} ({card.state})")
 
 
 def _title(card: RequestCard) -> str:
@@ -168,18 +171,18 @@ def _summary(card: RequestCard) -> str:
     if card.shift is not None:
         span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
         return (
-            f"{mention(card.requester_id)} asks to move *{gpus(card.delta)}* from *{escape(card.shift.namespace)}* "
+            f"{mention(card.requester_id)} asks to move *{amount_of(card.delta, card.resource)}* from *{escape(card.shift.namespace)}* "
             f"({escape(card.shift.team_label)}) to *{escape(card.namespace)}* ({escape(card.team_label)}) {span}."
         )
     if card.kind == RequestKind.EXTENSION:
         return (
-            f"{mention(card.requester_id)} asks to keep *{gpus(card.delta)}* in *{escape(card.namespace)}* "
+            f"{mention(card.requester_id)} asks to keep *{amount_of(card.delta, card.resource)}* in *{escape(card.namespace)}* "
             f"({escape(card.team_label)}) for *{format_duration(card.duration or timedelta())}* more."
         )
     span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
     verb = "more" if card.delta > 0 else "fewer"
     return (
-        f"{mention(card.requester_id)} asks for *{gpus(abs(card.delta))} {verb}* in *{escape(card.namespace)}* "
+        f"{mention(card.requester_id)} asks for *{amount_of(abs(card.delta), card.resource)} {verb}* in *{escape(card.namespace)}* "
         f"({escape(card.team_label)}) {span}."
     )
 
@@ -240,7 +243,8 @@ def _fields(card: RequestCard) -> list[str]:
     if card.shift is not None:
         return _shift_fields(card)
     used = "?" if card.used_before is None else str(card.used_before)
-    fields = [f"*Quota when asked*\n{card.hard_before} hard / {used} used"]
+    of = "" if card.resource == GPU else f" · {escape(resource_label(card.resource))}"
+    fields = [f"*Quota when asked{of}*\n{card.hard_before} hard / {used} used"]
     if card.kind == RequestKind.CHANGE:
         fields.append(f"*Change*\n{card.hard_before} → *{card.hard_after}* ({card.delta:+d})")
     if card.applied_from is not None and card.applied_to is not None:
@@ -369,13 +373,17 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
                 quota += f", over quota by {status.over_quota}"
                 if status.reclaiming_since is not None:
                     quota += f", reclaiming since {when(status.reclaiming_since)}"
-        lines.append(f"*{escape(status.namespace)}* ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}")
+        of = "" if status.resource == GPU else f" · {escape(resource_label(status.resource))}"
+        lines.append(
+            f"*{escape(status.namespace)}*{of} ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}"
+        )
         if status.pods is not None:
             lines.append(f"    • {pods_text(status.pods)}")
             lines.extend("    " + warning for warning in pod_warnings(status.pods))
         for grant in status.grants:
             state = "ends" if grant.state == GrantState.ACTIVE else "ended, reverting since"
-            lines.append(f"    • {format_request_id(grant.request_id)}: {grant.gpus:+d} GPUs, {state} {when(grant.ends_at)}")
+            amount = amount_of(grant.gpus, status.resource).removeprefix(str(grant.gpus))
+            lines.append(f"    • {format_request_id(grant.request_id)}: {grant.gpus:+d}{amount}, {state} {when(grant.ends_at)}")
         for pending in status.pending:
             lines.append("    • " + pending_line(pending))
         if not status.grants and not status.pending:

@@ -12,6 +12,7 @@ from bot.adapters.slack.sentences import fill
 from bot.domain import audit_details as d
 from bot.domain.commands import format_request_id
 from bot.domain.reclaim import span_text
+from bot.domain.resources import quota_key
 from bot.services.text import Notice, gpus
 
 
@@ -63,7 +64,11 @@ def _(detail: d.HandEditAdopted) -> Notice:
 def _(detail: d.QuotaWritten) -> Notice:
     before = "none" if detail.before is None else str(detail.before)
     return fill(
-        "{quota}: requests.nvidia.com/gpu {before} -> {after}", quota=detail.quota_name, before=before, after=detail.after
+        "{quota}: {key} {before} -> {after}",
+        quota=detail.quota_name,
+        key=quota_key(detail.resource),
+        before=before,
+        after=detail.after,
     )
 
 

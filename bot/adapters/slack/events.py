@@ -22,6 +22,7 @@ from bot.domain.commands import (
     parse_shift_words,
 )
 from bot.domain.durations import ALLOWED, parse_duration
+from bot.domain.resources import is_resource_name
 from bot.services.ports import ActionKind
 
 
@@ -78,13 +79,14 @@ class ButtonClick:
         return (parts[0], parts[1], gpus) if 0 < gpus <= 10_000 else None
 
     def prefill(self) -> RequestDraft:
-        """The draft a [Request more] button carries (JSON: namespace and GPUs)."""
+        """The draft a [Request more] button carries (JSON: namespace, GPUs and, since resources, the resource)."""
         try:
             data = json.loads(self.value)
-            namespace = data.get("namespace")
+            namespace, resource = data.get("namespace"), data.get("resource")
             return RequestDraft(
                 namespace=namespace if isinstance(namespace, str) and is_namespace_name(namespace) else None,
                 amount=GpuAmount.parse(str(data.get("gpus", "+1"))),
+                resource=resource if isinstance(resource, str) and is_resource_name(resource) else None,
             )
         except (ValueError, AttributeError, RecursionError):
             return RequestDraft()

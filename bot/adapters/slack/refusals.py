@@ -15,6 +15,7 @@ from bot.adapters.slack.sentences import fill
 from bot.domain.commands import format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestState, Verdict
+from bot.domain.resources import short_name
 from bot.services import refusals as r
 from bot.services.requests import AUTO_APPROVER
 from bot.services.text import Notice, Part, User, Words, gpus, plain
@@ -237,6 +238,21 @@ def _(refusal: r.NotManaged) -> Notice:
     if refusal.submitting:
         return fill("Not submitted: `{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.", **values)
     return fill("`{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.", **values)
+
+
+@notice.register
+def _(refusal: r.ResourceUnclear) -> Notice:
+    values = {
+        "namespace": refusal.namespace,
+        "word": refusal.word,
+        "candidates": ", ".join(short_name(c) for c in refusal.candidates),
+        "governed": ", ".join(short_name(g) for g in refusal.governed),
+    }
+    if not refusal.word:
+        return fill("Not submitted: `{namespace}` governs several resources; say which: {governed}.", **values)
+    if refusal.candidates:
+        return fill("Not submitted: `{word}` could be {candidates}; say which.", **values)
+    return fill("Not submitted: `{namespace}` does not govern `{word}`. It governs: {governed}.", **values)
 
 
 @notice.register

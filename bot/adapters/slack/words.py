@@ -13,9 +13,11 @@ from datetime import timedelta
 from functools import singledispatch
 
 from bot.adapters.slack import mrkdwn, prices, reasons
+from bot.adapters.slack.resources import amount_of, resource_label
 from bot.adapters.slack.sentences import Value, fill, join
 from bot.domain.commands import format_request_id
 from bot.domain.priority import WaitCause
+from bot.domain.resources import GPU, quota_key
 from bot.services import messages as m
 from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
 
@@ -108,11 +110,11 @@ def _line(*notices: Notice | None) -> Notice:
 def _(said: m.Applied) -> Notice:
     head = fill(
         ":white_check_mark: Applied: {resource} in {namespace} ({quota}) {before} → {after}.",
-        resource=Code("requests.nvidia.com/gpu"),
+        resource=Code(quota_key(said.resource)),
         namespace=Strong(said.namespace),
         quota=said.quota_name,
-        before=gpus(said.before),
-        after=Strong(gpus(said.after)),
+        before=amount_of(said.before, said.resource),
+        after=Strong(amount_of(said.after, said.resource)),
     )
     ends = None
     if said.ends_at is not None:
@@ -500,13 +502,14 @@ def _(said: m.QuotaBlocked) -> Notice:
         "error": Code("exceeded quota"),
         "times": _times(said.count),
     }
-    head = "{namespace} cannot start pods: the GPU quota is full ({error}, {times})."
+    head = "{namespace} cannot start pods: the {resource} quota is full ({error}, {times})."
     advice = " Ask for more, or wait for running jobs to finish."
+    values["resource"] = resource_label(said.resource)
     if said.requested is None:
         return fill(":no_entry: {workload} in " + head + advice, **values)
     return fill(
-        ":no_entry: {workload} in " + head + " It asks for {requested} GPU(s) while {used} of {limited} are in use." + advice,
-        requested=said.requested,
+        ":no_entry: {workload} in " + head + " It asks for {requested} while {used} of {limited} are in use." + advice,
+        requested=amount_of(said.requested, said.resource),
         used=said.used,
         limited=said.limited,
         **values,
@@ -530,14 +533,13 @@ def _(said: m.SchedulingWait) -> Notice:
         s="s" if many else "",
         namespace=Strong(said.namespace),
         wait="wait" if many else "waits",
-        error=Code("Insufficient nvidia.com/gpu"),
+        error=Code("Insufficient " + (said.pods[0].resource if said.pods else GPU)),
     )
     lines = [
         fill(
-            "\n• {pod} ({gpus} GPU{s}, {priority}): {cause}",
+            "\n• {pod} ({gpus}, {priority}): {cause}",
             pod=Strong(pod.name),
-            gpus=pod.gpus,
-            s="s" if pod.gpus != 1 else "",
+            gpus=amount_of(pod.gpus, pod.resource),
             priority=pod.class_label,
             cause=_CAUSES[pod.cause],
         )
