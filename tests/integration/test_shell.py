@@ -39,7 +39,7 @@ def test_idle_gpus_get_a_nudge_and_a_blocked_workload_an_alert(tmp_path: Path) -
     assert "idle nudges: none; blocked workloads: 0" in before
     assert "*ai-frontier-research* holds" in after and "stayed under 5%" in after and "Snooze 24 h" in after
     assert "*ReplicaSet train-1-6d5f8b* in *ai-frontier-research* cannot start pods" in after
-    assert "It asks for 3 GPU(s) while 3 of 4 are in use." in after and "Request more" in after
+    assert "It asks for 3 GPUs while 3 of 4 are in use." in after and "Request more" in after
     assert "idle nudges: ai-frontier-research; blocked workloads: 1" in after
 
 
