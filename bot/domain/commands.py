@@ -272,6 +272,11 @@ def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | No
     return None
 
 
+def is_resource_word(text: str) -> bool:
+    """True for what could name a resource: a full name (nvidia.com/mig-3g.40gb) or a short one (mig-3g.40gb, 3g)."""
+    return _RESOURCE_WORD.fullmatch(text) is not None
+
+
 def _resource_word(rest: list[str]) -> str | None:
     """The resource word at the head of ``rest`` (taken off it): a word right before ``for`` or ``permanent``.
 
@@ -281,7 +286,7 @@ def _resource_word(rest: list[str]) -> str | None:
     if len(rest) < 2 or rest[0].lower() in _TERM_WORDS or rest[1].lower() not in _TERM_WORDS:
         return None
     word = rest.pop(0)
-    if not _RESOURCE_WORD.fullmatch(word):
+    if not is_resource_word(word):
         raise ValueError(f"'{word}' is not a resource name (like mig-3g.40gb or nvidia.com/gpu)")
     return word
 
