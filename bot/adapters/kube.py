@@ -26,6 +26,7 @@ from kubernetes.utils import parse_quantity
 
 from bot.domain.priority import GpuPod
 from bot.domain.quota import APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION, GPU_LIMITS, GPU_REQUESTS, QuotaSnapshot
+from bot.domain.resources import is_resource_name
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
@@ -153,6 +154,16 @@ class KubernetesCluster:
             if gpus > 0 and product:
                 models.add(product)
         return GpuNodes(allocatable, frozenset(models))
+
+    def allocatable_resources(self) -> dict[str, int]:
+        """Each extended resource the nodes advertise (``nvidia.com/mig-1g.10gb``), its allocatable summed over them."""
+        nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
+        totals: dict[str, int] = {}
+        for node in nodes.items:
+            for name, quantity in ((node.status.allocatable if node.status else None) or {}).items():
+                if is_resource_name(name) and (count := _gpus(quantity)) > 0:
+                    totals[name] = totals.get(name, 0) + count
+        return totals
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, int]:
         quotas = self._call(
