@@ -33,7 +33,11 @@ def test_metrics_label_matches_kube_state_metrics(resource, label):
 
 @pytest.mark.parametrize(
     ("resource", "slices", "fraction"),
-    [("nvidia.com/mig-1g.10gb", 1, Fraction(1, 7)), ("nvidia.com/mig-3g.71gb", 3, Fraction(3, 7)), ("nvidia.com/mig-7g.141gb", 7, 1)],
+    [
+        ("nvidia.com/mig-1g.10gb", 1, Fraction(1, 7)),
+        ("nvidia.com/mig-3g.71gb", 3, Fraction(3, 7)),
+        ("nvidia.com/mig-7g.141gb", 7, 1),
+    ],
 )
 def test_mig_profiles_take_g_of_seven_slices(resource, slices, fraction):
     profile = mig_profile(resource)
@@ -47,7 +51,9 @@ def test_media_profiles_are_advertised_with_dot_me():
     assert mig_resource("3g.40gb") == "nvidia.com/mig-3g.40gb"
 
 
-@pytest.mark.parametrize("resource", [GPU, "nvidia.com/gpu.shared", "amd.com/gpu", "nvidia.com/mig-8g.10gb", "example.com/mig-1g.10gb"])
+@pytest.mark.parametrize(
+    "resource", [GPU, "nvidia.com/gpu.shared", "amd.com/gpu", "nvidia.com/mig-8g.10gb", "example.com/mig-1g.10gb"]
+)
 def test_other_resources_are_not_mig(resource):
     assert mig_profile(resource) is None
 
@@ -68,8 +74,14 @@ def test_names_without_a_vendor_are_not_valid(name):
 
 @pytest.mark.parametrize(
     ("word", "resource"),
-    [("mig-3g.40gb", "nvidia.com/mig-3g.40gb"), ("3g.40gb", "nvidia.com/mig-3g.40gb"), ("3g", "nvidia.com/mig-3g.40gb"),
-     ("gpu", GPU), ("nvidia.com/gpu", GPU), ("MIG-1G.10GB", "nvidia.com/mig-1g.10gb")],
+    [
+        ("mig-3g.40gb", "nvidia.com/mig-3g.40gb"),
+        ("3g.40gb", "nvidia.com/mig-3g.40gb"),
+        ("3g", "nvidia.com/mig-3g.40gb"),
+        ("gpu", GPU),
+        ("nvidia.com/gpu", GPU),
+        ("MIG-1G.10GB", "nvidia.com/mig-1g.10gb"),
+    ],
 )
 def test_a_word_matching_one_governed_resource_names_it(word, resource):
     assert resolve(word, GOVERNED) == Resolved(resource)
