@@ -1,20 +1,23 @@
 """``gpu-quota-bot check-config``: is the policy sound, and does what it names exist?
 
-Checks the settings and the policy file, then, for each system it can reach, that the namespaces
-(Kubernetes), the users, user groups and channels (Slack) and the GPU metrics (Prometheus) are
-there, and that each exporter's sample spacing matches ``metrics.sample_interval``. Prints one
-line per problem and exits 1 if there is any; systems it cannot reach are reported as skipped, not
-as problems; a setting that cannot work (a DATABASE_URL that does not parse or answer, a missing
-or corrupt kubeconfig) is a problem.
+Checks the settings and the policy file, then, for each system it can reach, that the namespaces,
+the governed resources and the Kueue ClusterQueues (Kubernetes), the users, user groups and
+channels (Slack) and the GPU metrics (Prometheus) are there, and that each exporter's sample
+spacing matches ``metrics.sample_interval``. Prints one line per problem and exits 1 if there is any; systems it
+cannot reach are reported as skipped, not as problems; a setting that cannot work (a DATABASE_URL
+that does not parse or answer, a missing or corrupt kubeconfig) is a problem. A governed resource
+no node advertises is a warning only: a MIG node being re-partitioned, or a node pool scaled to
+zero, advertises nothing for a while.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from slack_sdk import WebClient
 
@@ -26,6 +29,9 @@ from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError
 from bot.settings import Settings, SettingsError, load_settings
 from bot.startup_checks import SettingsProblem, check_database, load_cluster
+
+if TYPE_CHECKING:
+    from bot.adapters.kube import KubernetesCluster
 
 
 def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> int:
@@ -72,6 +78,8 @@ def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) 
         out(f"skipped the namespaces: cannot reach the cluster ({error})")
         return []
     problems = [f"namespace {ns} (policy) does not exist in the cluster" for ns in missing]
+    _warn_unadvertised(cluster, policy, out)
+    problems += _cluster_queues(settings, policy, out)
     named = sorted({name for ns in policy.managed_namespaces() for name in policy.borrowed_priority_classes(ns)})
     if named:
         try:
@@ -84,6 +92,88 @@ def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) 
             for name in named
             if name not in known
         ]
+    return problems
+
+
+def _warn_unadvertised(cluster: KubernetesCluster, policy: Policy, out: Callable[[str], None]) -> None:
+    """A warning for each governed resource no node advertises (the nodes are read once)."""
+    try:
+        offered = dict(cluster.gpu_nodes().allocatable)
+    except GpuQuotaError as error:
+        out(f"skipped the governed resources: cannot list the nodes ({error})")
+        return
+    for line in unadvertised_resources(policy, offered):
+        out(f"warning: {line}")
+
+
+def unadvertised_resources(policy: Policy, offered: Mapping[str, int]) -> list[str]:
+    """One line per governed resource that no node advertises in its allocatable, naming what the nodes do offer."""
+    on_nodes = ", ".join(sorted(name for name, count in offered.items() if count > 0)) or "no extended resources"
+    lines = []
+    for resource in policy.all_governed_resources():
+        if offered.get(resource, 0) > 0:
+            continue
+        where = ", ".join(ns for ns in policy.managed_namespaces() if resource in policy.governed_resources(ns))
+        lines.append(f"no node advertises {resource} (governed in {where}); the nodes offer {on_nodes}")
+    return lines
+
+
+def _cluster_queues(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
+    """HOOK for the Kueue adapter: build it from ``settings.kubeconfig`` and return
+    ``cluster_queue_problems(adapter, policy)``. Until then check-config says that it skipped the queues."""
+    if policy.cluster_queues():
+        out(f"skipped the ClusterQueues ({len(policy.cluster_queues())} in the policy): check-config does not read Kueue yet")
+    return []
+
+
+@dataclass(frozen=True)
+class ClusterQueueSpec:
+    """A ClusterQueue as check-config needs it: the resources each of its flavors lists, and its cohort."""
+
+    flavors: Mapping[str, frozenset[str]]  # flavor name -> the resources it has a nominalQuota for
+    cohort: str | None  # spec.cohortName (v1beta2) or spec.cohort (v1beta1); None: not in a cohort
+
+
+class KueueSpecs(Protocol):
+    """What check-config reads of Kueue (the Kueue adapter implements it)."""
+
+    def served(self) -> bool:
+        """Whether the API server serves ``kueue.x-k8s.io`` (Kueue is installed)."""
+        ...
+
+    def cluster_queue(self, name: str) -> ClusterQueueSpec | None:
+        """The ClusterQueue ``name``; None when there is none."""
+        ...
+
+
+def cluster_queue_problems(kueue: KueueSpecs, policy: Policy) -> list[str]:
+    """What is wrong with the ClusterQueues the policy keeps quota in: Kueue missing, a queue, a flavor or a
+    resource missing, or a borrowingLimit to move on a queue without a cohort (Kueue refuses one there)."""
+    targets = policy.cluster_queues()
+    if not targets:
+        return []
+    if not kueue.served():
+        queues = ", ".join(sorted({ref.name for _, _, ref in targets}))
+        return [
+            f"Kueue is not installed (the cluster serves no kueue.x-k8s.io) but the policy keeps quota in ClusterQueues {queues}"
+        ]
+    problems = []
+    for namespace, resource, ref in targets:
+        where = f"(policy: {resource} of {namespace})"
+        spec = kueue.cluster_queue(ref.name)
+        if spec is None:
+            problems.append(f"ClusterQueue {ref.name} {where} does not exist in the cluster")
+        elif ref.flavor not in spec.flavors:
+            problems.append(
+                f"ClusterQueue {ref.name} has no flavor {ref.flavor} {where}; it has {', '.join(sorted(spec.flavors)) or 'none'}"
+            )
+        elif resource not in spec.flavors[ref.flavor]:
+            listed = ", ".join(sorted(spec.flavors[ref.flavor])) or "nothing"
+            problems.append(f"ClusterQueue {ref.name} flavor {ref.flavor} has no quota of {resource} {where}; it lists {listed}")
+        elif ref.adjust_borrowing_limit and spec.cohort is None:
+            problems.append(
+                f"ClusterQueue {ref.name} is in no cohort, so it has no borrowingLimit to move {where}: set adjust_borrowing_limit: false"
+            )
     return problems
 
 

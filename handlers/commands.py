@@ -44,10 +44,13 @@ HELP = {
     "request": "Ask for GPUs: `+4` more, `-2` fewer or `8` in total; then either `for 3d` (90m, 12h, 3d or 2w, "
     f"at most {MAX_DURATION.days}d) or the word `permanent` (a new base quota; nothing else makes a change permanent). "
     "Examples: `/gpu-quota request ai-frontier-research +4 for 3d fine-tune on the new corpus`, "
-    "`/gpu-quota request biz-model-serving +2 permanent new serving replica`",
+    "`/gpu-quota request biz-model-serving +2 permanent new serving replica`. "
+    "Where a namespace governs several resources (MIG profiles, say), name one after the amount: "
+    "`/gpu-quota request ai-frontier-research +2 mig-3g.40gb for 1d eval sweep`; without it, a form asks which.",
     "shift": "Move GPUs from one namespace to another as one request: the source is lowered first, the target is raised "
     "by what the source gave up. Running pods keep running; the source's usage drains as jobs finish. "
-    "Example: `/gpu-quota shift 3 from ai-frontier-research to biz-model-serving for 30d validated models need serving`. "
+    "Example: `/gpu-quota shift 3 from ai-frontier-research to biz-model-serving for 30d validated models need serving` "
+    "(name a resource before `for` to move something else than whole GPUs: `... to biz-model-serving mig-3g.40gb for 30d ...`). "
     "Without arguments it opens a form.",
     "status": "Quota (hard/used), active grants and pending requests of a namespace, or of your teams' namespaces.",
     "list": "Pending requests you made or may decide.",
@@ -109,7 +112,7 @@ def handle(services: Services, slash: SlashCommand, parsed: Deferred, respond: R
         reply_privately(respond, attempt(work, user=user, what=what), header=header)
 
     match parsed:
-        case RequestCommand(draft=draft) if not draft.complete:
+        case RequestCommand(draft=draft) if not draft.complete or services.submissions.needs_resource(draft):
             open_request_form(services, user, draft, client, respond, trigger_id=slash.trigger_id, channel_id=slash.channel_id)
         case RequestCommand(draft=draft):
             reply(lambda: submitted_text(services.submissions.submit(requester=user, draft=draft)), "request")

@@ -72,16 +72,18 @@ def open_request_form(
     trigger_id: str | None,
     channel_id: str | None,
 ) -> None:
-    """The request form, prefilled with ``draft``, its namespace list limited to what ``user`` may request for."""
+    """The request form, prefilled with ``draft``, its namespace list limited to what ``user`` may request for
+    and, when the draft's namespace governs several resources, a choice of them with their quota today."""
     namespaces = attempt(lambda: services.access.requestable_namespaces(user), user=user, what="request form")
     if isinstance(namespaces, str):
         reply_privately(respond, namespaces)
         return
+    resources = services.submissions.resource_choices(draft.namespace) if draft.namespace in namespaces else ()
     open_view(
         client,
         lambda text: reply_privately(respond, text),
         trigger_id,
-        modals.request_form(draft, namespaces, channel_id=channel_id),
+        modals.request_form(draft, namespaces, channel_id=channel_id, resources=resources),
     )
 
 

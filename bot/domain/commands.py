@@ -27,6 +27,9 @@ MAX_REQUEST_ID = 2**31 - 1
 # are invisible in Slack and would hide what a reason really says.
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # C0 but tab and newline, DEL, C1
 PERMANENT_WORD = "permanent"
+_TERM_WORDS = ("for", PERMANENT_WORD)
+# What a person may type for a resource: a full name (nvidia.com/mig-3g.40gb), a short one (mig-3g.40gb, 3g).
+_RESOURCE_WORD = re.compile(r"[A-Za-z0-9][-A-Za-z0-9._/+]{0,252}")
 
 
 def clean_text(text: str) -> str:
@@ -88,7 +91,7 @@ class RequestDraft:
     reason: str = ""
     problems: tuple[str, ...] = ()
     permanent: bool = False  # only ever by an explicit choice: the word or the form's radio button
-    resource: str | None = None  # the resource as typed (resolved against the namespace's governed ones by the service)
+    resource: str | None = None  # the resource word as typed (mig-3g.40gb); None: not named
 
     @property
     def term_chosen(self) -> bool:
@@ -107,14 +110,15 @@ class RequestCommand:
 
 @dataclass(frozen=True)
 class ShiftDraft:
-    """``shift <N> from <source> to <target> for <duration>|permanent <reason>``: GPUs moved between two namespaces."""
+    """``shift <N> from <source> to <target> [resource] for <duration>|permanent <reason>``: GPUs moved between two
+    namespaces."""
 
     gpus: int
     source: str
     target: str
     duration: timedelta | None  # None: permanent
     reason: str
-    resource: str | None = None  # as typed; resolved against what both namespaces govern
+    resource: str | None = None  # the resource word as typed; None: not named
 
     @property
     def permanent(self) -> bool:
@@ -202,8 +206,8 @@ Command = (
 )
 
 USAGE = {
-    "request": "request <namespace> <+N|-N|N> for <duration>|permanent <reason>",
-    "shift": "shift <N> from <namespace> to <namespace> for <duration>|permanent <reason>",
+    "request": "request <namespace> <+N|-N|N> [resource] for <duration>|permanent <reason>",
+    "shift": "shift <N> from <namespace> to <namespace> [resource] for <duration>|permanent <reason>",
     "status": "status [namespace]",
     "list": "list",
     "cancel": "cancel <request id>",
@@ -268,8 +272,27 @@ def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | No
     return None
 
 
+def is_resource_word(text: str) -> bool:
+    """True for what could name a resource: a full name (nvidia.com/mig-3g.40gb) or a short one (mig-3g.40gb, 3g)."""
+    return _RESOURCE_WORD.fullmatch(text) is not None
+
+
+def _resource_word(rest: list[str]) -> str | None:
+    """The resource word at the head of ``rest`` (taken off it): a word right before ``for`` or ``permanent``.
+
+    Only there: before resources could be named, the word after the amount had to be ``for`` or
+    ``permanent``, so any other word followed by one of them was never valid, and a command without
+    either keeps reading as it did. Raises ValueError for a word no resource could be spelt as."""
+    if len(rest) < 2 or rest[0].lower() in _TERM_WORDS or rest[1].lower() not in _TERM_WORDS:
+        return None
+    word = rest.pop(0)
+    if not is_resource_word(word):
+        raise ValueError(f"'{word}' is not a resource name (like mig-3g.40gb or nvidia.com/gpu)")
+    return word
+
+
 def parse_request_words(words: list[str]) -> RequestDraft:
-    """Parse ``<namespace> <gpus> for <duration>|permanent <reason>``, keeping what is valid.
+    """Parse ``<namespace> <gpus> [resource] for <duration>|permanent <reason>``, keeping what is valid.
 
     Raises ValueError (naming it) for a bad duration.
     """
@@ -293,6 +316,11 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         except ValueError as error:
             problems.append(str(error))
             rest.pop(0)
+    resource = None
+    try:
+        resource = _resource_word(rest)
+    except ValueError as error:
+        problems.append(str(error))
     if rest and rest[0].lower() == "for":
         rest.pop(0)
         if not rest:
@@ -316,6 +344,7 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         permanent=permanent,
         reason=" ".join(rest),
         problems=tuple(problems),
+        resource=resource,
     )
 
 
@@ -341,9 +370,10 @@ def _parse_request(args: list[str]) -> Command:
 
 
 def parse_shift_words(words: list[str]) -> ShiftDraft:
-    """Parse ``<N> from <source> to <target> for <duration>|permanent <reason>``; ValueError names what is wrong."""
+    """Parse ``<N> from <source> to <target> [resource] for <duration>|permanent <reason>``; ValueError names what is
+    wrong."""
     if len(words) < 5 or words[1].lower() != "from" or words[3].lower() != "to":
-        raise ValueError("write it as `shift 3 from <namespace> to <namespace> for 30d|permanent <reason>`")
+        raise ValueError("write it as `shift 3 from <namespace> to <namespace> [resource] for 30d|permanent <reason>`")
     count, source, target, rest = words[0], words[2], words[4], words[5:]
     if not count.isascii() or not count.isdigit() or len(count) > 6 or int(count) == 0:
         raise ValueError(f"'{count}' is not a number of GPUs to move (a whole number above 0, like 3)")
@@ -352,6 +382,7 @@ def parse_shift_words(words: list[str]) -> ShiftDraft:
             raise ValueError(f"'{name}' is not a namespace name")
     if source == target:
         raise ValueError(f"the source and the target are both `{source}`: a shift moves GPUs between two namespaces")
+    resource = _resource_word(rest)
     duration: timedelta | None = None
     if rest and rest[0].lower() == "for" and len(rest) > 1:
         duration = _duration_after_for(rest[1])
@@ -360,11 +391,11 @@ def parse_shift_words(words: list[str]) -> ShiftDraft:
         rest = rest[1:]
     else:
         raise ValueError(f"say how long: `for 30d` ({ALLOWED}) or `{PERMANENT_WORD}`")
-    if rest and rest[0].lower() in ("for", PERMANENT_WORD):
+    if rest and rest[0].lower() in _TERM_WORDS:
         raise ValueError(f"both a duration and `{PERMANENT_WORD}`: say one")
     if not " ".join(rest).strip():
         raise ValueError("give a reason after the duration")
-    return ShiftDraft(gpus=int(count), source=source, target=target, duration=duration, reason=" ".join(rest))
+    return ShiftDraft(gpus=int(count), source=source, target=target, duration=duration, reason=" ".join(rest), resource=resource)
 
 
 def _parse_shift(args: list[str]) -> Command:

@@ -16,12 +16,21 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from apscheduler.triggers.cron import CronTrigger
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from bot.domain.commands import is_namespace_name
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.quota import QuotaScope
-from bot.domain.resources import GPU
+from bot.domain.resources import GPU, MIG_SLICES, is_resource_name, mig_profile, short_name
 
 
 def _duration(value: Any) -> Any:
@@ -44,6 +53,16 @@ def _class_names(value: Any) -> Any:
 
 
 PriorityClassNames = Annotated[tuple[str, ...], BeforeValidator(_class_names)]
+
+
+def _object_name(value: Any) -> Any:
+    """Kubernetes object names (a ClusterQueue, a ResourceFlavor) are DNS subdomains of at most 253 characters."""
+    if isinstance(value, str) and (len(value) > 253 or not _SUBDOMAIN.fullmatch(value)):
+        raise ValueError(f"'{value}' is not a Kubernetes object name (lower case letters, digits, '-' and '.')")
+    return value
+
+
+ObjectName = Annotated[str, BeforeValidator(_object_name)]
 
 
 class _Frozen(BaseModel):
@@ -79,12 +98,113 @@ class People(_Frozen):
         return groups
 
 
+_MIG_LIKE = re.compile(r"nvidia\.com/mig-", re.IGNORECASE)
+_MIG_LOOSE = re.compile(r"nvidia\.com/mig-(?P<g>\d+)g[._-]?(?P<memory>\d+)(?:gb?)?(?P<media>[.+]me)?", re.IGNORECASE)
+_QUOTA_KEY_PREFIXES = ("requests.", "limits.")
+
+
+def _resource_name(value: Any) -> Any:
+    """An extended resource name; a quota key or a misspelt MIG profile is refused with the spelling it needs."""
+    if not isinstance(value, str):
+        return value  # pydantic's str check names the type
+    prefix = next((p for p in _QUOTA_KEY_PREFIXES if value.startswith(p)), None)
+    if prefix is not None:
+        raise ValueError(f"'{value}' is a quota key: name the resource alone ('{value.removeprefix(prefix)}')")
+    if _MIG_LIKE.match(value) and mig_profile(value) is None:
+        raise ValueError(f"'{value}' is not a MIG profile: {_mig_spelling(value)}")
+    if not is_resource_name(value):
+        raise ValueError(
+            f"'{value}' is not an extended resource name (a domain, a slash and a name: nvidia.com/gpu, amd.com/gpu)"
+        )
+    return value
+
+
+def _mig_spelling(value: str) -> str:
+    """How a MIG profile is spelt, after the name ``value`` probably meant."""
+    spelling = f"the device plugin names them nvidia.com/mig-<g>g.<memory>gb, g from 1 to {MIG_SLICES}; a +me profile ends in .me"
+    loose = _MIG_LOOSE.fullmatch(value)
+    meant = f"nvidia.com/mig-{loose['g']}g.{loose['memory']}gb{'.me' if loose['media'] else ''}" if loose else None
+    if meant is not None and mig_profile(meant) is not None:
+        return f"did you mean {meant}? ({spelling})"
+    return f"{spelling}, e.g. nvidia.com/mig-3g.40gb"
+
+
+ResourceName = Annotated[str, BeforeValidator(_resource_name)]
+
+
+class ClusterQueueRef(_Frozen):
+    """A Kueue ClusterQueue keeps this resource's quota: the bot changes its ``nominalQuota`` in ``flavor``."""
+
+    name: ObjectName = Field(description="The ClusterQueue (cluster-scoped) that holds the namespace's quota of this resource.")
+    flavor: ObjectName = Field(
+        description="The ResourceFlavor of that ClusterQueue whose nominalQuota of this resource the bot changes (other flavors are left alone)."
+    )
+    adjust_borrowing_limit: bool = Field(
+        default=False,
+        description="Also move the flavor's borrowingLimit of this resource by the same amount (a ClusterQueue in a cohort).",
+    )
+
+
+class GovernedResource(_Frozen):
+    """An extended resource a namespace's quota governs, with its own limits and, optionally, its Kueue ClusterQueue."""
+
+    name: ResourceName = Field(
+        description="The extended resource: nvidia.com/gpu, a MIG profile (nvidia.com/mig-3g.40gb), nvidia.com/gpu.shared, amd.com/gpu, ... (a plain string entry is this name alone)."
+    )
+    max_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        description="The most of this resource a namespace may hold; unset: the namespace's max_gpus, else the team's limits.max_gpus_per_namespace.",
+    )
+    default_quota: int | None = Field(
+        default=None,
+        ge=0,
+        description="This resource's quota when the cluster has none yet; unset: the namespace's default_quota, else defaults.default_quota.",
+    )
+    cluster_queue: ClusterQueueRef | None = Field(
+        default=None,
+        description="Keep this resource's quota in a Kueue ClusterQueue instead of the namespace's ResourceQuota; unset: the ResourceQuota.",
+    )
+
+    def __str__(self) -> str:
+        return self.name  # how the configuration reference shows a default list
+
+
+def _resource_entry(value: Any) -> Any:
+    return {"name": value} if isinstance(value, str) else value
+
+
+def _distinct(resources: tuple[GovernedResource, ...]) -> tuple[GovernedResource, ...]:
+    if not resources:
+        raise ValueError(f"name at least one resource (leave the key out for [{GPU}])")
+    names = [resource.name for resource in resources]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"{', '.join(twice)} listed more than once")
+    return resources
+
+
+GovernedResources = Annotated[
+    tuple[Annotated[GovernedResource, BeforeValidator(_resource_entry)], ...], AfterValidator(_distinct)
+]
+DEFAULT_RESOURCES = (GovernedResource(name=GPU),)
+
+
 class ManagedNamespace(_Frozen):
     name: str = Field(description="The Kubernetes namespace (a plain string entry is this name alone).")
     quota_name: str | None = Field(default=None, description="The ResourceQuota the bot edits here; unset: defaults.quota_name.")
-    max_gpus: int | None = Field(default=None, ge=0, description="Overrides the team's limits.max_gpus_per_namespace.")
+    max_gpus: int | None = Field(
+        default=None,
+        ge=0,
+        description="The most of each governed resource the namespace may hold (a resource's own max_gpus wins); overrides the team's limits.max_gpus_per_namespace.",
+    )
     default_quota: int | None = Field(
-        default=None, ge=0, description="GPUs when the cluster has no quota yet; unset: defaults.default_quota."
+        default=None,
+        ge=0,
+        description="Each governed resource's quota when the cluster has none yet (a resource's own default_quota wins); unset: defaults.default_quota.",
+    )
+    resources: GovernedResources | None = Field(
+        default=None, description="The resources this namespace governs, replacing the team's list; unset: the team's resources."
     )
     borrowed_priority_classes: PriorityClassNames | None = Field(
         default=None, description="PriorityClasses temporary grants are meant for; overrides the team's list (unset: the team's)."
@@ -105,7 +225,11 @@ def _namespace(value: Any) -> Any:
 class Limits(_Frozen):
     """What a request may ask for; checked at submission, when the last approval lands and when the quota is written."""
 
-    max_gpus_per_namespace: int = Field(default=64, ge=0, description="A request may not take a namespace above this.")
+    max_gpus_per_namespace: int = Field(
+        default=64,
+        ge=0,
+        description="A request may not take a namespace above this, for each governed resource (unless the namespace or the resource sets max_gpus).",
+    )
     max_duration: Duration = Field(
         default=timedelta(days=14), description="Longest temporary grant, from its start to its end with every extension."
     )
@@ -190,6 +314,14 @@ class Team(_Frozen):
         description=(
             "PriorityClasses temporary grants are meant for: request cards warn about running GPU pods of a"
             " higher class (or one the cluster does not know). Empty: no check."
+        ),
+    )
+    resources: GovernedResources = Field(
+        default=DEFAULT_RESOURCES,
+        description=(
+            "The extended resources the quotas of the team's namespaces govern, each with its own limits:"
+            " resource names, or mappings (name, max_gpus, default_quota, cluster_queue). A namespace's"
+            " resources replace this list. See docs/resources.md."
         ),
     )
 
@@ -309,7 +441,9 @@ class Defaults(_Frozen):
         default=timedelta(hours=1),
         description="Requesters are reminded (with Extend / Release buttons) this long before a grant ends.",
     )
-    default_quota: int = Field(default=0, ge=0, description="GPUs of a managed namespace that has no quota yet.")
+    default_quota: int = Field(
+        default=0, ge=0, description="The quota of each governed resource of a managed namespace that has no quota yet."
+    )
 
 
 class ShiftApproval(StrEnum):
@@ -367,6 +501,23 @@ class Policy(_Frozen):
         return self
 
     @model_validator(mode="after")
+    def _one_namespace_per_queue(self) -> Policy:
+        """The bot keeps one base quota per namespace and resource: a ClusterQueue's flavor of a resource
+        shared by two namespaces would be raised by one's grant and lowered by the other's revert."""
+        served: dict[tuple[str, str, str], str] = {}
+        for namespace, resource, queue in self.cluster_queues():
+            key = (queue.name, queue.flavor, resource)
+            if key in served:
+                raise ValueError(
+                    f"the ClusterQueue {queue.name} (flavor {queue.flavor}, {resource}) serves both {served[key]} and"
+                    f" {namespace}: the bot keeps one base quota per namespace and resource, so each ClusterQueue,"
+                    " flavor and resource may serve one namespace (a team's resources apply to each of its namespaces:"
+                    " set cluster_queue in the namespace's own resources)"
+                )
+            served[key] = namespace
+        return self
+
+    @model_validator(mode="after")
     def _proposals_have_a_channel(self) -> Policy:
         if self.schedules.proposals and not self.admin_channel:
             raise ValueError("schedules.proposals posts to the admin channel: set admin_channel")
@@ -387,9 +538,6 @@ class Policy(_Frozen):
     def managed_namespaces(self) -> list[str]:
         return sorted(ns.name for team in self.teams.values() for ns in team.namespaces)
 
-    def governed_resources(self, namespace: str) -> tuple[str, ...]:
-        return (GPU,)
-
     def governed_scopes(self) -> list[QuotaScope]:
         """Every governed resource of every managed namespace, by namespace."""
         return [
@@ -402,11 +550,47 @@ class Policy(_Frozen):
         managed = self.namespace(namespace)
         return (managed.quota_name if managed else None) or self.defaults.quota_name
 
-    def default_quota(self, namespace: str, *, resource: str = GPU) -> int:
+    def default_quota(self, namespace: str, resource: str = GPU) -> int:
+        """The quota of ``resource`` when the cluster has none: the resource's, else the namespace's, else the defaults'."""
+        governed = self.governed(namespace, resource)
+        if governed is not None and governed.default_quota is not None:
+            return governed.default_quota
         managed = self.namespace(namespace)
         if managed and managed.default_quota is not None:
             return managed.default_quota
         return self.defaults.default_quota
+
+    def governed_resources(self, namespace: str) -> tuple[str, ...]:
+        """The resources the namespace's quota governs, in policy order (empty for an unmanaged namespace)."""
+        return tuple(resource.name for resource in self._resources_of(namespace))
+
+    def governed(self, namespace: str, resource: str) -> GovernedResource | None:
+        """The policy entry of ``resource`` in the namespace; None when the namespace does not govern it."""
+        return next((entry for entry in self._resources_of(namespace) if entry.name == resource), None)
+
+    def cluster_queue(self, namespace: str, resource: str = GPU) -> ClusterQueueRef | None:
+        """The Kueue ClusterQueue that keeps the namespace's quota of ``resource``; None: its ResourceQuota."""
+        governed = self.governed(namespace, resource)
+        return governed.cluster_queue if governed else None
+
+    def all_governed_resources(self) -> tuple[str, ...]:
+        """Every resource some managed namespace governs, sorted (what the Prometheus queries select)."""
+        return tuple(sorted({name for ns in self.managed_namespaces() for name in self.governed_resources(ns)}))
+
+    def cluster_queues(self) -> list[tuple[str, str, ClusterQueueRef]]:
+        """(namespace, resource, ClusterQueue) for every resource kept in Kueue, by namespace then policy order."""
+        return [
+            (namespace, entry.name, entry.cluster_queue)
+            for namespace in self.managed_namespaces()
+            for entry in self._resources_of(namespace)
+            if entry.cluster_queue is not None
+        ]
+
+    def _resources_of(self, namespace: str) -> tuple[GovernedResource, ...]:
+        team, managed = self.team_of(namespace), self.namespace(namespace)
+        if team is None or managed is None:
+            return ()
+        return managed.resources if managed.resources is not None else team.resources
 
     def borrowed_priority_classes(self, namespace: str) -> tuple[str, ...]:
         """The PriorityClasses the namespace's temporary grants are meant for (the namespace's list, else its team's)."""
@@ -416,7 +600,11 @@ class Policy(_Frozen):
         team = self.team_of(namespace)
         return team.borrowed_priority_classes if team else ()
 
-    def max_gpus(self, namespace: str, *, resource: str = GPU) -> int:
+    def max_gpus(self, namespace: str, resource: str = GPU) -> int:
+        """The most of ``resource`` the namespace may hold: the resource's max_gpus, else the namespace's, else the team's."""
+        governed = self.governed(namespace, resource)
+        if governed is not None and governed.max_gpus is not None:
+            return governed.max_gpus
         team = self.team_of(namespace)
         managed = self.namespace(namespace)
         if managed and managed.max_gpus is not None:
@@ -463,25 +651,35 @@ def approvals_required(team: Team, *, delta: int, permanent: bool, over_budget: 
     return required
 
 
-def limit_problems(policy: Policy, namespace: str, *, current: int, delta: int, duration: timedelta | None) -> list[str]:
-    """Why a change of ``delta`` GPUs to a quota of ``current`` breaks the team's limits (empty: it doesn't)."""
+def limit_problems(
+    policy: Policy, namespace: str, *, current: int, delta: int, duration: timedelta | None, resource: str = GPU
+) -> list[str]:
+    """Why a change of ``delta`` to a quota of ``current`` of ``resource`` breaks the team's limits (empty: it doesn't)."""
     team = policy.team_of(namespace)
     assert team is not None, "limit_problems needs a managed namespace"
+    governed = policy.governed_resources(namespace)
+    if resource not in governed:
+        return [f"{namespace} does not govern {resource}; it governs {', '.join(governed)}"]
     problems = []
     target = current + delta
     if delta == 0:
-        problems.append(f"{namespace} already has {current} GPUs: nothing to change")
+        problems.append(f"{namespace} already has {_amount(current, resource)}: nothing to change")
     if target < 0:
-        problems.append(f"{namespace} has {current} GPUs: it cannot go down by {-delta}")
-    max_gpus = policy.max_gpus(namespace)
+        problems.append(f"{namespace} has {_amount(current, resource)}: it cannot go down by {-delta}")
+    max_gpus = policy.max_gpus(namespace, resource)
     if delta > 0 and target > max_gpus:
-        problems.append(f"{namespace} may hold at most {max_gpus} GPUs; {current} {delta:+d} = {target}")
+        problems.append(f"{namespace} may hold at most {_amount(max_gpus, resource)}; {current} {delta:+d} = {target}")
     if duration is not None and duration > team.limits.max_duration:
         problems.append(
             f"{team.label} may borrow GPUs for at most {format_duration(team.limits.max_duration)}"
             f" (asked for {format_duration(duration)})"
         )
     return problems
+
+
+def _amount(n: int, resource: str) -> str:
+    """``4 GPUs`` for whole GPUs, ``4 mig-3g.40gb`` for any other resource."""
+    return gpu_count(n) if resource == GPU else f"{n} {short_name(resource)}"
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,9 @@ class ShiftService:
             raise Refused(NotAShiftMember(source.team.label, target.team.label))
         if draft.gpus > source.hard:
             raise Refused(SourceTooSmall(draft.source, source.hard, draft.gpus))
-        problems = limit_problems(self._policy, draft.target, current=target.hard, delta=draft.gpus, duration=draft.duration)
+        problems = limit_problems(
+            self._policy, draft.target, current=target.hard, delta=draft.gpus, duration=draft.duration, resource=resource
+        )
         if problems:
             raise Refused(OverLimits(tuple(problems)))
         price = self._pricer.price(draft.target)

@@ -54,7 +54,7 @@ from bot.services.refusals import (
 )
 from bot.services.request_rows import move_request
 from bot.services.requests import AUTO_APPROVER, check_reason_length, gpu_hours, load_request
-from bot.services.views import RequestCard
+from bot.services.views import RequestCard, ResourceChoice
 
 log = logging.getLogger(__name__)
 # A submission's "before" may be this old when this process read or wrote the quota that recently (a
@@ -119,7 +119,9 @@ class Submissions:
         snapshot = self._read_quota(scope, max_age=SUBMITTED_QUOTA_MAX_AGE if draft.amount.relative else 0.0)
         current = snapshot.hard if snapshot else self._policy.default_quota(scope.namespace, resource=scope.resource)
         delta = draft.amount.delta_from(current)
-        problems = limit_problems(self._policy, draft.namespace, current=current, delta=delta, duration=draft.duration)
+        problems = limit_problems(
+            self._policy, scope.namespace, current=current, delta=delta, duration=draft.duration, resource=scope.resource
+        )
         if problems:
             raise Refused(OverLimits(tuple(problems)))
         return self._create(
@@ -174,6 +176,33 @@ class Submissions:
         if isinstance(resolved, Unresolved):
             raise Refused(ResourceUnclear(namespace, resolved.word, resolved.candidates, governed))
         return resolved.resource
+
+    def needs_resource(self, draft: RequestDraft) -> bool:
+        """True when the draft's namespace governs several resources and the draft names none of them, or
+        several: the request form asks which (a word naming none of them is refused by ``submit``)."""
+        if draft.namespace is None:
+            return False
+        resolved = resolve(draft.resource, self._policy.governed_resources(draft.namespace))
+        return isinstance(resolved, Unresolved) and bool(resolved.candidates)
+
+    def resource_choices(self, namespace: str | None) -> tuple[ResourceChoice, ...]:
+        """The resources the request form offers for ``namespace`` with their quota today (none when it
+        governs one); a quota that cannot be read is offered without figures."""
+        governed = self._policy.governed_resources(namespace) if namespace else ()
+        if len(governed) < 2:
+            return ()
+        assert namespace is not None
+        choices = []
+        for resource in governed:
+            try:
+                snapshot = self._sync.current(QuotaScope(namespace, resource), max_age=SUBMITTED_QUOTA_MAX_AGE)
+            except GpuQuotaError as error:
+                log.warning("the request form shows %s in %s without its quota: %s", resource, namespace, error)
+                choices.append(ResourceChoice(resource, None, None))
+                continue
+            hard = snapshot.hard if snapshot else self._policy.default_quota(namespace, resource)
+            choices.append(ResourceChoice(resource, hard, snapshot.used if snapshot else None))
+        return tuple(choices)
 
     def check_extendable(self, request_id: int) -> None:
         """Raise a refusal unless the request has a grant to extend (asked before the extend form opens)."""

@@ -169,3 +169,12 @@ class HomeView:
     mine: tuple[PendingLine, ...]  # pending requests the person made
     to_decide: tuple[PendingLine, ...]  # pending requests the person may approve or deny
     notice: str = ""  # the outcome of what the person just did from the tab
+
+
+@dataclass(frozen=True)
+class ResourceChoice:
+    """A resource the request form offers for a namespace that governs several, with its quota there today."""
+
+    resource: str  # the governed resource name (nvidia.com/mig-3g.40gb)
+    hard: int | None  # None: not known (give the policy's default_quota where the cluster has no quota yet)
+    used: int | None  # None: not known

@@ -1,3 +1,4 @@
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -16,6 +17,8 @@ from bot.domain.commands import (
     ReleaseCommand,
     RequestCommand,
     RetryCommand,
+    ShiftCommand,
+    ShiftDraft,
     StatusCommand,
     ThreadDecision,
     parse_command,
@@ -180,6 +183,64 @@ def test_typed_requests_round_trip(namespace: str, amount: GpuAmount, duration: 
     draft = command.draft
     assert draft.complete and draft.permanent == (duration is None)
     assert (draft.namespace, draft.amount, draft.duration, draft.reason) == (namespace, amount, duration, reason)
+
+
+resource_words = st.from_regex(
+    r"(nvidia\.com/)?mig-[1-7]g\.[1-9][0-9]{0,2}gb(\.me)?|[a-z]{1,8}\.com/[a-z][a-z.-]{0,10}[a-z]|[1-7]g", fullmatch=True
+)
+
+
+@given(namespaces, amounts, durations, reasons, resource_words)
+def test_a_resource_word_before_the_term_changes_only_the_resource(
+    namespace: str, amount: GpuAmount, duration: timedelta | None, reason: str, word: str
+) -> None:
+    span = f"for {format_duration(duration)}" if duration else "permanent"
+    without = parse_command(f"request {namespace} {amount} {span} {reason}")
+    named = parse_command(f"request {namespace} {amount} {word} {span} {reason}")
+    assert isinstance(without, RequestCommand) and isinstance(named, RequestCommand)
+    assert without.draft.resource is None and named.draft == replace(without.draft, resource=word)
+
+
+@given(st.integers(min_value=1, max_value=999), durations, reasons, st.none() | resource_words)
+def test_typed_shifts_round_trip_with_an_optional_resource(
+    gpus: int, duration: timedelta | None, reason: str, word: str | None
+) -> None:
+    span = f"for {format_duration(duration)}" if duration else "permanent"
+    named = f" {word}" if word else ""
+    command = parse_command(f"shift {gpus} from ns-a to ns-b{named} {span} {reason}")
+    assert command == ShiftCommand(ShiftDraft(gpus, "ns-a", "ns-b", duration, reason, resource=word))
+
+
+@pytest.mark.parametrize(
+    ("text", "resource"),
+    [
+        ("request ns-a +2 mig-3g.40gb for 1d eval sweep", "mig-3g.40gb"),
+        ("request ns-a 4 nvidia.com/mig-1g.10gb.me permanent media", "nvidia.com/mig-1g.10gb.me"),
+        ("request ns-a -1 3g PERMANENT done", "3g"),
+        ("request ns-a +2 for 1d mig-3g.40gb sweep", None),  # after the term it is part of the reason
+        ("request ns-a +2 serving capacity for launch", None),  # without a term right after, nothing is a resource
+    ],
+)
+def test_the_resource_is_the_word_between_the_amount_and_the_term(text: str, resource: str | None) -> None:
+    command = parse_command(text)
+    assert isinstance(command, RequestCommand) and command.draft.resource == resource
+
+
+def test_a_word_no_resource_is_spelt_as_is_a_problem_and_the_rest_is_kept() -> None:
+    command = parse_command("request ns-a +2 <@U0EVE> for 1d sweep")
+    assert isinstance(command, RequestCommand)
+    draft = command.draft
+    assert draft.resource is None and draft.problems == (
+        "'<@U0EVE>' is not a resource name (like mig-3g.40gb or nvidia.com/gpu)",
+    )
+    assert (draft.amount, draft.duration, draft.reason) == (GpuAmount(2, True), timedelta(days=1), "sweep")
+    shift = parse_command("shift 2 from ns-a to ns-b <@U0EVE> for 1d sweep")
+    assert isinstance(shift, Malformed) and "'<@U0EVE>' is not a resource name" in shift.message
+
+
+def test_the_usage_of_request_and_shift_names_the_optional_resource() -> None:
+    assert "<+N|-N|N> [resource] for <duration>|permanent" in USAGE["request"]
+    assert "to <namespace> [resource] for <duration>|permanent" in USAGE["shift"]
 
 
 @given(st.integers(min_value=0, max_value=1000), st.integers(min_value=0, max_value=1000))

@@ -86,3 +86,31 @@ def test_form_text_loses_control_characters() -> None:
 def test_extend_form_metadata_must_name_a_valid_request() -> None:
     for metadata, expected in (({"request_id": 7}, 7), ({"request_id": 10**23}, None), ({}, None), ({"request_id": "x"}, None)):
         assert FormSubmission.from_body({"view": {"private_metadata": json.dumps(metadata)}}).request_id == expected
+
+
+def test_the_chosen_resource_is_the_draft_s_and_an_empty_choice_is_an_error_under_it() -> None:
+    fields = {
+        ids.NAMESPACE_BLOCK: "ns-a",
+        ids.GPUS_BLOCK: "+2",
+        ids.TERM_BLOCK: ids.TEMPORARY,
+        ids.DURATION_BLOCK: "1d",
+        ids.REASON_BLOCK: "sweep",
+    }
+    draft, errors = draft_from_form(fields | {ids.RESOURCE_BLOCK: "nvidia.com/mig-3g.40gb"})
+    assert errors == {} and draft.resource == "nvidia.com/mig-3g.40gb" and draft.complete
+    draft, errors = draft_from_form(fields)  # a form without the choice: one governed resource
+    assert errors == {} and draft.resource is None
+    _, errors = draft_from_form(fields | {ids.RESOURCE_BLOCK: ""})
+    assert errors == {ids.RESOURCE_BLOCK: "Choose a resource."}
+    _, errors = draft_from_form(fields | {ids.RESOURCE_BLOCK: "<!here>"})
+    assert errors == {ids.RESOURCE_BLOCK: "'<!here>' is not a resource name."}
+
+
+def test_a_request_more_button_may_carry_the_resource() -> None:
+    body = {"user": {"id": "U2"}, "actions": [{"action_id": ids.ACTION_IDS[ActionKind.REQUEST_MORE], "value": ""}]}
+    body["actions"][0]["value"] = json.dumps({"namespace": "ns-a", "gpus": "+2", "resource": "nvidia.com/mig-3g.40gb"})
+    draft = ButtonClick.from_body(body).prefill()
+    assert (draft.namespace, draft.amount, draft.resource) == ("ns-a", GpuAmount(2, True), "nvidia.com/mig-3g.40gb")
+    for forged in (["x"], "<!channel>", 3):
+        body["actions"][0]["value"] = json.dumps({"namespace": "ns-a", "gpus": "+2", "resource": forged})
+        assert ButtonClick.from_body(body).prefill().resource is None

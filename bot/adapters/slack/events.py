@@ -18,11 +18,11 @@ from bot.domain.commands import (
     ShiftDraft,
     clean_text,
     is_namespace_name,
+    is_resource_word,
     parse_request_id,
     parse_shift_words,
 )
 from bot.domain.durations import ALLOWED, parse_duration
-from bot.domain.resources import is_resource_name
 from bot.services.ports import ActionKind
 
 
@@ -79,14 +79,14 @@ class ButtonClick:
         return (parts[0], parts[1], gpus) if 0 < gpus <= 10_000 else None
 
     def prefill(self) -> RequestDraft:
-        """The draft a [Request more] button carries (JSON: namespace, GPUs and, since resources, the resource)."""
+        """The draft a [Request more] button carries (JSON: namespace, GPUs and, optionally, the resource)."""
         try:
             data = json.loads(self.value)
             namespace, resource = data.get("namespace"), data.get("resource")
             return RequestDraft(
                 namespace=namespace if isinstance(namespace, str) and is_namespace_name(namespace) else None,
                 amount=GpuAmount.parse(str(data.get("gpus", "+1"))),
-                resource=resource if isinstance(resource, str) and is_resource_name(resource) else None,
+                resource=resource if isinstance(resource, str) and is_resource_word(resource) else None,
             )
         except (ValueError, AttributeError, RecursionError):
             return RequestDraft()
@@ -152,8 +152,16 @@ def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str
     reason = values.get(ids.REASON_BLOCK, "")
     if not reason:
         errors[ids.REASON_BLOCK] = "Say why: approvers read it and the audit trail keeps it."
+    resource = values.get(ids.RESOURCE_BLOCK)  # absent: the form had no choice (one governed resource)
+    if resource is not None and not is_resource_word(resource):
+        errors[ids.RESOURCE_BLOCK] = "Choose a resource." if not resource else f"'{resource}' is not a resource name."
     draft = RequestDraft(
-        namespace=namespace or None, amount=amount, duration=duration, permanent=term == ids.PERMANENT, reason=reason
+        namespace=namespace or None,
+        amount=amount,
+        duration=duration,
+        permanent=term == ids.PERMANENT,
+        reason=reason,
+        resource=resource or None,
     )
     return draft, errors
 

@@ -27,6 +27,7 @@ CONFIRM_APPROVAL_FORM = "gq_confirm_approval"  # approving a permanent or large 
 # Input blocks of the forms; each holds one element whose action_id is INPUT_ACTION.
 NAMESPACE_BLOCK = "namespace"
 GPUS_BLOCK = "gpus"
+RESOURCE_BLOCK = "resource"  # the request form: which governed resource, when the namespace has several
 TERM_BLOCK = "term"  # radio buttons: TEMPORARY or PERMANENT, no default
 TEMPORARY = "temporary"
 PERMANENT = "permanent"

@@ -30,10 +30,14 @@ from bot.adapters.slack.blocks import mention, truncate
 from bot.adapters.slack.mrkdwn import escape
 from bot.domain.commands import RequestDraft, clean_text, format_request_id
 from bot.domain.durations import ALLOWED, format_duration
+from bot.domain.resources import Resolved, resolve, short_name
 from bot.services.outcomes import Confirmation
 from bot.services.text import gpus, money
+from bot.services.views import ResourceChoice
 
-MAX_OPTIONS = 100
+MAX_OPTIONS = 100  # a static_select's options
+MAX_OPTION_TEXT = 75  # an option's text
+MAX_OPTION_VALUE = 150  # an option's value
 
 
 def _mrkdwn(text: str) -> MarkdownTextObject:
@@ -41,14 +45,19 @@ def _mrkdwn(text: str) -> MarkdownTextObject:
     return MarkdownTextObject(text=text, verbatim=True)
 
 
-def request_form(draft: RequestDraft, namespaces: Sequence[str], *, channel_id: str | None) -> View:
-    """The request modal, prefilled with what the typed command got right."""
+def request_form(
+    draft: RequestDraft, namespaces: Sequence[str], *, channel_id: str | None, resources: Sequence[ResourceChoice] = ()
+) -> View:
+    """The request modal, prefilled with what the typed command got right; ``resources``: the draft's namespace's
+    governed resources with their quota today (a choice only when there are several)."""
     blocks: list[Block] = []
     if draft.problems:
         blocks.append(
             ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, draft.problems)), 2000))])
         )
     blocks.append(_namespace_input(draft.namespace, namespaces))
+    if len(resources) > 1:
+        blocks.append(_resource_input(draft, resources))
     blocks.append(
         InputBlock(
             block_id=ids.GPUS_BLOCK,
@@ -207,6 +216,48 @@ def _namespace_input(selected: str | None, namespaces: Sequence[str]) -> InputBl
         label="Namespace",
         element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=clean_text(selected) if selected else None),
     )
+
+
+def _resource_input(draft: RequestDraft, choices: Sequence[ResourceChoice]) -> InputBlock:
+    """Which resource: a select showing each one's quota today, preselected when the typed word named one;
+    a text field when Slack's select cannot hold them (more than 100, or a name too long for a value)."""
+    named = resolve(draft.resource, tuple(choice.resource for choice in choices))
+    selected = named.resource if isinstance(named, Resolved) else None
+    where = f" in {draft.namespace}" if draft.namespace else ""
+    if len(choices) <= MAX_OPTIONS and all(len(choice.resource) <= MAX_OPTION_VALUE for choice in choices):
+        options = [
+            Option(text=truncate(_choice_text(choice, choices), MAX_OPTION_TEXT), value=choice.resource) for choice in choices
+        ]
+        return InputBlock(
+            block_id=ids.RESOURCE_BLOCK,
+            label="Resource",
+            hint=f"The quota{where} when this form opened.",
+            element=StaticSelectElement(
+                action_id=ids.INPUT_ACTION,
+                placeholder="Choose a resource",
+                options=options,
+                initial_option=next((o for o in options if o.value == selected), None),
+            ),
+        )
+    typed = selected or (clean_text(draft.resource) if draft.resource else None)
+    return InputBlock(
+        block_id=ids.RESOURCE_BLOCK,
+        label="Resource",
+        hint=truncate(f"Governed{where}: {', '.join(short_name(choice.resource) for choice in choices)}", 2000),
+        element=PlainTextInputElement(action_id=ids.INPUT_ACTION, initial_value=typed),
+    )
+
+
+def _choice_text(choice: ResourceChoice, choices: Sequence[ResourceChoice]) -> str:
+    """``mig-3g.40gb: 2 of 4 in use``; the full name where two resources share a short one (nvidia.com/gpu, amd.com/gpu)."""
+    short = short_name(choice.resource)
+    shared = sum(short_name(other.resource) == short for other in choices) > 1
+    name = choice.resource if shared else short
+    if choice.hard is None:
+        return f"{name}: quota not known"
+    if choice.used is None:
+        return f"{name}: quota {choice.hard}"
+    return f"{name}: {choice.used} of {choice.hard} in use"
 
 
 def _reason_input(reason: str, *, optional: bool = False) -> InputBlock:
