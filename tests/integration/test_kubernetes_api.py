@@ -15,6 +15,7 @@ from bot.adapters.slack.replies import reply_text
 from bot.clock import ManualClock
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import RequestState, Verdict
+from bot.domain.resources import GPU
 from bot.errors import NamespaceNotFound, UserError
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
@@ -215,20 +216,21 @@ def test_the_cluster_wide_reads_through_the_real_client(tmp_path: Path) -> None:
             }
         )
         cluster = KubernetesCluster.from_environment(stand_in.write_kubeconfig(tmp_path / "kubeconfig"))
-        assert cluster.allocatable_gpus() == 24
+        assert cluster.gpu_nodes().of(GPU) == 24
         names = {"ai-frontier-research": "compute-quota", "biz-model-serving": "compute-quota"}
-        assert cluster.gpu_quota_totals(names) == {"ai-frontier-research": 4, "biz-model-serving": 16}
+        assert cluster.gpu_quota_totals(names) == {"ai-frontier-research": {GPU: 4}, "biz-model-serving": {GPU: 16}}
         [refusal] = cluster.quota_refusals()
-        assert (refusal.namespace, refusal.kind, refusal.name, refusal.uid, refusal.count) == (
+        assert (refusal.namespace, refusal.kind, refusal.name, refusal.uid, refusal.resource, refusal.count) == (
             "ai-frontier-research",
             "Job",
             "train",
             "u-1",
+            GPU,
             3,
         )
         assert cluster.namespace_exists("biz-model-serving") and not cluster.namespace_exists("no-such-namespace")
-        assert cluster.read_quota("ai-frontier-research", "missing-quota") is None
+        assert cluster.read_quota("ai-frontier-research", "missing-quota", GPU) is None
         with pytest.raises(NamespaceNotFound):
-            cluster.read_quota("no-such-namespace", "compute-quota")
+            cluster.read_quota("no-such-namespace", "compute-quota", GPU)
     finally:
         stand_in.stop()

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 from bot.adapters.slack.reasons import render_detail
 from bot.clock import ManualClock
+from bot.domain.resources import GPU
 from bot.sandbox.kube_api import KubeApiStandIn
 from tests.integration.conftest import SlackOverHttp
 
@@ -82,7 +83,7 @@ def test_a_quota_raised_over_usage_ends_the_reclaim_without_a_freed_message(slac
     assert "over quota" not in status(slack)
     assert check(slack) == []
     assert not [r for r in slack.records("message") if "freed" in r.text]
-    row = slack.sandbox.database.run(lambda repo: repo.open_reclaim(FRONTIER))
+    row = slack.sandbox.database.run(lambda repo: repo.open_reclaim(FRONTIER, GPU))
     assert row is None
 
 
@@ -94,7 +95,7 @@ def test_usage_within_the_quota_at_the_write_opens_no_reclaim(slack: SlackOverHt
         slack.click(approver, slack.buttons(message)["Approve"], message)
         slack.submit(approver, slack.records("view_open")[-1].view, {})
     assert kube(slack).hard(FRONTIER, "compute-quota") == "2"
-    assert slack.sandbox.database.run(lambda repo: repo.open_reclaim(FRONTIER)) is None
+    assert slack.sandbox.database.run(lambda repo: repo.open_reclaim(FRONTIER, GPU)) is None
     assert "over quota" not in status(slack)
 
 

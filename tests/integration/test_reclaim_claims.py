@@ -6,13 +6,16 @@ import threading
 from datetime import UTC, date, datetime, timedelta
 
 from bot.adapters.db.database import Database
+from bot.domain.resources import GPU
 
 AT = datetime(2026, 11, 30, 8, tzinfo=UTC)
 
 
 def test_two_replicas_closing_one_reclaim_close_it_once(database: Database) -> None:
     reclaim_id = database.run(
-        lambda repo: repo.start_reclaim(namespace="ai-frontier-research", request_id=None, quota=1, used=4, at=AT).id
+        lambda repo: (
+            repo.start_reclaim(namespace="ai-frontier-research", resource=GPU, request_id=None, quota=1, used=4, at=AT).id
+        )
     )
     start = threading.Barrier(2)
     won: list[bool] = []
@@ -27,7 +30,7 @@ def test_two_replicas_closing_one_reclaim_close_it_once(database: Database) -> N
     for thread in threads:
         thread.join()
     assert sorted(won) == [False, True]
-    assert database.run(lambda repo: repo.open_reclaim("ai-frontier-research")) is None
+    assert database.run(lambda repo: repo.open_reclaim("ai-frontier-research", GPU)) is None
 
 
 def test_blocked_workloads_are_counted_per_namespace_and_day(database: Database) -> None:
