@@ -346,13 +346,9 @@ class KueueObjects:
         kind = self._served(version, plural, ns)
         if kind is None:
             return _no_such_path()
-        if not isinstance(body, dict) or body.get("apiVersion") != f"{GROUP}/{version}":
-            found = body.get("apiVersion") if isinstance(body, dict) else None
-            return status(
-                400,
-                f"the API version in the data ({found}) does not match the expected API version ({GROUP}/{version})",
-                "BadRequest",
-            )
+        mismatch = _version_mismatch(body, version)
+        if mismatch is not None:
+            return mismatch
         if ns is not None and ns not in self.namespaces:
             return status(404, f'namespaces "{ns}" not found', "NotFound", {"name": ns, "kind": "namespaces"})
         name = (body.get("metadata") or {}).get("name", "")
@@ -421,13 +417,9 @@ class KueueObjects:
         found = self._addressed(version, ns, plural, name, subresource)
         if isinstance(found, Outgoing):
             return found
-        if not isinstance(body, dict) or body.get("apiVersion") != f"{GROUP}/{version}":
-            found_version = body.get("apiVersion") if isinstance(body, dict) else None
-            return status(
-                400,
-                f"the API version in the data ({found_version}) does not match the expected API version ({GROUP}/{version})",
-                "BadRequest",
-            )
+        mismatch = _version_mismatch(body, version)
+        if mismatch is not None:
+            return mismatch
         return self._update(incoming, version, ns, plural, name, subresource, copy.deepcopy(body))
 
     # --- the write path ----------------------------------------------------------------------------
@@ -720,6 +712,15 @@ def _invalid(plural: str, name: str, problems: list[_Problem]) -> Outgoing:
         "Invalid",
         {"name": name, "group": GROUP, "kind": kind, "causes": causes},
     )
+
+
+def _version_mismatch(body: Any, version: str) -> Outgoing | None:
+    """A 400 for a body that is not an object of ``version``, as the create and update handlers answer."""
+    found = body.get("apiVersion") if isinstance(body, dict) else None
+    if found == f"{GROUP}/{version}":
+        return None
+    said = f"the API version in the data ({found}) does not match the expected API version ({GROUP}/{version})"
+    return status(400, said, "BadRequest")
 
 
 def _details(plural: str, name: str) -> dict[str, Any]:

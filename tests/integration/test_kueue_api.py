@@ -326,3 +326,23 @@ def test_create_defaults_and_refuses_a_second_one(kube: KubeApiStandIn, custom: 
     assert stored["metadata"]["finalizers"] == ["kueue.x-k8s.io/resource-in-use"]
     code, again = refusal(lambda: custom.create_cluster_custom_object(GROUP, "v1beta1", "clusterqueues", body))
     assert (code, again["reason"], again["message"]) == (409, "AlreadyExists", f'clusterqueues.{GROUP} "new-cq" already exists')
+
+
+def test_an_update_replaces_the_object_with_its_version_as_the_precondition(
+    kube: KubeApiStandIn, custom: client.CustomObjectsApi
+) -> None:
+    current = queue(custom)
+    current["spec"]["stopPolicy"] = "Hold"
+    updated = custom.replace_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", RESEARCH_QUEUE, current)
+    assert updated["spec"]["stopPolicy"] == "Hold" and updated["status"] == current["status"]
+    code, body = refusal(lambda: custom.replace_cluster_custom_object(GROUP, "v1beta2", "clusterqueues", RESEARCH_QUEUE, current))
+    assert (code, body["reason"]) == (409, "Conflict") and kube.kueue_writes() == 1
+
+
+def test_local_queues_and_flavors_are_served_too(custom: client.CustomObjectsApi) -> None:
+    local = custom.get_namespaced_custom_object(GROUP, "v1beta1", RESEARCH, "localqueues", "research-lq")
+    assert (local["kind"], local["spec"]["clusterQueue"]) == ("LocalQueue", RESEARCH_QUEUE)
+    flavors = custom.list_cluster_custom_object(GROUP, "v1beta2", "resourceflavors")
+    assert [f["metadata"]["name"] for f in flavors["items"]] == ["a100", "default-flavor", "h100"]
+    code, _ = refusal(lambda: custom.get_cluster_custom_object_status(GROUP, "v1beta2", "resourceflavors", "h100"))
+    assert code == 404  # a ResourceFlavor has no status subresource
