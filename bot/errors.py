@@ -12,6 +12,7 @@ Messages of all three are safe to show to people: they never contain secrets.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar
 
 T = TypeVar("T")
@@ -67,6 +68,39 @@ class NamespaceNotFound(UserError):
 
 class QuotaConflict(TemporaryError):
     """Someone changed the ResourceQuota between our read and our write (HTTP 409)."""
+
+
+class KueuePart(Enum):
+    """What a Kueue ClusterQueue target needs that the cluster lacks."""
+
+    KUEUE = "kueue"  # kueue.x-k8s.io is not served (Kueue is not installed), or in no version the bot speaks
+    CLUSTER_QUEUE = "clusterqueue"
+    FLAVOR = "flavor"  # the ClusterQueue has no such flavor
+    RESOURCE = "resource"  # the flavor does not cover the resource
+
+
+class KueueObjectMissing(PermanentError):
+    """The Kueue objects a ClusterQueue target names are not all there (``missing`` says which); nothing was
+    written. ``present`` is what the cluster has instead: the versions of kueue.x-k8s.io it serves, the
+    queue's flavors, or the resources the flavor covers. People's words are made at the Slack edge from
+    these fields; ``str`` is a plain line for logs."""
+
+    def __init__(
+        self, missing: KueuePart, *, cluster_queue: str, flavor: str, resource: str, present: tuple[str, ...] = ()
+    ) -> None:
+        self.missing = missing
+        self.cluster_queue = cluster_queue
+        self.flavor = flavor
+        self.resource = resource
+        self.present = present
+        instead = f" (present: {', '.join(present) or 'none'})"
+        said = {
+            KueuePart.KUEUE: f"Kueue is not installed or serves no version the bot speaks (kueue.x-k8s.io{instead})",
+            KueuePart.CLUSTER_QUEUE: f"the ClusterQueue {cluster_queue} does not exist",
+            KueuePart.FLAVOR: f"the ClusterQueue {cluster_queue} has no flavor {flavor}{instead}",
+            KueuePart.RESOURCE: f"the flavor {flavor} of the ClusterQueue {cluster_queue} does not cover {resource}{instead}",
+        }
+        super().__init__(said[missing])
 
 
 class LostRace(Exception):

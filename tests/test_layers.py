@@ -109,6 +109,7 @@ ADAPTER_CONSTRUCTORS = {
     "SlackDirectory",
     "SlackHomeTabs",
     "KubernetesCluster",
+    "KueueCluster",
     "PrometheusMetrics",
 }
 

@@ -8,7 +8,8 @@ quantities (422), copies ``spec.hard`` into ``status.hard`` like the quota contr
 told to fail or stall a route (403, 404, 500, timeouts; a number of times or for a while; only for
 bodies matching a pattern) or to refuse connections for a while. A stalled write is still applied
 after the stall, as a real API server that already accepted it would. ``edit_quota`` plays a person
-running ``kubectl edit``; ``quota_writes`` counts the writes that changed a quota.
+running ``kubectl edit``; ``quota_writes`` counts the writes that changed a quota. ``/apis`` lists the API
+groups it serves; Kueue's (``kueue.x-k8s.io``) is ``bot.sandbox.kueue_api``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from typing import Any
 
 import yaml
 
+from bot.sandbox.apimachinery import BadSelector as _BadSelector
+from bot.sandbox.apimachinery import fields_match as _fields_match
+from bot.sandbox.apimachinery import labels_match as _labels_match
+from bot.sandbox.apimachinery import merge_patch as _merge
+from bot.sandbox.apimachinery import now as _now
+from bot.sandbox.apimachinery import status as _status
 from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
+from bot.sandbox.kueue_api import KUEUE_ROUTES, KueueObjects
 
 _QUANTITY = re.compile(r"^[+-]?(\d+(\.\d+)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i?|[mkMGTPE])?$")
 _ROUTES = [
@@ -41,7 +49,10 @@ _ROUTES = [
     ("priority_classes", re.compile(r"^/apis/scheduling\.k8s\.io/v1/priorityclasses$")),
     ("all_events", re.compile(r"^/api/v1/events$")),
     ("events", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")),
+    ("api_groups", re.compile(r"^/apis/?$")),
+    *KUEUE_ROUTES,
 ]
+_SCHEDULING = {"groupVersion": "scheduling.k8s.io/v1", "version": "v1"}
 
 
 @dataclass
@@ -57,7 +68,7 @@ class _Fault:
     dry_run: bool | None = None  # only dry runs (True), only real writes (False), or both
 
 
-class KubeApiStandIn:
+class KubeApiStandIn(KueueObjects):
     def __init__(self, *, token: str = "sandbox-token", tls: ssl.SSLContext | None = None) -> None:
         self.token = token
         self.namespaces: dict[str, dict[str, Any]] = {}
@@ -73,6 +84,7 @@ class KubeApiStandIn:
         self._persisted: list[str] = []  # the namespace of each persisted quota write
         self._rv = itertools.count(100)
         self._lock = threading.RLock()
+        self._init_kueue()
         self._server = LoopbackServer(self._handle, tls=tls)
 
     # --- lifecycle and seeding -------------------------------------------------------------
@@ -479,6 +491,11 @@ class KubeApiStandIn:
             },
         )
 
+    def _get_api_groups(self, incoming: Incoming, body: Any) -> Outgoing:
+        scheduling = {"name": "scheduling.k8s.io", "versions": [_SCHEDULING], "preferredVersion": _SCHEDULING}
+        groups = [scheduling, *self.kueue_api_groups()]
+        return Outgoing.json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
     def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:
         return self._event_list(self.events, incoming)
 
@@ -561,66 +578,6 @@ _EVENT_FIELDS = {
     },
     "source": "source.component",
 }
-_FIELD_TERM = re.compile(r"^(?P<path>[A-Za-z0-9.]+)\s*(?P<op>!=|==|=)\s*(?P<value>.*)$")
-_LABEL_SET = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)\s+(?P<op>in|notin)\s+\((?P<values>[^)]*)\)$")
-_LABEL_EQ = re.compile(r"^(?P<key>[A-Za-z0-9./_-]+)\s*(?P<op>!=|==|=)\s*(?P<value>[A-Za-z0-9._-]*)$")
-_LABEL_EXISTS = re.compile(r"^(?P<not>!)?\s*(?P<key>[A-Za-z0-9./_-]+)$")
-
-
-class _BadSelector(Exception):
-    """A selector the API server would refuse (HTTP 400)."""
-
-
-def _fields_match(item: dict[str, Any], selector: str, supported: dict[str, str]) -> bool:
-    """A field selector: ``path=value``, ``path==value`` and ``path!=value`` terms, all of which must hold."""
-    for term in filter(None, (t.strip() for t in selector.split(","))):
-        match = _FIELD_TERM.match(term)
-        if match is None:
-            raise _BadSelector(f"invalid selector: '{selector}'; can't understand '{term}'")
-        field, op, wanted = match["path"], match["op"], match["value"]
-        if field not in supported:
-            raise _BadSelector(f"field label not supported: {field}")
-        actual: Any = item
-        for part in supported[field].split("."):
-            actual = actual.get(part) if isinstance(actual, dict) else None
-        equal = ("" if actual is None else str(actual).lower() if isinstance(actual, bool) else str(actual)) == wanted
-        if equal != (op != "!="):
-            return False
-    return True
-
-
-def _label_terms(selector: str) -> list[str]:
-    """Split on the commas between terms, not those inside ``in (a,b)``."""
-    terms, depth, current = [], 0, ""
-    for char in selector:
-        depth += {"(": 1, ")": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            terms.append(current.strip())
-            current = ""
-        else:
-            current += char
-    terms.append(current.strip())
-    return [t for t in terms if t]
-
-
-def _labels_match(labels: dict[str, str], selector: str) -> bool:
-    """A label selector: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``."""
-    for term in _label_terms(selector):
-        if match := _LABEL_SET.match(term):
-            values = {v.strip() for v in match["values"].split(",")}
-            found = labels.get(match["key"]) in values
-            if found != (match["op"] == "in"):
-                return False
-        elif match := _LABEL_EQ.match(term):
-            equal = labels.get(match["key"]) == match["value"]
-            if equal != (match["op"] != "!="):
-                return False
-        elif match := _LABEL_EXISTS.match(term):
-            if (match["key"] in labels) == bool(match["not"]):
-                return False
-        else:
-            raise _BadSelector(f"unable to parse requirement: {term}")
-    return True
 
 
 def scheduling_failure_event(
@@ -673,20 +630,6 @@ def quota_refusal_event(
     }
 
 
-def _merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return patch
-    if not isinstance(target, dict):
-        target = {}
-    for key, value in patch.items():
-        if value is None:
-            target.pop(key, None)
-        else:
-            target[key] = _merge(target.get(key), value)
-    return target
-
-
 def _invalid(name: str, hard: dict[str, Any]) -> Outgoing | None:
     for resource, value in hard.items():
         text = str(value)
@@ -707,31 +650,12 @@ def _invalid(name: str, hard: dict[str, Any]) -> Outgoing | None:
     return None
 
 
-def _status(code: int, message: str, reason: str) -> Outgoing:
-    return Outgoing.json(
-        code,
-        {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": message,
-            "reason": reason,
-            "code": code,
-        },
-    )
-
-
 def _not_found(kind: str, name: str) -> Outgoing:
     return _status(404, f'{kind} "{name}" not found', "NotFound")
 
 
 def _list(kind: str, items: list[dict[str, Any]], rv: str) -> Outgoing:
     return Outgoing.json(200, {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": rv}, "items": items})
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _pod_gpus(pod: dict[str, Any]) -> int:
