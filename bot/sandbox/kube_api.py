@@ -75,8 +75,10 @@ class KubeApiStandIn(KueueObjects):
         self.quotas: dict[tuple[str, str], dict[str, Any]] = {}
         self.nodes: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
-        # What ResourceQuota status.used reports; pods are separate data (a test sets both as it needs).
+        # What ResourceQuota status.used reports of nvidia.com/gpu, and of other resources by (namespace,
+        # resource); pods are separate data (a test sets both as it needs).
         self.used: dict[str, int] = {}
+        self.used_of: dict[tuple[str, str], int] = {}
         self.pods: dict[tuple[str, str], dict[str, Any]] = {}
         self.priority_classes: dict[str, dict[str, Any]] = {}
         self.log: list[tuple[str, str, dict[str, str], Any]] = []  # method, path, query, body
@@ -147,18 +149,19 @@ class KubeApiStandIn(KueueObjects):
             for key in [key for key in self.pods if key[0] == name]:
                 del self.pods[key]
 
-    def add_node(self, name: str, gpus: int, *, product: str | None = None) -> None:
-        """``product``: the ``nvidia.com/gpu.product`` label GPU feature discovery would set."""
+    def add_node(self, name: str, gpus: int, *, product: str | None = None, resources: dict[str, int] | None = None) -> None:
+        """``product``: the ``nvidia.com/gpu.product`` label GPU feature discovery would set; ``resources``: other
+        extended resources it advertises (a node in MIG ``mixed`` mode: ``{"nvidia.com/mig-1g.10gb": 7}`` and no
+        whole GPUs)."""
         labels = {"kubernetes.io/hostname": name, **({"nvidia.com/gpu.product": product} if product else {})}
+        offered = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)}
+        offered.update({resource: str(count) for resource, count in (resources or {}).items()})
         with self._lock:
             self.nodes[name] = {
                 "apiVersion": "v1",
                 "kind": "Node",
                 "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"node-{name}", "labels": labels},
-                "status": {
-                    "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
-                    "capacity": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)},
-                },
+                "status": {"allocatable": dict(offered), "capacity": dict(offered)},
             }
 
     def add_quota(self, namespace: str, name: str, hard: dict[str, str], *, used_gpus: int = 0) -> None:
@@ -187,11 +190,14 @@ class KubeApiStandIn(KueueObjects):
             quota["metadata"]["resourceVersion"] = self._next_rv()
             self.quotas[(namespace, name)] = self._with_status(quota)
 
-    def set_used(self, namespace: str, gpus: int) -> None:
+    def set_used(self, namespace: str, gpus: int, *, resource: str = "nvidia.com/gpu") -> None:
         """Running pods started or finished: the quota controller recomputes ``status.used`` of the
         namespace's quotas (a status update, so the resourceVersion moves; ``spec`` is untouched)."""
         with self._lock:
-            self.used[namespace] = gpus
+            if resource == "nvidia.com/gpu":
+                self.used[namespace] = gpus
+            else:
+                self.used_of[(namespace, resource)] = gpus
             for key in [key for key in self.quotas if key[0] == namespace]:
                 quota = copy.deepcopy(self.quotas[key])
                 quota["metadata"]["resourceVersion"] = self._next_rv()
@@ -515,11 +521,15 @@ class KubeApiStandIn(KueueObjects):
     def _with_status(self, quota: dict[str, Any]) -> dict[str, Any]:
         """What the quota controller does: status.hard mirrors spec.hard; status.used is the usage."""
         hard = dict((quota.get("spec") or {}).get("hard") or {})
-        used = {
-            key: ("0" if key != "requests.nvidia.com/gpu" else str(self.used.get(quota["metadata"]["namespace"], 0)))
-            for key in hard
-            if not key.startswith("limits.nvidia.com")
-        }
+        namespace = quota["metadata"]["namespace"]
+
+        def used_of(key: str) -> int:
+            resource = key.removeprefix("requests.")
+            if resource == "nvidia.com/gpu":
+                return self.used.get(namespace, 0)
+            return self.used_of.get((namespace, resource), 0)
+
+        used = {key: str(used_of(key)) for key in hard if not key.startswith("limits.nvidia.com")}
         quota["status"] = {"hard": hard, "used": used}
         return quota
 
