@@ -21,6 +21,7 @@ from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
 from bot.adapters.kube import KubernetesCluster
+from bot.adapters.kueue import KueueCluster
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
@@ -47,12 +48,12 @@ from bot.services.ledger import CostLookup, Ledger
 from bot.services.lifecycle import Lifecycle
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
-from bot.services.ports import Directory, HomePublisher, MetricsSource, Notifier, QuotaCluster, Workloads
+from bot.services.ports import Directory, HomePublisher, KueueQuotas, MetricsSource, Notifier, QuotaCluster, Workloads
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync, ReasonedError
-from bot.services.quota_target import ResourceQuotaTarget
+from bot.services.quota_target import ClusterQueueTarget, PolicyTargets, ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.refusals import Refused
@@ -83,6 +84,11 @@ def scratch_database() -> Database:
 def connect_cluster(kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0)) -> KubernetesCluster:
     """The cluster: ``kubeconfig`` (or ``KUBECONFIG``, ``~/.kube/config``), else the in-cluster identity."""
     return KubernetesCluster.from_environment(kubeconfig, timeout=timeout)
+
+
+def connect_kueue(cluster: KubernetesCluster) -> KueueCluster:
+    """Kueue in the same cluster, over the same connection (discovery is asked at the first use)."""
+    return KueueCluster(cluster.api_client, timeout=cluster.timeout)
 
 
 def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
@@ -131,15 +137,21 @@ def build_services(
     clock: Clock,
     metrics: MetricsSource | None = None,
     workloads: Workloads | None = None,
+    queues: KueueQuotas | None = None,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
+    """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota."""
     # One cached capacity view for every service, so the bot's own quota writes keep it exact.
     cluster = CapacityCachingCluster(
         cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
     )
     access = Access(policy, slack.directory)
-    target = ResourceQuotaTarget(policy=policy, cluster=cluster)
+    target = PolicyTargets(
+        policy=policy,
+        quotas=ResourceQuotaTarget(policy=policy, cluster=cluster),
+        queues=ClusterQueueTarget(policy=policy, kueue=queues) if queues is not None else None,
+    )
     sync = QuotaSync(
         policy=policy,
         target=target,
@@ -211,7 +223,14 @@ def build_services(
         reconciler=Reconciler(policy=policy, database=database, applier=applier, sync=sync, announcer=announcer, clock=clock),
         sync=sync,
         blocked=BlockedWatch(
-            policy=policy, cluster=cluster, database=database, announcer=announcer, clock=clock, workloads=workloads, pods=pods
+            policy=policy,
+            cluster=cluster,
+            database=database,
+            announcer=announcer,
+            clock=clock,
+            workloads=workloads,
+            pods=pods,
+            queues=queues,
         ),
         reclaims=ReclaimWatch(policy=policy, target=target, database=database, announcer=announcer, clock=clock),
         home=HomeService(

@@ -14,24 +14,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import slack_call
-from bot.bootstrap import connect_metrics, slack_client
+from bot.bootstrap import connect_kueue, connect_metrics, slack_client
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, KueueObjectMissing, KueuePart
 from bot.settings import Settings, SettingsError, load_settings
 from bot.startup_checks import SettingsProblem, check_database, load_cluster
 
 if TYPE_CHECKING:
     from bot.adapters.kube import KubernetesCluster
+    from bot.services.ports import KueueQuotas
 
 
 def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> int:
@@ -79,7 +79,7 @@ def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) 
         return []
     problems = [f"namespace {ns} (policy) does not exist in the cluster" for ns in missing]
     _warn_unadvertised(cluster, policy, out)
-    problems += _cluster_queues(settings, policy, out)
+    problems += _cluster_queues(cluster, policy)
     named = sorted({name for ns in policy.managed_namespaces() for name in policy.borrowed_priority_classes(ns)})
     if named:
         try:
@@ -118,41 +118,23 @@ def unadvertised_resources(policy: Policy, offered: Mapping[str, int]) -> list[s
     return lines
 
 
-def _cluster_queues(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
-    """HOOK for the Kueue adapter: build it from ``settings.kubeconfig`` and return
-    ``cluster_queue_problems(adapter, policy)``. Until then check-config says that it skipped the queues."""
-    if policy.cluster_queues():
-        out(f"skipped the ClusterQueues ({len(policy.cluster_queues())} in the policy): check-config does not read Kueue yet")
-    return []
+def _cluster_queues(cluster: KubernetesCluster, policy: Policy) -> list[str]:
+    """The ClusterQueues the policy keeps quota in, read as the bot's writes read them."""
+    if not policy.cluster_queues():
+        return []
+    try:
+        return cluster_queue_problems(connect_kueue(cluster), policy)
+    except GpuQuotaError as error:
+        return [f"cannot read the ClusterQueues the policy names: {error}"]
 
 
-@dataclass(frozen=True)
-class ClusterQueueSpec:
-    """A ClusterQueue as check-config needs it: the resources each of its flavors lists, and its cohort."""
-
-    flavors: Mapping[str, frozenset[str]]  # flavor name -> the resources it has a nominalQuota for
-    cohort: str | None  # spec.cohortName (v1beta2) or spec.cohort (v1beta1); None: not in a cohort
-
-
-class KueueSpecs(Protocol):
-    """What check-config reads of Kueue (the Kueue adapter implements it)."""
-
-    def served(self) -> bool:
-        """Whether the API server serves ``kueue.x-k8s.io`` (Kueue is installed)."""
-        ...
-
-    def cluster_queue(self, name: str) -> ClusterQueueSpec | None:
-        """The ClusterQueue ``name``; None when there is none."""
-        ...
-
-
-def cluster_queue_problems(kueue: KueueSpecs, policy: Policy) -> list[str]:
+def cluster_queue_problems(kueue: KueueQuotas, policy: Policy) -> list[str]:
     """What is wrong with the ClusterQueues the policy keeps quota in: Kueue missing, a queue, a flavor or a
     resource missing, or a borrowingLimit to move on a queue without a cohort (Kueue refuses one there)."""
     targets = policy.cluster_queues()
     if not targets:
         return []
-    if not kueue.served():
+    if kueue.api_version() is None:
         queues = ", ".join(sorted({ref.name for _, _, ref in targets}))
         return [
             f"Kueue is not installed (the cluster serves no kueue.x-k8s.io) but the policy keeps quota in ClusterQueues {queues}"
@@ -160,17 +142,21 @@ def cluster_queue_problems(kueue: KueueSpecs, policy: Policy) -> list[str]:
     problems = []
     for namespace, resource, ref in targets:
         where = f"(policy: {resource} of {namespace})"
-        spec = kueue.cluster_queue(ref.name)
-        if spec is None:
-            problems.append(f"ClusterQueue {ref.name} {where} does not exist in the cluster")
-        elif ref.flavor not in spec.flavors:
+        try:
+            queue = kueue.read_cluster_queue(namespace, ref.name, ref.flavor, resource)
+        except KueueObjectMissing as missing:
+            present = ", ".join(sorted(missing.present))
             problems.append(
-                f"ClusterQueue {ref.name} has no flavor {ref.flavor} {where}; it has {', '.join(sorted(spec.flavors)) or 'none'}"
+                {
+                    KueuePart.KUEUE: f"Kueue serves no version the bot speaks {where}; it serves {present or 'none'}",
+                    KueuePart.CLUSTER_QUEUE: f"ClusterQueue {ref.name} {where} does not exist in the cluster",
+                    KueuePart.FLAVOR: f"ClusterQueue {ref.name} has no flavor {ref.flavor} {where}; it has {present or 'none'}",
+                    KueuePart.RESOURCE: f"ClusterQueue {ref.name} flavor {ref.flavor} has no quota of {resource} {where};"
+                    f" it lists {present or 'nothing'}",
+                }[missing.missing]
             )
-        elif resource not in spec.flavors[ref.flavor]:
-            listed = ", ".join(sorted(spec.flavors[ref.flavor])) or "nothing"
-            problems.append(f"ClusterQueue {ref.name} flavor {ref.flavor} has no quota of {resource} {where}; it lists {listed}")
-        elif ref.adjust_borrowing_limit and spec.cohort is None:
+            continue
+        if ref.adjust_borrowing_limit and queue.cohort is None:
             problems.append(
                 f"ClusterQueue {ref.name} is in no cohort, so it has no borrowingLimit to move {where}: set adjust_borrowing_limit: false"
             )

@@ -46,8 +46,9 @@ class KubernetesCluster:
     """Implements ``QuotaCluster`` over the Kubernetes API."""
 
     def __init__(self, api_client: client.ApiClient, *, timeout: tuple[float, float] = (5.0, 20.0)) -> None:
+        self.api_client = api_client  # shared with the other adapters of this cluster (bot.adapters.kueue)
         self._core = KubeCalls(api_client)
-        self._timeout = timeout
+        self.timeout = timeout  # (connect, read) seconds of every call, the other adapters' of this cluster too
 
     @classmethod
     def from_environment(
@@ -84,7 +85,7 @@ class KubernetesCluster:
         try:
             quota = self._call(
                 f"read the ResourceQuota {name} in {namespace}",
-                lambda: self._core.read_namespaced_resource_quota(name, namespace, _request_timeout=self._timeout),
+                lambda: self._core.read_namespaced_resource_quota(name, namespace, _request_timeout=self.timeout),
                 allow_missing=True,
             )
         except _NotFound:
@@ -124,7 +125,7 @@ class KubernetesCluster:
                 body,
                 dry_run=dry,
                 field_manager=FIELD_MANAGER,
-                _request_timeout=self._timeout,
+                _request_timeout=self.timeout,
             )
         else:
             hard = {quota_key(resource): str(gpus)}
@@ -142,7 +143,7 @@ class KubernetesCluster:
                 dry_run=dry,
                 field_manager=FIELD_MANAGER,
                 _content_type=MERGE_PATCH,
-                _request_timeout=self._timeout,
+                _request_timeout=self.timeout,
             )
         try:
             written = self._call(action + (" (dry run)" if dry_run else ""), call, allow_missing=True)
@@ -152,7 +153,7 @@ class KubernetesCluster:
         return _snapshot(written, resource)
 
     def gpu_nodes(self) -> GpuNodes:
-        nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self._timeout))
+        nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self.timeout))
         allocatable: dict[str, int] = {}
         models = set()
         for node in nodes.items:
@@ -166,7 +167,7 @@ class KubernetesCluster:
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
         quotas = self._call(
-            "list ResourceQuotas", lambda: self._core.list_resource_quota_for_all_namespaces(_request_timeout=self._timeout)
+            "list ResourceQuotas", lambda: self._core.list_resource_quota_for_all_namespaces(_request_timeout=self.timeout)
         )
         totals: dict[str, dict[str, int]] = {}
         for quota in quotas.items:
@@ -181,9 +182,7 @@ class KubernetesCluster:
     def quota_refusals(self) -> list[QuotaRefusal]:
         events = self._call(
             "list FailedCreate events",
-            lambda: self._core.list_event_for_all_namespaces(
-                field_selector="reason=FailedCreate", _request_timeout=self._timeout
-            ),
+            lambda: self._core.list_event_for_all_namespaces(field_selector="reason=FailedCreate", _request_timeout=self.timeout),
         )
         refusals = []
         for event in events.items:
@@ -213,7 +212,7 @@ class KubernetesCluster:
         response: Any = self._call(
             f"list pods in {namespace}",
             lambda: self._core.list_namespaced_pod(
-                namespace, field_selector=ACTIVE_PODS, _preload_content=False, _request_timeout=self._timeout
+                namespace, field_selector=ACTIVE_PODS, _preload_content=False, _request_timeout=self.timeout
             ),
         )
         try:
@@ -223,14 +222,14 @@ class KubernetesCluster:
         return [pod for item in items if (pod := gpu_pod(item, resource)) is not None]
 
     def priority_classes(self) -> dict[str, int]:
-        classes = self._call("list PriorityClasses", lambda: self._core.list_priority_class(_request_timeout=self._timeout))
+        classes = self._call("list PriorityClasses", lambda: self._core.list_priority_class(_request_timeout=self.timeout))
         return {str(item.metadata.name): int(item.value) for item in classes.items if item.metadata and item.value is not None}
 
     def scheduling_failures(self) -> list[SchedulingFailure]:
         events = self._call(
             "list FailedScheduling events",
             lambda: self._core.list_event_for_all_namespaces(
-                field_selector="reason=FailedScheduling", _request_timeout=self._timeout
+                field_selector="reason=FailedScheduling", _request_timeout=self.timeout
             ),
         )
         failures = []
@@ -256,7 +255,7 @@ class KubernetesCluster:
         try:
             self._call(
                 f"read the namespace {namespace}",
-                lambda: self._core.read_namespace(namespace, _request_timeout=self._timeout),
+                lambda: self._core.read_namespace(namespace, _request_timeout=self.timeout),
                 allow_missing=True,
             )
         except _NotFound:

@@ -15,7 +15,7 @@ from slack_bolt import App, BoltResponse
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import bolt_request
-from bot.bootstrap import build_bolt_app, build_services, connect_cluster, open_database, slack_client, slack_ports
+from bot.bootstrap import build_bolt_app, build_services, connect_cluster, connect_kueue, open_database, slack_client, slack_ports
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
@@ -84,6 +84,7 @@ class Sandbox:
             database=self.database,
             cluster=cluster,
             workloads=cluster,
+            queues=connect_kueue(cluster),
             slack=slack_ports(client),
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),

@@ -24,9 +24,19 @@ from bot.domain.quota import QuotaScope
 from bot.domain.resources import GPU, quota_key
 from bot.errors import GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
-from bot.services.messages import QuotaBlocked, SchedulingWait, WaitingPod
+from bot.services.messages import QuotaBlocked, SchedulingWait, WaitingPod, WorkloadWaiting
 from bot.services.pods import PodView
-from bot.services.ports import Action, ActionKind, ButtonLabel, QuotaCluster, QuotaRefusal, Repository, Transactions, Workloads
+from bot.services.ports import (
+    Action,
+    ActionKind,
+    ButtonLabel,
+    KueueQuotas,
+    QuotaCluster,
+    QuotaRefusal,
+    Repository,
+    Transactions,
+    Workloads,
+)
 from bot.services.stores import BlockedAlerts
 
 log = logging.getLogger(__name__)
@@ -76,7 +86,10 @@ class BlockedWatch:
         clock: Clock,
         workloads: Workloads | None = None,
         pods: PodView | None = None,
+        queues: KueueQuotas | None = None,
     ) -> None:
+        """``queues``: Kueue, whose Workloads waiting for quota are reported too (None: not read)."""
+        self._queues = queues
         self._workloads = workloads
         self._pods = pods
         self._policy = policy
@@ -87,7 +100,58 @@ class BlockedWatch:
 
     def check(self) -> list[str]:
         """The scheduled job; returns the keys (namespace/kind/name) of the workloads reported."""
-        return self._check_quota() + self._check_scheduling()
+        return self._check_quota() + self._check_scheduling() + self._check_queued()
+
+    def _check_queued(self) -> list[str]:
+        """Kueue Workloads waiting for quota of a governed resource: one message each, with [Request more]
+        prefilled (that resource, what Kueue says is missing), once while it waits."""
+        if self._queues is None:
+            return []
+        watched = [ns for ns in self._policy.managed_namespaces() if self._alerts_for(ns)]
+        try:
+            waiting = self._queues.pending_workloads(watched) if watched else []
+        except GpuQuotaError as error:
+            log.error("cannot read the Kueue Workloads waiting for quota: %s", error)
+            return []
+        reported = []
+        for workload in waiting:
+            governed = self._policy.governed_resources(workload.namespace)
+            short = next((s for s in workload.shortfalls if s.resource in governed), None)
+            if short is None or workload.preemption_pending:
+                continue  # not short of a governed resource, or Kueue is already freeing what it needs
+            team = self._policy.team_of(workload.namespace)
+            assert team is not None
+            key = alert_key(workload.namespace, "Workload", workload.name)
+            notice = WorkloadWaiting(
+                workload.namespace,
+                workload.name,
+                workload.queue_name,
+                short.resource,
+                workload.more_needed(short.resource),
+                workload.message,
+            )
+            out = self._announce.outgoing()
+            if self._db.run(partial(self._alert_queued, out=out, channel=team.channel, key=key, notice=notice)):
+                reported.append(key)
+            out.deliver()
+        return reported
+
+    def _alert_queued(self, repo: Repository, *, out: Outgoing, channel: str, key: str, notice: WorkloadWaiting) -> bool:
+        """As ``_alert_quota``: remembered with its message in one transaction; False when alerted already."""
+        if repo.blocked_alerted(key):
+            return False
+        now = self._clock.now()
+        repo.remember_blocked_alert(
+            key, namespace=notice.namespace, at=now, quota_day=now.astimezone(self._policy.schedules.zone).date()
+        )
+        more = f"+{notice.more}" if notice.more else "+1"
+        value = json.dumps({"namespace": notice.namespace, "gpus": more, "resource": notice.resource})
+        out.post(repo, channel, notice, actions=[Action(ActionKind.REQUEST_MORE, ButtonLabel.REQUEST_MORE, value, "primary")])
+        return True
+
+    def _alerts_for(self, namespace: str) -> bool:
+        team = self._policy.team_of(namespace)
+        return team is not None and team.notifications.blocked_workloads
 
     def _check_quota(self) -> list[str]:
         try:

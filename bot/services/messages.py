@@ -435,6 +435,20 @@ class QuotaBlocked(Message):
 
 
 @dataclass(frozen=True)
+class WorkloadWaiting(Message):
+    """To the team's channel: a Kueue Workload whose queue has no quota left for it (``QuotaReserved``
+    False); ``more``: of ``resource`` it needs beyond what is free (None: Kueue said no figure), ``reason``
+    Kueue's own words (the condition's message)."""
+
+    namespace: str
+    name: str
+    queue: str
+    resource: str
+    more: int | None
+    reason: str
+
+
+@dataclass(frozen=True)
 class WaitingPod:
     name: str
     gpus: int

@@ -9,7 +9,7 @@ and change them, and create them through its methods.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -17,6 +17,7 @@ from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
 from bot.domain.costs import NamespaceUsage, Window
+from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
 from bot.services.messages import Said
@@ -254,6 +255,39 @@ class QuotaTarget(Protocol):
 
     def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
         """Create the object (``previous`` None) or change it from ``previous``; QuotaConflict when it changed since."""
+        ...
+
+
+class KueueQuotas(Protocol):
+    """Kueue's side of the cluster (``bot.adapters.kueue``): a ClusterQueue flavor's quota of one resource,
+    and the Workloads waiting for quota."""
+
+    def api_version(self) -> str | None:
+        """The version of ``kueue.x-k8s.io`` in use (v1beta2, else v1beta1); None: Kueue is not installed."""
+        ...
+
+    def read_cluster_queue(self, namespace: str, name: str, flavor: str, resource: str) -> ClusterQueueSnapshot:
+        """The queue's ``nominalQuota`` of ``resource`` in ``flavor``; KueueObjectMissing when any of them is not there."""
+        ...
+
+    def write_cluster_queue(
+        self,
+        namespace: str,
+        name: str,
+        flavor: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: ClusterQueueSnapshot,
+        dry_run: bool,
+        applied_by: str,
+        borrowing_limit_delta: bool = False,
+    ) -> ClusterQueueSnapshot:
+        """Set the quota on the queue exactly as ``previous`` read it; QuotaConflict when it changed since."""
+        ...
+
+    def pending_workloads(self, namespaces: Iterable[str]) -> list[PendingWorkload]:
+        """Workloads of ``namespaces`` whose ``QuotaReserved`` condition is False (none without Kueue)."""
         ...
 
 

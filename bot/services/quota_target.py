@@ -1,19 +1,25 @@
-"""The ResourceQuota as a quota target: the first implementation of ``ports.QuotaTarget``.
+"""Quota targets, the implementations of ``ports.QuotaTarget``: where the policy keeps a scope's quota.
 
-It names the namespace's quota from the policy and reads and writes the scope's ``requests.<resource>``
-through ``QuotaCluster`` (``bot.adapters.kube``: a dry run, then a JSON merge patch carrying the read's
-``resourceVersion`` and the stamp annotations). Every resource of a namespace lives in its one
-ResourceQuota, so they share its critical section (named by the namespace, as before resources were
-configurable: replicas of either release exclude each other). Must not: decide what to write; that is
-``QuotaSync``'s.
+- ``ResourceQuotaTarget``: the scope's ``requests.<resource>`` in the namespace's ResourceQuota, through
+  ``QuotaCluster`` (``bot.adapters.kube``: a dry run, then a JSON merge patch carrying the read's
+  ``resourceVersion`` and the stamp annotations). Every resource of a namespace lives in its one
+  ResourceQuota, so they share its critical section (named by the namespace, as before resources were
+  configurable: replicas of either release exclude each other).
+- ``ClusterQueueTarget``: a Kueue ClusterQueue flavor's ``nominalQuota`` of the resource, through
+  ``KueueQuotas`` (``bot.adapters.kueue``); its critical section is the queue's.
+- ``PolicyTargets``: each scope to the one the policy names.
+
+Must not: decide what to write; that is ``QuotaSync``'s.
 """
 
 from __future__ import annotations
 
 from bot.domain.commands import format_request_id
-from bot.domain.policy import Policy
+from bot.domain.kueue import ClusterQueueSnapshot
+from bot.domain.policy import ClusterQueueRef, Policy
 from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
-from bot.services.ports import QuotaCluster
+from bot.errors import KueueObjectMissing, KueuePart
+from bot.services.ports import KueueQuotas, QuotaCluster
 
 
 def stamp_for(gpus: int, *, request_id: int | None) -> Stamp:
@@ -56,3 +62,90 @@ class ResourceQuotaTarget:
             dry_run=dry_run,
             applied_by=stamp.applied_by,
         )
+
+
+class ClusterQueueTarget:
+    """Implements ``QuotaTarget`` with one flavor's ``nominalQuota`` of a Kueue ClusterQueue (``KueueQuotas``:
+    a JSON Patch with ``test`` ops on the flavor's and the resource's place, the read's resourceVersion as
+    precondition, a server-side dry run first). The queue is never created: a missing one is refused.
+    Scopes writing one ClusterQueue share its critical section, in every replica."""
+
+    def __init__(self, *, policy: Policy, kueue: KueueQuotas) -> None:
+        self._policy = policy
+        self._kueue = kueue
+
+    def lock_name(self, scope: QuotaScope) -> str:
+        return f"clusterqueue/{self._ref(scope).name}"
+
+    def name(self, scope: QuotaScope) -> str:
+        return self._ref(scope).name
+
+    def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        ref = self._ref(scope)
+        return self._kueue.read_cluster_queue(scope.namespace, ref.name, ref.flavor, scope.resource)
+
+    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
+        return stamp_for(gpus, request_id=request_id)
+
+    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._write(scope, stamp, previous, dry_run=True)
+
+    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._write(scope, stamp, previous, dry_run=False)
+
+    def _write(self, scope: QuotaScope, stamp: Stamp, previous: QuotaSnapshot | None, *, dry_run: bool) -> QuotaSnapshot:
+        ref = self._ref(scope)
+        assert isinstance(previous, ClusterQueueSnapshot), "a ClusterQueue is read before it is written, never created"
+        return self._kueue.write_cluster_queue(
+            scope.namespace,
+            ref.name,
+            ref.flavor,
+            scope.resource,
+            gpus=stamp.gpus,
+            previous=previous,
+            dry_run=dry_run,
+            applied_by=stamp.applied_by,
+            borrowing_limit_delta=ref.adjust_borrowing_limit,
+        )
+
+    def _ref(self, scope: QuotaScope) -> ClusterQueueRef:
+        ref = self._policy.cluster_queue(scope.namespace, scope.resource)
+        assert ref is not None, "only scopes the policy keeps in a ClusterQueue are routed here"
+        return ref
+
+
+class PolicyTargets:
+    """Implements ``QuotaTarget`` by the policy: a scope the policy keeps in a Kueue ClusterQueue goes to
+    ``ClusterQueueTarget``, every other to ``ResourceQuotaTarget``."""
+
+    def __init__(self, *, policy: Policy, quotas: ResourceQuotaTarget, queues: ClusterQueueTarget | None) -> None:
+        """``queues`` None: the bot has no Kueue client (a scope the policy keeps in a ClusterQueue is refused)."""
+        self._policy = policy
+        self._quotas = quotas
+        self._queues = queues
+
+    def _of(self, scope: QuotaScope) -> ResourceQuotaTarget | ClusterQueueTarget:
+        ref = self._policy.cluster_queue(scope.namespace, scope.resource)
+        if ref is None:
+            return self._quotas
+        if self._queues is None:
+            raise KueueObjectMissing(KueuePart.KUEUE, cluster_queue=ref.name, flavor=ref.flavor, resource=scope.resource)
+        return self._queues
+
+    def lock_name(self, scope: QuotaScope) -> str:
+        return self._of(scope).lock_name(scope)
+
+    def name(self, scope: QuotaScope) -> str:
+        return self._of(scope).name(scope)
+
+    def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        return self._of(scope).read(scope, max_age=max_age)
+
+    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
+        return stamp_for(gpus, request_id=request_id)
+
+    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._of(scope).dry_run(scope, stamp, previous=previous)
+
+    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._of(scope).write(scope, stamp, previous=previous)

@@ -1,13 +1,22 @@
-"""check-config's checks of the ClusterQueues the policy keeps quota in, over a hand-written Kueue reader."""
+"""check-config's checks of the ClusterQueues the policy keeps quota in, over a hand-written Kueue reader
+(the reads of ``ports.KueueQuotas``, as the bot's writes make them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bot.check_config import ClusterQueueSpec, cluster_queue_problems, unadvertised_resources
+from bot.check_config import cluster_queue_problems, unadvertised_resources
+from bot.domain.kueue import ClusterQueueSnapshot
 from bot.domain.policy import Policy, parse_policy
+from bot.errors import KueueObjectMissing, KueuePart
 
 GPU, MIG = "nvidia.com/gpu", "nvidia.com/mig-3g.40gb"
+
+
+@dataclass(frozen=True)
+class ClusterQueueSpec:
+    flavors: dict[str, frozenset[str]]  # flavor -> the resources it has a nominalQuota for
+    cohort: str | None
 
 
 @dataclass
@@ -15,11 +24,38 @@ class FakeKueue:
     queues: dict[str, ClusterQueueSpec] = field(default_factory=dict)
     installed: bool = True
 
-    def served(self) -> bool:
-        return self.installed
+    def api_version(self) -> str | None:
+        return "v1beta2" if self.installed else None
 
-    def cluster_queue(self, name: str) -> ClusterQueueSpec | None:
-        return self.queues.get(name)
+    def read_cluster_queue(self, namespace: str, name: str, flavor: str, resource: str) -> ClusterQueueSnapshot:
+        spec = self.queues.get(name)
+        where = {"cluster_queue": name, "flavor": flavor, "resource": resource}
+        if spec is None:
+            raise KueueObjectMissing(KueuePart.CLUSTER_QUEUE, **where)
+        if flavor not in spec.flavors:
+            raise KueueObjectMissing(KueuePart.FLAVOR, **where, present=tuple(spec.flavors))
+        if resource not in spec.flavors[flavor]:
+            raise KueueObjectMissing(KueuePart.RESOURCE, **where, present=tuple(spec.flavors[flavor]))
+        return ClusterQueueSnapshot(
+            namespace,
+            name,
+            4,
+            0,
+            None,
+            "1",
+            None,
+            flavor=flavor,
+            resource=resource,
+            group_index=0,
+            flavor_index=0,
+            resource_index=0,
+            borrowing_limit=None,
+            cohort=spec.cohort,
+            in_use=0,
+            borrowed=0,
+            pending_workloads=0,
+            annotated=False,
+        )
 
 
 def policy(*queues: dict) -> Policy:

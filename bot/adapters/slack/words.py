@@ -516,6 +516,28 @@ def _(said: m.QuotaBlocked) -> Notice:
     )
 
 
+@notice.register
+def _(said: m.WorkloadWaiting) -> Notice:
+    # The workload's and queue's names and Kueue's message come from the cluster: parts, escaped by mrkdwn.
+    values: dict[str, Value] = {
+        "workload": Strong(said.name),
+        "namespace": Strong(said.namespace),
+        "queue": Code(said.queue),
+        "resource": resource_label(said.resource),
+        "reason": Code(said.reason),
+    }
+    head = ":hourglass_flowing_sand: The Kueue workload {workload} in {namespace} waits for quota in its queue {queue}"
+    if said.more is None:
+        return fill(
+            head + ": not enough {resource} quota ({reason}). Ask for more, or wait for running jobs to finish.", **values
+        )
+    return fill(
+        head + ": it needs {more} more ({reason}). Ask for more, or wait for running jobs to finish.",
+        more=amount_of(said.more, said.resource),
+        **values,
+    )
+
+
 _CAUSES = {
     WaitCause.PREEMPTING: "lower-priority pods are being preempted to make room for it",
     WaitCause.NO_VICTIMS: "no free GPU, and no lower-priority pod to preempt",
