@@ -11,6 +11,7 @@ import yaml
 
 from bot.domain.policy import Policy, parse_policy
 from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.kueue_api import resource_group
 from bot.sandbox.slack_api import SlackApiStandIn
 
 
@@ -37,6 +38,8 @@ CHANNELS = {
 }
 USERGROUPS = {"S0PLATFORM": ["U0PAT", "U0DANA"]}
 QUOTA = "compute-quota"
+MIG_SLICE = "nvidia.com/mig-1g.10gb"
+BATCH_QUEUE = "frontier-batch"
 
 
 def sandbox_policy() -> Policy:
@@ -52,9 +55,13 @@ def sandbox_slack(token: str, *, tls: ssl.SSLContext | None = None) -> SlackApiS
 
 def seed_cluster(kube: KubeApiStandIn) -> None:
     """Frontier 4 GPUs (3 in use), business 16 (12 in use), on three 8-GPU nodes; the source document's
-    two PriorityClasses, and running pods that account for the quotas' usage."""
+    two PriorityClasses, and running pods that account for the quotas' usage. Frontier's inference runs on
+    MIG slices of an A100 in MIG mode (2 of 1g.10gb, 1 in use), its batch training in the Kueue ClusterQueue
+    frontier-batch (4 GPUs of the a100 flavor)."""
     for node in ("gpu-node-a", "gpu-node-b", "gpu-node-c"):
         kube.add_node(node, 8)
+    kube.add_node("gpu-node-mig", 0, product="NVIDIA-A100-SXM4-80GB", resources={MIG_SLICE: 7})
+    _seed_inference_and_batch(kube)
     kube.add_namespace("ai-frontier-research", {"team": "frontier", "cost-center": "frontier-ai"})
     kube.add_namespace("biz-model-serving", {"team": "business", "cost-center": "core-business"})
     for namespace, gpus, used in (("ai-frontier-research", 4, 3), ("biz-model-serving", 16, 12)):
@@ -74,3 +81,13 @@ def seed_cluster(kube: KubeApiStandIn) -> None:
         ("biz-model-serving", "ranker-train-nightly", 4, "high-priority-business", timedelta(hours=3)),
     ):
         kube.add_pod(namespace, pod, gpus=gpus, priority_class=priority_class, started=started - age)
+
+
+def _seed_inference_and_batch(kube: KubeApiStandIn) -> None:
+    kube.add_namespace("ai-frontier-inference", {"team": "frontier", "cost-center": "frontier-ai"})
+    kube.add_quota("ai-frontier-inference", QUOTA, {f"requests.{MIG_SLICE}": "2", "pods": "20"})
+    kube.set_used("ai-frontier-inference", 1, resource=MIG_SLICE)
+    kube.add_namespace("ai-frontier-batch", {"team": "frontier", "cost-center": "frontier-ai"})
+    kube.add_resource_flavor("a100", node_labels={"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"})
+    kube.add_cluster_queue(BATCH_QUEUE, [resource_group(["cpu", "nvidia.com/gpu"], {"a100": {"cpu": 64, "nvidia.com/gpu": 4}})])
+    kube.add_local_queue("ai-frontier-batch", "training", BATCH_QUEUE)

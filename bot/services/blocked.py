@@ -107,7 +107,8 @@ class BlockedWatch:
         prefilled (that resource, what Kueue says is missing), once while it waits."""
         if self._queues is None:
             return []
-        watched = [ns for ns in self._policy.managed_namespaces() if self._alerts_for(ns)]
+        # Only where a ClusterQueue holds the quota: more of any other quota would not admit a Workload.
+        watched = [ns for ns in self._policy.managed_namespaces() if self._alerts_for(ns) and self._queued_in(ns)]
         try:
             waiting = self._queues.pending_workloads(watched) if watched else []
         except GpuQuotaError as error:
@@ -115,8 +116,12 @@ class BlockedWatch:
             return []
         reported = []
         for workload in waiting:
-            governed = self._policy.governed_resources(workload.namespace)
-            short = next((s for s in workload.shortfalls if s.resource in governed), None)
+            queued = [
+                r
+                for r in self._policy.governed_resources(workload.namespace)
+                if self._policy.cluster_queue(workload.namespace, r)
+            ]
+            short = next((s for s in workload.shortfalls if s.resource in queued), None)
             if short is None or workload.preemption_pending:
                 continue  # not short of a governed resource, or Kueue is already freeing what it needs
             team = self._policy.team_of(workload.namespace)
@@ -148,6 +153,10 @@ class BlockedWatch:
         value = json.dumps({"namespace": notice.namespace, "gpus": more, "resource": notice.resource})
         out.post(repo, channel, notice, actions=[Action(ActionKind.REQUEST_MORE, ButtonLabel.REQUEST_MORE, value, "primary")])
         return True
+
+    def _queued_in(self, namespace: str) -> bool:
+        """Whether the policy keeps a quota of the namespace in a Kueue ClusterQueue."""
+        return any(self._policy.cluster_queue(namespace, r) for r in self._policy.governed_resources(namespace))
 
     def _alerts_for(self, namespace: str) -> bool:
         team = self._policy.team_of(namespace)
