@@ -43,11 +43,13 @@ def helm() -> str:
     return found
 
 
-def render(*sets: str) -> list[dict[str, Any]]:
-    args = [helm(), "template", "gpu", str(CHART), "--namespace", "gpu-system"]
+def render(*sets: str, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The chart's objects; ``values`` is merged into values.yaml (``-f -``: a list replaces a list), then ``sets``."""
+    args = [helm(), "template", "gpu", str(CHART), "--namespace", "gpu-system"] + (["-f", "-"] if values else [])
     for value in sets:
         args += ["--set", value]
-    result = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    stdin = yaml.safe_dump(values) if values else None
+    result = subprocess.run(args, input=stdin, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
 
@@ -63,14 +65,37 @@ def test_lint_is_clean() -> None:
     assert "[ERROR]" not in result.stdout and "[WARNING]" not in result.stdout
 
 
+# Merged into values.yaml's example policy: the frontier team's namespace keeps its GPUs in a Kueue ClusterQueue.
+ONE_CLUSTER_QUEUE = {
+    "policy": {
+        "teams": {
+            "frontier": {
+                "namespaces": [
+                    {
+                        "name": "ai-frontier-batch",
+                        "resources": [{"name": "nvidia.com/gpu", "cluster_queue": {"name": "frontier-batch", "flavor": "a100"}}],
+                    }
+                ]
+            }
+        }
+    }
+}
+
+
 @pytest.mark.helm
 @pytest.mark.parametrize(
-    "sets",
-    [[], NON_DEFAULT, ["rbac.clusterWideWrites=true", "serviceAccount.name=custom"]],
-    ids=["default", "production", "cluster-wide"],
+    ("sets", "values"),
+    [
+        ([], None),
+        (NON_DEFAULT, None),
+        (["rbac.clusterWideWrites=true", "serviceAccount.name=custom"], None),
+        ([], ONE_CLUSTER_QUEUE),
+        (["rbac.clusterWideWrites=true"], ONE_CLUSTER_QUEUE),
+    ],
+    ids=["default", "production", "cluster-wide", "kueue", "kueue-cluster-wide"],
 )
-def test_every_object_is_valid_kubernetes(sets: list[str]) -> None:
-    objects = render(*sets)
+def test_every_object_is_valid_kubernetes(sets: list[str], values: dict[str, Any] | None) -> None:
+    objects = render(*sets, values=values)
     assert objects
     for obj in objects:
         if obj["kind"] in CRDS:
@@ -111,10 +136,34 @@ def granted(objects: list[dict[str, Any]]) -> set[tuple[str, str]]:
     }
 
 
+# Every call of KueueCalls (bot/adapters/kueue.py, through ``self._calls``), and the grant it needs; None: none,
+# as discovery (GET /apis/kueue.x-k8s.io) is allowed to every authenticated user by the default
+# system:discovery ClusterRole. A dry run (dryRun=All) is the same verb as the write.
+KUEUE_GRANTS: dict[str, tuple[str, str] | None] = {
+    "get_kueue_group": None,
+    "get_cluster_queue": ("kueue.x-k8s.io/clusterqueues", "get"),
+    "patch_cluster_queue": ("kueue.x-k8s.io/clusterqueues", "patch"),
+    "list_workloads": ("kueue.x-k8s.io/workloads", "list"),
+}
+
+
+def kueue_grants() -> set[tuple[str, str]]:
+    """What the Kueue calls need, after checking that every ``self._calls`` call of bot/adapters has its entry."""
+    calls = {
+        call
+        for path in (ROOT / "bot" / "adapters").rglob("*.py")
+        for call in re.findall(r"self\._calls\.(\w+)", path.read_text())
+    }
+    unknown = calls - set(KUEUE_GRANTS)
+    assert not unknown, f"new Kueue calls need a grant in the chart and in KUEUE_GRANTS: {unknown}"
+    return {grant for grant in KUEUE_GRANTS.values() if grant is not None}
+
+
 @pytest.mark.helm
 @pytest.mark.parametrize("sets", [[], ["rbac.clusterWideWrites=true"]])
 def test_rbac_is_exactly_what_the_code_calls(sets: list[str]) -> None:
     assert granted(render(*sets)) == grants_the_code_needs()
+    assert granted(render(*sets, values=ONE_CLUSTER_QUEUE)) == grants_the_code_needs() | kueue_grants()
 
 
 @pytest.mark.helm
@@ -351,13 +400,8 @@ CLUSTER_WIDE = {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]
 @pytest.mark.parametrize(
     ("sets", "rule"), [([], BY_NAME), (["rbac.clusterWideWrites=true"], CLUSTER_WIDE)], ids=["roles", "cluster-wide-writes"]
 )
-def test_namespaces_are_read_by_name_the_policys_only(tmp_path: Path, sets: list[str], rule: dict[str, Any]) -> None:
-    values = tmp_path / "values.yaml"
-    values.write_text(yaml.safe_dump(TWO_NAMESPACES))
-    args = [helm(), "template", "gpu", str(CHART), "--namespace", "gpu-system", "-f", str(values)]
-    result = subprocess.run(args + [a for s in sets for a in ("--set", s)], capture_output=True, text=True, timeout=60)
-    assert result.returncode == 0, result.stderr
-    objects = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+def test_namespaces_are_read_by_name_the_policys_only(sets: list[str], rule: dict[str, Any]) -> None:
+    objects = render(*sets, values=TWO_NAMESPACES)
     policy = yaml.safe_load(of(objects, "ConfigMap")[0]["data"]["policy.yaml"])
     assert {name: team["namespaces"] for name, team in policy["teams"].items()} == {
         name: team["namespaces"] for name, team in TWO_NAMESPACES["policy"]["teams"].items()

@@ -61,11 +61,88 @@ it), else those of the inline policy, whose entries are names or {name: ...}. */
 {{- $names | uniq | sortAlpha | toJson -}}
 {{- end -}}
 
+{{/* The Kueue ClusterQueues the bot reads and patches: managedClusterQueues with an existing policy
+ConfigMap, else the cluster_queue names of the inline policy's resource entries (names or mappings). A
+namespace's resources replace its team's, as in the bot, so a team's queue counts only where a namespace
+does not set its own. */}}
+{{- define "gpu-quota-bot.clusterQueues" -}}
+{{- $names := list -}}
+{{- if .Values.existingPolicyConfigMap -}}
+{{- $names = .Values.managedClusterQueues -}}
+{{- else -}}
+{{- range $team := .Values.policy.teams -}}
+{{- range $namespace := $team.namespaces -}}
+{{- $resources := $team.resources -}}
+{{- if kindIs "map" $namespace -}}
+{{- if $namespace.resources -}}
+{{- $resources = $namespace.resources -}}
+{{- end -}}
+{{- end -}}
+{{- range $resource := $resources -}}
+{{- if kindIs "map" $resource -}}
+{{- with $resource.cluster_queue -}}
+{{- $names = append $names (required "a resource's cluster_queue needs a name" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $names | uniq | sortAlpha | toJson -}}
+{{- end -}}
+
+{{/* "true" when the bot reads Kueue Workloads (the blocked-workload alerts): kueue.enabled, or a
+ClusterQueue named in the policy (it keeps quota in Kueue, so Kueue runs). */}}
+{{- define "gpu-quota-bot.kueueWorkloads" -}}
+{{- if or .Values.kueue.enabled (include "gpu-quota-bot.clusterQueues" . | fromJsonArray) -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The reads in the managed namespaces: in each one's Role, or cluster-wide with clusterWideWrites. */}}
+{{- define "gpu-quota-bot.namespacedReadRules" -}}
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
+{{- if include "gpu-quota-bot.kueueWorkloads" . }}
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [list]
+{{- end }}
+{{- end -}}
+
+{{/* The binding of the bot's ServiceAccount to the role named .name: dict "root" $ "kind" ("Role" or
+"ClusterRole") "name" the role's name, and "namespace" for a Role. */}}
+{{- define "gpu-quota-bot.binding" -}}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: {{ .kind }}Binding
+metadata:
+  name: {{ .name }}
+  {{- with .namespace }}
+  namespace: {{ . }}
+  {{- end }}
+  labels:
+    {{- include "gpu-quota-bot.labels" .root | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: {{ .kind }}
+  name: {{ .name }}
+subjects:
+  - kind: ServiceAccount
+    name: {{ include "gpu-quota-bot.serviceAccountName" .root }}
+    namespace: {{ .root.Release.Namespace }}
+{{- end -}}
+
 {{/* What restarts the pods when the policy in use changes: the inline policy, or the existing
-ConfigMap's name and its managed namespaces (its content is not visible to the chart). */}}
+ConfigMap's name, its managed namespaces and ClusterQueues (its content is not visible to the chart;
+no ClusterQueues: the same checksum as before they existed). */}}
 {{- define "gpu-quota-bot.policyChecksum" -}}
 {{- if .Values.existingPolicyConfigMap -}}
-{{- dict "configMap" .Values.existingPolicyConfigMap "namespaces" (include "gpu-quota-bot.namespaces" . | fromJsonArray) | toYaml | sha256sum -}}
+{{- $inUse := dict "configMap" .Values.existingPolicyConfigMap "namespaces" (include "gpu-quota-bot.namespaces" . | fromJsonArray) -}}
+{{- with .Values.managedClusterQueues -}}
+{{- $_ := set $inUse "clusterQueues" (include "gpu-quota-bot.clusterQueues" $ | fromJsonArray) -}}
+{{- end -}}
+{{- $inUse | toYaml | sha256sum -}}
 {{- else -}}
 {{- toYaml .Values.policy | sha256sum -}}
 {{- end -}}
