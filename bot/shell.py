@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot.domain.durations import parse_duration
+from bot.domain.kueue import stamp_keys
+from bot.domain.quota import stamp_annotations
+from bot.domain.resources import limits_key
 from bot.errors import GpuQuotaError
 from bot.sandbox.history import A100, History, PodRun
 from bot.sandbox.kube_api import quota_refusal_event, scheduling_failure_event
@@ -286,17 +289,28 @@ class Shell:
         if kube is None:
             self._say("`quota` reads the sandbox cluster only; use kubectl against your cluster.")
             return
-        self._say(f"{'NAMESPACE':<24}{'NAME':<16}{'requests.nvidia.com/gpu':<26}{'limits.nvidia.com/gpu':<24}APPLIED BY")
+        self._say(f"{'NAMESPACE':<24}{'NAME':<28}{'RESOURCE':<30}{'USED/HARD':<11}{'LIMITS':<8}APPLIED BY")
         for (namespace, name), quota in sorted(kube.quotas.items()):
             if only is not None and namespace != only:
                 continue
             hard, used = quota["spec"]["hard"], quota["status"]["used"]
             annotations = quota["metadata"].get("annotations") or {}
-            requests = f"{used.get('requests.nvidia.com/gpu', '0')}/{hard.get('requests.nvidia.com/gpu', '-')}"
-            self._say(
-                f"{namespace:<24}{name:<16}{requests:<26}{hard.get('limits.nvidia.com/gpu', '-'):<24}"
-                f"{annotations.get('gpu-quota-bot.io/applied-by', '(by hand)')}"
-            )
+            for key in sorted(k for k in hard if k.startswith("requests.") and "/" in k):
+                resource = key.removeprefix("requests.")
+                by = annotations.get(stamp_annotations(resource)[1], "(by hand)")
+                self._say(
+                    f"{namespace:<24}{name:<28}{resource:<30}{used.get(key, '0') + '/' + hard[key]:<11}"
+                    f"{hard.get(limits_key(resource), '-'):<8}{by}"
+                )
+        for namespace, resource, ref in self._sandbox.policy.cluster_queues():
+            queue = kube.cluster_queue(ref.name) if only in (None, namespace) else None
+            if queue is not None:
+                nominal = kube.nominal_quota(ref.name, ref.flavor, resource)
+                by = (queue["metadata"].get("annotations") or {}).get(stamp_keys(ref.flavor, resource)[1], "(by hand)")
+                where = f"clusterqueue/{ref.name}"
+                self._say(
+                    f"{namespace:<24}{where:<16}{resource + ' (' + ref.flavor + ')':<30}{'-/' + str(nominal):<11}{'-':<8}{by}"
+                )
 
     def _kubectl(self, args: list[str]) -> None:
         kube = self._sandbox.kube
