@@ -289,7 +289,7 @@ class Shell:
         if kube is None:
             self._say("`quota` reads the sandbox cluster only; use kubectl against your cluster.")
             return
-        self._say(f"{'NAMESPACE':<24}{'NAME':<28}{'RESOURCE':<30}{'USED/HARD':<11}{'LIMITS':<8}APPLIED BY")
+        self._say(f"{'NAMESPACE':<24}{'NAME':<30}{'RESOURCE':<30}{'USED/HARD':<11}{'LIMITS':<8}APPLIED BY")
         for (namespace, name), quota in sorted(kube.quotas.items()):
             if only is not None and namespace != only:
                 continue
@@ -299,7 +299,7 @@ class Shell:
                 resource = key.removeprefix("requests.")
                 by = annotations.get(stamp_annotations(resource)[1], "(by hand)")
                 self._say(
-                    f"{namespace:<24}{name:<28}{resource:<30}{used.get(key, '0') + '/' + hard[key]:<11}"
+                    f"{namespace:<24}{name:<30}{resource:<30}{used.get(key, '0') + '/' + hard[key]:<11}"
                     f"{hard.get(limits_key(resource), '-'):<8}{by}"
                 )
         for namespace, resource, ref in self._sandbox.policy.cluster_queues():
