@@ -11,6 +11,7 @@ from slack_sdk.models.views import View
 
 from bot.adapters.slack import ids
 from bot.clock import ManualClock
+from bot.domain.quota import QuotaScope
 from bot.sandbox.session import Sandbox
 from tests.integration.conftest import SlackOverHttp, buttons_of
 
@@ -108,7 +109,7 @@ def test_a_permanent_change_cannot_be_approved_by_typing(slack: SlackOverHttp) -
     reply(slack, LEE, "approve")
     (answer,) = slack.thread(slack.request_message())
     assert answer.startswith("<@U0LEE> :point_up: GQ-1 is a permanent or large change: approve it with its Approve button")
-    assert slack.sandbox.services.queries.status_of("ai-frontier-research").pending[0].approvals == 0
+    assert slack.sandbox.services.queries.status_of(QuotaScope("ai-frontier-research")).pending[0].approvals == 0
 
 
 def test_every_event_is_answered_200(slack: SlackOverHttp) -> None:

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from bot.adapters.slack import ids
 from bot.clock import ManualClock
+from bot.domain.quota import QuotaScope
 from tests.integration.conftest import SlackOverHttp, buttons_of
 
 ALICE, LEE, BOB, PAT, DANA = "U0ALICE", "U0LEE", "U0BOB", "U0PAT", "U0DANA"
@@ -79,7 +80,10 @@ def test_people_who_may_not_decide_are_told_why(slack: SlackOverHttp) -> None:
     assert "not an approver for Frontier research" in slack.responses()[-1]
     slack.click(LEE, slack.buttons(message)["Deny"], message)
     form = slack.records("view_open")[-1].view
-    assert form["callback_id"] == ids.DENY_FORM and slack.sandbox.services.queries.status_of("ai-frontier-research").pending
+    assert (
+        form["callback_id"] == ids.DENY_FORM
+        and slack.sandbox.services.queries.status_of(QuotaScope("ai-frontier-research")).pending
+    )
     slack.submit(LEE, form, {"reason": "the corpus is not ready"})
     assert "You denied GQ-1." in json.dumps(slack.records("view_update")[-1].view)
     slack.click(PAT, approve, message)  # an old copy of the message, clicked after the decision
