@@ -85,6 +85,17 @@ DEMO = [
     "finish ai-frontier-research 1",
     "time +2d",
     "/gpu-quota audit GQ-2",
+    "# Inference runs on MIG slices: one more 1g.10gb slice for four hours is within auto-approval.",
+    "as alice",
+    "/gpu-quota request ai-frontier-inference +1 for 4h load test of the new ranker",
+    "# Batch training is queued by Kueue: its GPUs are the ClusterQueue frontier-batch's nominalQuota.",
+    "/gpu-quota request ai-frontier-batch +2 for 1d nightly sweep",
+    "as lee",
+    "click 9",
+    "quota",
+    "# A day later both grants have ended: the slice and the queue's GPUs are back where they were.",
+    "time +1d",
+    "quota",
 ]
 
 
@@ -309,7 +320,7 @@ class Shell:
                 by = (queue["metadata"].get("annotations") or {}).get(stamp_keys(ref.flavor, resource)[1], "(by hand)")
                 where = f"clusterqueue/{ref.name}"
                 self._say(
-                    f"{namespace:<24}{where:<16}{resource + ' (' + ref.flavor + ')':<30}{'-/' + str(nominal):<11}{'-':<8}{by}"
+                    f"{namespace:<24}{where:<30}{resource + ' (' + ref.flavor + ')':<30}{'-/' + str(nominal):<11}{'-':<8}{by}"
                 )
 
     def _kubectl(self, args: list[str]) -> None:

@@ -198,6 +198,7 @@ class ChangeApplier:
             outcome.drift,
             outcome.used,
             card.resource,
+            queue.flavor if (queue := self._policy.cluster_queue(card.namespace, card.resource)) else None,
         )
         out.thread(repo, request_id, applied)
         out.direct(repo, card.requester_id, AppliedToRequester(request_id, card.namespace, card.hard_after, ends_at))
@@ -318,9 +319,11 @@ class ChangeApplier:
     def _tell_ended(self, repo: Repository, out: Outgoing, grant: Grant, request: Request, outcome: SyncOutcome) -> None:
         card = self._announce.card_of(repo, request)
         released_by = None if grant.end_reason == "expired" else grant.ended_by or "?"
-        ended = GrantEnded(grant.namespace, released_by, outcome.before, outcome.after, outcome.used)
+        ended = GrantEnded(grant.namespace, released_by, outcome.before, outcome.after, outcome.used, grant.resource)
         out.thread(repo, grant.request_id, ended)
         if grant.ended_by != card.requester_id:
-            told = GrantEndedToRequester(grant.request_id, grant.namespace, released_by, outcome.before, outcome.after)
+            told = GrantEndedToRequester(
+                grant.request_id, grant.namespace, released_by, outcome.before, outcome.after, grant.resource
+            )
             out.direct(repo, card.requester_id, told)
         out.refresh(repo, grant.request_id)

@@ -168,6 +168,7 @@ class Applied(Message):
     drift: int
     used: int
     resource: str = GPU
+    flavor: str | None = None  # the quota is a Kueue ClusterQueue's (``quota_name``): its nominalQuota of this flavor
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ class GrantEnded(Message):
     before: int | None
     after: int
     used: int
+    resource: str = GPU
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,7 @@ class GrantEndedToRequester(Message):
     released_by: str | None
     before: int | None
     after: int
+    resource: str = GPU
 
 
 # --- waiting for the cluster, and failures (bot.services.failures) -------------------------------

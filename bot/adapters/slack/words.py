@@ -110,7 +110,7 @@ def _line(*notices: Notice | None) -> Notice:
 def _(said: m.Applied) -> Notice:
     head = fill(
         ":white_check_mark: Applied: {resource} in {namespace} ({quota}) {before} → {after}.",
-        resource=Code(quota_key(said.resource)),
+        resource=Code(quota_key(said.resource) if said.flavor is None else f"nominalQuota of {said.resource} ({said.flavor})"),
         namespace=Strong(said.namespace),
         quota=said.quota_name,
         before=amount_of(said.before, said.resource),
@@ -179,12 +179,12 @@ def _(said: m.GrantNotPutBack) -> Notice:
     )
 
 
-def _grant_ended(namespace: str, released_by: str | None, before: int | None, after: int) -> Notice:
+def _grant_ended(namespace: str, released_by: str | None, before: int | None, after: int, resource: str) -> Notice:
     """ "grant expired: *ns* 4 GPUs → *2 GPUs*." (or "released by @someone")."""
     values: dict[str, Value] = {
         "namespace": Strong(namespace),
-        "before": "no quota" if before is None else gpus(before),
-        "after": Strong(gpus(after)),
+        "before": "no quota" if before is None else amount_of(before, resource),
+        "after": Strong(amount_of(after, resource)),
     }
     if released_by is None:
         return fill("grant expired: {namespace} {before} → {after}.", **values)
@@ -193,13 +193,13 @@ def _grant_ended(namespace: str, released_by: str | None, before: int | None, af
 
 @notice.register
 def _(said: m.GrantEnded) -> Notice:
-    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after)
+    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after, said.resource)
     return _line(join(fill(":hourglass: The "), summary), _below_usage(new_hard=said.after, used=said.used))
 
 
 @notice.register
 def _(said: m.GrantEndedToRequester) -> Notice:
-    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after)
+    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after, said.resource)
     return join(fill("{request}: ", request=format_request_id(said.request_id)), summary)
 
 
