@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState, RequestState
+from bot.domain.kueue import ClusterQueueSnapshot
 from bot.domain.policy import Policy
 from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError
@@ -14,7 +15,7 @@ from bot.services.access import Access
 from bot.services.pods import PodView
 from bot.services.ports import QuotaTarget, Transactions
 from bot.services.refusals import Asked, InNoTeam, NoSuchRequest, NotManaged, NotYoursToAudit, Refused
-from bot.services.views import AuditLine, GrantLine, NamespaceStatus, PendingLine
+from bot.services.views import AuditLine, GrantLine, NamespaceStatus, PendingLine, QueueLine
 
 log = logging.getLogger(__name__)
 
@@ -60,10 +61,20 @@ class Queries:
         quota_name = self._target.name(scope)
         hard = used = None
         error = None
+        queue = None
         try:
             snapshot = self._target.read(scope)
             if snapshot is not None:
                 hard, used = snapshot.hard, snapshot.used
+            if isinstance(snapshot, ClusterQueueSnapshot):
+                queue = QueueLine(
+                    snapshot.flavor,
+                    snapshot.in_use,
+                    snapshot.pending_workloads,
+                    snapshot.cohort,
+                    snapshot.borrowed,
+                    snapshot.borrowing_limit,
+                )
         except GpuQuotaError as failure:
             log.warning("status of %s (%s): %s", namespace, resource, failure)
             error = str(failure)
@@ -82,7 +93,9 @@ class Queries:
 
         base, grants, pending, since = self._db.run(load)
         pods = self._pods.in_view(scope) if self._pods is not None else None
-        return NamespaceStatus(namespace, team.label, quota_name, resource, hard, used, base, grants, pending, error, pods, since)
+        return NamespaceStatus(
+            namespace, team.label, quota_name, resource, hard, used, base, grants, pending, error, pods, since, queue
+        )
 
     def pending_for(self, *, user: str) -> list[PendingLine]:
         """Pending requests the user made or may decide."""

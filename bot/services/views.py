@@ -120,6 +120,18 @@ class PendingLine:
 
 
 @dataclass(frozen=True)
+class QueueLine:
+    """A ClusterQueue flavor's state as Kueue reports it: ``used`` of the status is its reservation."""
+
+    flavor: str
+    in_use: int  # flavorsUsage: what admitted workloads use
+    pending_workloads: int  # the whole queue's
+    cohort: str | None
+    borrowed: int  # of the reservation, borrowed from the cohort
+    borrowing_limit: int | None
+
+
+@dataclass(frozen=True)
 class NamespaceStatus:
     namespace: str
     team_label: str
@@ -133,6 +145,7 @@ class NamespaceStatus:
     error: str | None = None
     pods: PodsInView | None = None  # the GPU pods by priority class; None when unknown or not read
     reclaiming_since: datetime | None = None  # the quota was lowered below usage then; running pods keep their GPUs
+    queue: QueueLine | None = None  # the quota is a Kueue ClusterQueue's (``quota_name``): what Kueue says of it
 
     @property
     def over_quota(self) -> int:

@@ -31,7 +31,7 @@ from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
 from bot.domain.resources import GPU
 from bot.services.ports import Action, ActionKind
 from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
-from bot.services.views import AuditLine, NamespaceStatus, PendingLine, PodsInView, RequestCard
+from bot.services.views import AuditLine, NamespaceStatus, PendingLine, PodsInView, QueueLine, RequestCard
 
 Block = dict[str, Any]
 
@@ -377,6 +377,8 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
         lines.append(
             f"*{escape(status.namespace)}*{of} ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}"
         )
+        if status.queue is not None:
+            lines.append(f"    • {queue_text(status.queue)}")
         if status.pods is not None:
             lines.append(f"    • {pods_text(status.pods)}")
             lines.extend("    " + warning for warning in pod_warnings(status.pods))
@@ -389,6 +391,16 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
         if not status.grants and not status.pending:
             lines.append("    • no active grants, no pending requests")
     return lines
+
+
+def queue_text(queue: QueueLine) -> str:
+    """A ClusterQueue's line in status: its flavor, what admitted workloads use, the queue, the cohort."""
+    pending = f"{queue.pending_workloads} workload{'s' if queue.pending_workloads != 1 else ''} pending in the queue"
+    text = f"Kueue flavor `{escape(queue.flavor)}`: {queue.in_use} in use by admitted workloads, {pending}"
+    if queue.cohort is not None:
+        limit = "no borrowing limit" if queue.borrowing_limit is None else f"borrowing limit {queue.borrowing_limit}"
+        text += f"; cohort `{escape(queue.cohort)}`: {queue.borrowed} borrowed, {limit}"
+    return text
 
 
 def pods_text(pods: PodsInView) -> str:
