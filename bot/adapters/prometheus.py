@@ -133,8 +133,7 @@ def idle_rule(idle_threshold: float) -> str:
 def measure_query(name: str, expression: str) -> str:
     """``expression`` summed by namespace, model and MIG profile (none: whole GPUs), labelled ``measure=name``."""
     return (
-        f"label_replace(sum by (namespace, modelName, {MIG_PROFILE}) ({pod_namespace(expression)}),"
-        f' "measure", "{name}", "", "")'
+        f'label_replace(sum by (namespace, modelName, {MIG_PROFILE}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
     )
 
 
@@ -338,7 +337,9 @@ class PrometheusMetrics:
                     hours = value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600
                     dcgm_rows.setdefault(day, []).append((metric, resource, hours))
         if unknown:
-            log.warning("DCGM series with a %s that names no MIG profile, not counted: %s", MIG_PROFILE, ", ".join(sorted(unknown)))
+            log.warning(
+                "DCGM series with a %s that names no MIG profile, not counted: %s", MIG_PROFILE, ", ".join(sorted(unknown))
+            )
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
     def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> dict[date, dict[str, float]]:

@@ -8,7 +8,6 @@ from bot.adapters.slack.sentences import fill, join
 from bot.domain.prices import Basis, BasisAsStored, Price, StoredBasis
 from bot.services.text import Notice, Words, money
 
-
 # Each basis's sentence, whole (a message catalog's form): the models' price, and a MIG profile's share of it.
 _SENTENCES = {
     "ran_on_one": (

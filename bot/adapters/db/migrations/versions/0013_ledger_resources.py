@@ -26,9 +26,7 @@ def upgrade() -> None:
     with op.batch_alter_table("ledger_entries", schema=None) as batch_op:
         batch_op.add_column(sa.Column("resource", sa.String(length=253), nullable=False, server_default=GPU))
         batch_op.drop_constraint("uq_ledger_day_namespace_model", type_="unique")
-        batch_op.create_unique_constraint(
-            "uq_ledger_day_namespace_resource_model", ["day", "namespace", "resource", "model"]
-        )
+        batch_op.create_unique_constraint("uq_ledger_day_namespace_resource_model", ["day", "namespace", "resource", "model"])
 
 
 def downgrade() -> None:
