@@ -105,9 +105,11 @@ def running_gpu_samples(seconds: int, resources: Sequence[str] = (GPU,)) -> str:
     )
 
 
-def utilisation(function: str, seconds: int) -> str:
-    """A range function of each GPU's utilisation (0-1): the profiling metric, else GPU_UTIL / 100."""
-    return f"({function}({PROF}[{seconds}s]) or ({function}({DEV}[{seconds}s]) / 100))"
+def utilisation(function: str, seconds: int, *, whole_gpus: bool = False) -> str:
+    """A range function of each GPU's (and MIG instance's) utilisation (0-1): the profiling metric, else
+    GPU_UTIL / 100; ``whole_gpus``: of whole GPUs only (series without a MIG profile)."""
+    only = f'{{{MIG_PROFILE}=""}}' if whole_gpus else ""
+    return f"({function}({PROF}{only}[{seconds}s]) or ({function}({DEV}{only}[{seconds}s]) / 100))"
 
 
 def allocated_samples_query(seconds: int, resources: Sequence[str] = (GPU,)) -> str:
@@ -232,10 +234,11 @@ def spacing_of(raw: float) -> float:
 
 
 def idle_query(window: int, interval: int, threshold: float) -> str:
-    """Namespaces whose GPUs all stayed under ``threshold`` while one of their pods ran the whole window."""
+    """Namespaces whose whole GPUs all stayed under ``threshold`` while one of their pods ran the whole window
+    (the nudge counts the GPUs they hold: a busy or idle MIG slice is not one)."""
     samples = int(window / interval * 0.95)  # tolerate a few missed scrapes
     return (
-        f"max by (namespace) ({pod_namespace(utilisation('max_over_time', window))}) < {threshold}"
+        f"max by (namespace) ({pod_namespace(utilisation('max_over_time', window, whole_gpus=True))}) < {threshold}"
         f" and on (namespace) max by (namespace) (sum_over_time({RUNNING}[{window}s])) >= {samples}"
     )
 
@@ -257,6 +260,10 @@ def quota_saturation_query(seconds: int, step: int) -> str:
     quota = 'max by (namespace, resourcequota) (kube_resourcequota{resource="requests.nvidia.com/gpu", type="%s"})'
     full = f"{quota % 'used'} == bool on (namespace, resourcequota) ({quota % 'hard'} > 0)"
     return f"sum_over_time(({full})[{seconds}s:{step}s]) / {seconds // step}"
+
+
+Part = tuple[str, str]  # (namespace, resource)
+DcgmRow = tuple[dict[str, str], str, float]  # (labels, resource, hours) of a DCGM measure
 
 
 class PrometheusMetrics:
@@ -306,8 +313,8 @@ class PrometheusMetrics:
     # --- MetricsSource -----------------------------------------------------------------------
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
-        allocated: dict[date, dict[tuple[str, str], float]] = {}
-        dcgm_rows: dict[date, list[tuple[dict[str, str], str, float]]] = {}
+        allocated: dict[date, dict[Part, float]] = {}
+        dcgm_rows: dict[date, list[DcgmRow]] = {}
         unknown: set[str] = set()
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
@@ -325,22 +332,27 @@ class PrometheusMetrics:
             with ThreadPoolExecutor(max_workers=PARALLEL_QUERIES) as pool:
                 answers = list(pool.map(self._per_window, queries, [run] * len(queries)))
             for day, metric, value in answers[0]:
-                resource = self._by_label.get(metric.get("resource", ""))
-                if resource is not None:  # None: never, the selector names the governed resources exactly
-                    allocated.setdefault(day, {})[(metric.get("namespace", ""), resource)] = value * spacing[day]["ksm"] / 3600
+                resource = self._by_label[metric.get("resource", "")]  # the selector names exactly these
+                allocated.setdefault(day, {})[(metric.get("namespace", ""), resource)] = value * spacing[day]["ksm"] / 3600
             for day, metric, value in (row for answer in answers[1:] for row in answer):
                 idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
-                resource = dcgm_resource(metric)
-                if resource is None:
-                    unknown.add(metric.get(MIG_PROFILE, ""))
-                elif resource in self._resources:  # a MIG profile nobody governs is neither allocated nor priced
-                    hours = value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600
-                    dcgm_rows.setdefault(day, []).append((metric, resource, hours))
+                hours = value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600
+                if (row := self._dcgm_row(metric, hours, unknown)) is not None:
+                    dcgm_rows.setdefault(day, []).append(row)
         if unknown:
             log.warning(
                 "DCGM series with a %s that names no MIG profile, not counted: %s", MIG_PROFILE, ", ".join(sorted(unknown))
             )
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
+
+    def _dcgm_row(self, metric: dict[str, str], hours: float, unknown: set[str]) -> DcgmRow | None:
+        """A DCGM answer with its resource; None for a MIG profile nobody governs (neither allocated nor priced)
+        and for a profile label that names no profile (noted in ``unknown``)."""
+        resource = dcgm_resource(metric)
+        if resource is None:
+            unknown.add(metric.get(MIG_PROFILE, ""))
+            return None
+        return (metric, resource, hours) if resource in self._resources else None
 
     def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> dict[date, dict[str, float]]:
         """``sample_spacing``, with the configured interval for an exporter it could not measure: said in a
@@ -563,10 +575,7 @@ def dcgm_resource(metric: Mapping[str, str]) -> str | None:
     return mig_resource(profile) if profile else GPU
 
 
-Part = tuple[str, str]  # (namespace, resource)
-
-
-def _usage_of(allocated: dict[Part, float], rows: list[tuple[dict[str, str], str, float]]) -> dict[str, NamespaceUsage]:
+def _usage_of(allocated: dict[Part, float], rows: list[DcgmRow]) -> dict[str, NamespaceUsage]:
     """Per namespace its whole GPUs' use, with each other resource's in ``other_resources``."""
     hours: dict[Part, dict[str, float]] = {}
     idle: dict[Part, dict[str, float]] = {}

@@ -8,10 +8,12 @@ DCGM exporter expose them:
 - ``gpu-node``, an older exporter (``Hostname``): a whole A100 of ns-mixed, busy at 60 %, and a second A100 in
   MIG mode with a ``1g.10gb`` instance of ns-mig (2 Nov, 00:00-12:00) for which the exporter still writes
   ``DCGM_FI_DEV_GPU_UTIL`` as 0 while the profiling metric says 30 % (NVIDIA/dcgm-exporter#216);
-- ``gpu-node-2``, a newer exporter (``hostname``, NVIDIA/dcgm-exporter#655): two whole H100s of ns-whole;
+- ``gpu-node-2``, a newer exporter (``hostname``, NVIDIA/dcgm-exporter#655): two whole H100s of ns-whole, and
+  an idle one of ns-parked (outside the policy);
 - ``mig-node``, a newer exporter behind a ServiceMonitor with ``honorLabels: false`` (``exported_namespace``):
-  two A100s in MIG mode, with two ``3g.40gb`` instances of ns-mig (one busy, one idle at 1 %), one ``3g.40gb``
-  of ns-mixed and one ``2g.20gb`` of ns-whole, a profile no namespace governs; MIG instances have no
+  two A100s in MIG mode, with two ``3g.40gb`` instances of ns-mig (one busy, one idle at 1 %), a busy
+  ``1g.10gb`` of ns-parked, one ``3g.40gb`` of ns-mixed, and of ns-whole a ``2g.20gb`` (a profile no namespace
+  governs) and an instance whose profile label names no profile; MIG instances have no
   ``DCGM_FI_DEV_GPU_UTIL`` (only the profiling metric), ``GPU_I_PROFILE`` and ``GPU_I_ID``, and their parent's
   ``modelName``.
 
@@ -110,7 +112,12 @@ PODS: list[tuple[str, str, str, str, datetime, datetime, list[Device]]] = [
         [(mig(MIG_A, "3g.40gb", 1), 0.5, False), (mig(MIG_A, "3g.40gb", 2), 0.01, False)],
     ),
     ("ns-mixed", "eval", "nvidia_com_mig_3g_40gb", "mig-node", START, END, [(mig(MIG_B, "3g.40gb", 1), 0.4, False)]),
+    # A profile no namespace governs, and a series whose profile label names none (NVIDIA/gpu-monitoring-tools#193).
     ("ns-whole", "stray", "nvidia_com_mig_2g_20gb", "mig-node", START, END, [(mig(MIG_B, "2g.20gb", 3), 0.5, False)]),
+    ("ns-whole", "odd", "nvidia_com_mig_1g_5gb", "mig-node", START, END, [(mig(MIG_B, "<<<NULL>>>", 4), 0.5, False)]),
+    # Outside the policy: an idle whole GPU beside a busy slice.
+    ("ns-parked", "notebook", "nvidia_com_gpu", "gpu-node-2", START, END, [(gpu("gpu-node-2", NEW, 2, H100), 0.02, True)]),
+    ("ns-parked", "worker", "nvidia_com_mig_1g_10gb", "mig-node", START, END, [(mig(MIG_A, "1g.10gb", 9), 0.7, False)]),
 ]
 
 
@@ -177,8 +184,11 @@ def day_lines(prometheus: PrometheusServer, policy: Policy, resources: tuple[str
 
 
 @pytest.mark.prometheus
-def test_slices_are_counted_per_profile_at_their_price_and_never_as_gpus(prometheus: PrometheusServer, policy: Policy) -> None:
+def test_slices_are_counted_per_profile_at_their_price_and_never_as_gpus(
+    prometheus: PrometheusServer, policy: Policy, caplog: pytest.LogCaptureFixture
+) -> None:
     lines = day_lines(prometheus, policy)
+    assert "DCGM series with a GPU_I_PROFILE that names no MIG profile, not counted: <<<NULL>>>" in caplog.text
     mig, mixed = lines["ns-mig"], lines["ns-mixed"]
     assert mig.gpu_hours == 0 and mig.by_model == {} and set(mig.by_resource) == {MIG3, MIG1}
     assert mig.by_resource[MIG3].hours == pytest.approx(48) and mig.by_resource[MIG3].cost == pytest.approx(48 * 1.2)
@@ -207,6 +217,16 @@ def test_whole_gpu_figures_are_what_they_were(prometheus: PrometheusServer, poli
             assert getattr(now[namespace], field) == getattr(line, field), (namespace, field)
     assert now["ns-whole"] == before["ns-whole"]
     assert now["ns-mixed"].utilisation == pytest.approx(0.6)  # the A100 behind the older exporter
+
+
+@pytest.mark.prometheus
+def test_idle_nudges_are_about_whole_gpus(prometheus: PrometheusServer) -> None:
+    """An idle GPU is not hidden by a busy MIG slice of the same namespace, and slices alone are no GPUs held."""
+    source, at = metrics(prometheus), datetime(2026, 11, 2, 18, tzinfo=UTC)
+    idle = source.idle_namespaces(at, window=timedelta(hours=6), threshold=0.05)
+    assert idle == {"ns-parked": pytest.approx(0.02)}  # ns-mig's idle slice beside a busy one is not a GPU
+    held = source.allocated_at(at)
+    assert held["ns-parked"] == 1 and "ns-mig" not in held
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
