@@ -29,6 +29,7 @@ from prometheus_api_client import PrometheusConnect  # noqa: E402
 from bench.digest_scale import settle  # noqa: E402
 from bot.adapters import prometheus as p  # noqa: E402
 from bot.domain.costs import Window  # noqa: E402
+from bot.domain.resources import GPU  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
 RUNS = 3
@@ -37,6 +38,8 @@ THRESHOLD = 0.05
 STEP = 300
 END_OF_DAY = datetime(2026, 11, 1, tzinfo=timezone.utc)
 NOON = datetime(2026, 10, 31, 12, tzinfo=timezone.utc)
+# Whole GPUs and two MIG profiles: the kube-state-metrics selector becomes an alternation of their names.
+GOVERNED = (GPU, "nvidia.com/mig-3g.40gb", "nvidia.com/mig-1g.10gb")
 
 
 def queries() -> list[tuple[str, str, int, datetime]]:
@@ -46,6 +49,7 @@ def queries() -> list[tuple[str, str, int, datetime]]:
         ("record: days_with_data", f"count(count_over_time({p.RUNNING}[{DAY}s]))", DAY, END_OF_DAY),
         ("record: spacing", p.spacing_query(DAY, THRESHOLD), DAY, END_OF_DAY),
         ("record: allocated", p.allocated_samples_query(DAY), DAY, END_OF_DAY),
+        ("record: allocated, 3 resources", p.allocated_samples_query(DAY, GOVERNED), DAY, END_OF_DAY),
         ("record: dcgm (3 measures)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD)), DAY, END_OF_DAY),
         ("record: dcgm (3, idle by rule)", " or ".join(p.dcgm_queries(DAY, STEP, THRESHOLD, with_rule=True)), DAY, END_OF_DAY),
         ("budget: spacing", p.spacing_query(half, THRESHOLD, rule=False), half, NOON),

@@ -45,6 +45,7 @@ from bench.digest_scale import DAYS, MONTH, STEP, TEAMS, backfilled_prometheus, 
 from bot.adapters.db.database import Database  # noqa: E402
 from bot.adapters.db.models import Base, LedgerDay, LedgerEntry  # noqa: E402
 from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
+from bot.adapters.slack.reports import digest_report  # noqa: E402
 from bot.bootstrap import SlackPorts, build_services  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
 from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier  # noqa: E402
@@ -99,8 +100,8 @@ def measure(server: PrometheusServer, namespaces: int, *, first: datetime = MONT
         records.append(time.perf_counter() - started)
         digest = services.digest.build(LAST)
         for team in digest.teams:
-            services.digest.team_report(team, with_chart=False)
-        services.digest.org_report(digest, with_chart=False)
+            digest_report(team, with_chart=False)
+        digest_report(digest, with_chart=False)
         digests.append(time.perf_counter() - started)
         digest_queries = metrics.queries - before
 

@@ -106,6 +106,7 @@ def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | N
         basic_auth=basic,
         ca_bundle=settings.prometheus_ca_bundle,
         timeout=settings.prometheus_timeout_seconds,
+        resources=policy.all_governed_resources(),
     )
 
 

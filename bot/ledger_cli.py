@@ -3,7 +3,7 @@
 ``ledger backfill --from DATE`` records (again) every finished day from DATE from Prometheus, for a
 new install or after a long outage; days Prometheus no longer holds are recorded as "no data".
 ``cost export --month YYYY-MM --format csv|json`` writes the month's ledger for finance, one row per
-day x namespace x GPU model, from the database alone. Every problem is one line and an exit code.
+day x namespace x resource x GPU model, from the database alone. Every problem is one line and an exit code.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ EXPORT_FIELDS = (
     "cost",
     "idle_cost",
     "currency",
+    "resource",  # added last (2026-12): the columns before it keep their names and order
 )
 
 
@@ -49,7 +50,7 @@ def add_ledger_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", required=True)
-    export = actions.add_parser("export", help="write a month of the ledger: one row per day x namespace x GPU model")
+    export = actions.add_parser("export", help="write a month of the ledger: one row per day x namespace x resource x GPU model")
     export.add_argument("--month", type=_month, required=True, help="YYYY-MM")
     export.add_argument("--format", choices=["csv", "json"], default="csv")
     export.add_argument("--output", type=Path, help="file to write (default: standard output)")

@@ -51,6 +51,17 @@ class PrometheusServer:
         source = self.workdir / f"{name}.om"
         with source.open("w", encoding="utf-8", buffering=1 << 22) as out:
             samples = write_openmetrics(history, out, idle_rule=idle_rule)
+        self._create_blocks(source)
+        return samples
+
+    def add_openmetrics(self, text: str, *, name: str) -> None:
+        """Blocks from OpenMetrics text written by a test itself (series a History does not make, such as MIG
+        instances); ``text`` ends with ``# EOF``."""
+        source = self.workdir / f"{name}.om"
+        source.write_text(text, encoding="utf-8")
+        self._create_blocks(source)
+
+    def _create_blocks(self, source: Path) -> None:
         self.data.mkdir(parents=True, exist_ok=True)
         subprocess.run(
             ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(self.data)],
@@ -58,7 +69,6 @@ class PrometheusServer:
             capture_output=True,
         )
         source.unlink()
-        return samples
 
     def start(
         self,

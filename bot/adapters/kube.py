@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, stamp_annotations
-from bot.domain.resources import GPU, limits_key, quota_key
+from bot.domain.resources import GPU, limits_key, mig_profile, quota_key
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
@@ -161,8 +161,8 @@ class KubernetesCluster:
             for resource, count in offered.items():
                 allocatable[resource] = allocatable.get(resource, 0) + count
             product = ((node.metadata.labels if node.metadata else None) or {}).get(GPU_PRODUCT_LABEL)
-            if offered.get(GPU, 0) > 0 and product:
-                models.add(product)
+            if product and any(resource == GPU or mig_profile(resource) for resource in offered):
+                models.add(product)  # whole GPUs, or a GPU in MIG mode (its slices are its model's)
         return GpuNodes(allocatable, frozenset(models))
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:

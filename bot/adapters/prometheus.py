@@ -23,7 +23,15 @@ A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end
 sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.
 
 Allocated GPUs: running samples of each pod (``kube_pod_status_phase{phase="Running"}`` is 1 while
-it runs, 0 otherwise) times the GPUs its containers request on a node. DCGM series name the pod's
+it runs, 0 otherwise) times the GPUs its containers request on a node, by resource: the governed
+resources (``resources``: whole GPUs ``nvidia.com/gpu`` by default, MIG profiles, ``amd.com/gpu``...)
+selected by their exact kube-state-metrics spelling (``nvidia_com_mig_3g_40gb``) in one query. DCGM
+labels a MIG instance's series with ``GPU_I_PROFILE`` (``3g.40gb``) and ``GPU_I_ID``, with the parent
+GPU's ``modelName``; a whole GPU's series has no (or an empty) ``GPU_I_PROFILE``. The DCGM measures are
+grouped by it too: a MIG instance counts slice-hours of its profile's resource, never GPU-hours. MIG
+instances have no ``DCGM_FI_DEV_GPU_UTIL`` (NVIDIA/dcgm-exporter#216): their samples are counted from the
+profiling metric. Nothing groups or joins on the exporter's host label, which newer exporters spell
+``hostname`` and older ones ``Hostname`` (NVIDIA/dcgm-exporter#655): both count alike. DCGM series name the pod's
 namespace ``namespace`` or, behind a ServiceMonitor with ``honorLabels: false``, ``exported_namespace``:
 ``label_replace`` takes the exported one when present. Utilisation is
 ``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` (0-1) per GPU, falling back to ``DCGM_FI_DEV_GPU_UTIL`` / 100 for
@@ -48,6 +56,7 @@ import statistics
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from itertools import pairwise
 from pathlib import Path
@@ -59,15 +68,27 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 from bot.domain.costs import NamespaceUsage, Window
+from bot.domain.resources import GPU, metrics_label, mig_resource
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
 
 log = logging.getLogger(__name__)
 
-GPU_REQUESTS = 'kube_pod_container_resource_requests{resource="nvidia_com_gpu", unit="integer", node!=""}'
 RUNNING = 'kube_pod_status_phase{phase="Running"}'
 PROF = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 DEV = "DCGM_FI_DEV_GPU_UTIL"
+MIG_PROFILE = "GPU_I_PROFILE"  # DCGM's label of a MIG instance's profile ("3g.40gb"); none on a whole GPU
+
+
+def requests_selector(resources: Sequence[str]) -> str:
+    """What running pods request on a node of ``resources`` (kube-state-metrics' sanitised spelling): one
+    resource by equality (whole GPUs alone: the query as it always was), several by an exact alternation."""
+    labels = sorted({metrics_label(resource) for resource in resources})
+    matcher = f'resource="{labels[0]}"' if len(labels) == 1 else f'resource=~"{"|".join(labels)}"'
+    return f'kube_pod_container_resource_requests{{{matcher}, unit="integer", node!=""}}'
+
+
+GPU_REQUESTS = requests_selector((GPU,))
 
 
 def pod_namespace(expression: str) -> str:
@@ -75,23 +96,26 @@ def pod_namespace(expression: str) -> str:
     return f'label_replace({expression}, "namespace", "$1", "exported_namespace", "(.+)")'
 
 
-def running_gpu_samples(seconds: int) -> str:
-    """Per pod: running samples in the window times the GPUs the pod requests."""
+def running_gpu_samples(seconds: int, resources: Sequence[str] = (GPU,)) -> str:
+    """Per pod and resource: running samples in the window times what the pod requests of the resource."""
     return (
-        f"sum by (namespace, pod, uid) (sum_over_time({RUNNING}[{seconds}s]))"
+        f"sum by (namespace, pod, uid, resource) (max_over_time({requests_selector(resources)}[{seconds}s]))"
         f" * on (namespace, pod, uid) group_left ()"
-        f" sum by (namespace, pod, uid) (max_over_time({GPU_REQUESTS}[{seconds}s]))"
+        f" sum by (namespace, pod, uid) (sum_over_time({RUNNING}[{seconds}s]))"
     )
 
 
-def utilisation(function: str, seconds: int) -> str:
-    """A range function of each GPU's utilisation (0-1): the profiling metric, else GPU_UTIL / 100."""
-    return f"({function}({PROF}[{seconds}s]) or ({function}({DEV}[{seconds}s]) / 100))"
+def utilisation(function: str, seconds: int, *, whole_gpus: bool = False) -> str:
+    """A range function of each GPU's (and MIG instance's) utilisation (0-1): the profiling metric, else
+    GPU_UTIL / 100; ``whole_gpus``: of whole GPUs only (series without a MIG profile)."""
+    only = f'{{{MIG_PROFILE}=""}}' if whole_gpus else ""
+    return f"({function}({PROF}{only}[{seconds}s]) or ({function}({DEV}{only}[{seconds}s]) / 100))"
 
 
-def allocated_samples_query(seconds: int) -> str:
-    """GPU-samples of running pods by namespace (times the kube-state-metrics spacing: GPU-seconds)."""
-    return f"sum by (namespace) ({running_gpu_samples(seconds)})"
+def allocated_samples_query(seconds: int, resources: Sequence[str] = (GPU,)) -> str:
+    """Samples of running pods times what they request, by namespace and resource (times the kube-state-metrics
+    spacing: GPU-seconds, or slice-seconds of a MIG profile)."""
+    return f"sum by (namespace, resource) ({running_gpu_samples(seconds, resources)})"
 
 
 def peak_allocated_query(seconds: int, step: int) -> str:
@@ -109,8 +133,16 @@ def idle_rule(idle_threshold: float) -> str:
 
 
 def measure_query(name: str, expression: str) -> str:
-    """``expression`` summed by namespace and model, labelled ``measure=name``."""
-    return f'label_replace(sum by (namespace, modelName) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
+    """``expression`` summed by namespace, model and MIG profile (none: whole GPUs), labelled ``measure=name``."""
+    return (
+        f'label_replace(sum by (namespace, modelName, {MIG_PROFILE}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
+    )
+
+
+def samples_count(seconds: int) -> str:
+    """Each GPU's DCGM samples in the window: GPU_UTIL's, and a MIG instance's (which has none) from the
+    profiling metric, only on MIG series (a whole GPU's profiling samples are not read twice)."""
+    return f'(count_over_time({DEV}[{seconds}s]) or count_over_time({PROF}{{{MIG_PROFILE}!=""}}[{seconds}s]))'
 
 
 def dcgm_queries(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True) -> list[str]:
@@ -119,7 +151,7 @@ def dcgm_queries(seconds: int, step: int, idle_threshold: float, *, with_rule: b
     samples from the recording rule, in the same query; without it the idle subquery is a query of its own,
     so that it runs beside the others (it costs more than all of them). ``idle=False``: the samples only
     (what prices a day needs no idle count nor utilisation)."""
-    samples = measure_query("hours", f"count_over_time({DEV}[{seconds}s])")
+    samples = measure_query("hours", samples_count(seconds))
     if not idle:
         return [samples]
     util = measure_query("util_hours", utilisation("sum_over_time", seconds))
@@ -202,10 +234,11 @@ def spacing_of(raw: float) -> float:
 
 
 def idle_query(window: int, interval: int, threshold: float) -> str:
-    """Namespaces whose GPUs all stayed under ``threshold`` while one of their pods ran the whole window."""
+    """Namespaces whose whole GPUs all stayed under ``threshold`` while one of their pods ran the whole window
+    (the nudge counts the GPUs they hold: a busy or idle MIG slice is not one)."""
     samples = int(window / interval * 0.95)  # tolerate a few missed scrapes
     return (
-        f"max by (namespace) ({pod_namespace(utilisation('max_over_time', window))}) < {threshold}"
+        f"max by (namespace) ({pod_namespace(utilisation('max_over_time', window, whole_gpus=True))}) < {threshold}"
         f" and on (namespace) max by (namespace) (sum_over_time({RUNNING}[{window}s])) >= {samples}"
     )
 
@@ -229,11 +262,26 @@ def quota_saturation_query(seconds: int, step: int) -> str:
     return f"sum_over_time(({full})[{seconds}s:{step}s]) / {seconds // step}"
 
 
-class PrometheusMetrics:
-    """Implements ``MetricsSource``; ``queries`` counts the HTTP queries issued (for the benchmark)."""
+Part = tuple[str, str]  # (namespace, resource)
+DcgmRow = tuple[dict[str, str], str, float]  # (labels, resource, hours) of a DCGM measure
 
-    def __init__(self, client: PrometheusConnect, *, interval: timedelta, idle_threshold: float, timeout: float = 30.0) -> None:
+
+class PrometheusMetrics:
+    """Implements ``MetricsSource``; ``queries`` counts the HTTP queries issued (for the benchmark). ``resources``:
+    the extended resources ``usage`` counts (every one the policy governs, in any namespace); whole GPUs always."""
+
+    def __init__(
+        self,
+        client: PrometheusConnect,
+        *,
+        interval: timedelta,
+        idle_threshold: float,
+        timeout: float = 30.0,
+        resources: Sequence[str] = (GPU,),
+    ) -> None:
         self._client = client
+        self._resources = tuple(sorted({GPU, *resources}))
+        self._by_label = {metrics_label(resource): resource for resource in self._resources}
         self._interval = int(interval.total_seconds())
         self.spacings: dict[date, dict[str, float]] = {}  # measured per day: {"ksm": s, "dcgm": s}, no guess
         self._idle_threshold = idle_threshold
@@ -252,6 +300,7 @@ class PrometheusMetrics:
         basic_auth: tuple[str, str] | None = None,
         ca_bundle: Path | None = None,
         timeout: float = 30.0,
+        resources: Sequence[str] = (GPU,),
     ) -> PrometheusMetrics:
         session = requests.Session()
         session.verify = str(ca_bundle) if ca_bundle else True
@@ -259,13 +308,14 @@ class PrometheusMetrics:
         retry = Retry(total=2, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504), allowed_methods=("GET", "POST"))
         session.mount(url, HTTPAdapter(max_retries=retry))
         client = PrometheusConnect(url=url, headers=headers, auth=basic_auth, session=session, timeout=timeout, method="POST")
-        return cls(client, interval=interval, idle_threshold=idle_threshold, timeout=timeout)
+        return cls(client, interval=interval, idle_threshold=idle_threshold, timeout=timeout, resources=resources)
 
     # --- MetricsSource -----------------------------------------------------------------------
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
-        allocated: dict[date, dict[str, float]] = {}
-        dcgm_rows: dict[date, list[tuple[dict[str, str], float]]] = {}
+        allocated: dict[date, dict[Part, float]] = {}
+        dcgm_rows: dict[date, list[DcgmRow]] = {}
+        unknown: set[str] = set()
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
             spacing = self._spacing_or_fallback(run, rule=idle)
@@ -274,7 +324,7 @@ class PrometheusMetrics:
             step = int(round(spacing[run[0].day]["dcgm"]))
             with_rule = all("rule" in spacing[w.day] for w in run)
             queries = [
-                allocated_samples_query(seconds),
+                allocated_samples_query(seconds, self._resources),
                 *dcgm_queries(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle),
             ]
             # Two at a time: Prometheus evaluates each query on one core, and the slowest (the idle subquery)
@@ -282,11 +332,27 @@ class PrometheusMetrics:
             with ThreadPoolExecutor(max_workers=PARALLEL_QUERIES) as pool:
                 answers = list(pool.map(self._per_window, queries, [run] * len(queries)))
             for day, metric, value in answers[0]:
-                allocated.setdefault(day, {})[metric.get("namespace", "")] = value * spacing[day]["ksm"] / 3600
+                resource = self._by_label[metric.get("resource", "")]  # the selector names exactly these
+                allocated.setdefault(day, {})[(metric.get("namespace", ""), resource)] = value * spacing[day]["ksm"] / 3600
             for day, metric, value in (row for answer in answers[1:] for row in answer):
                 idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
-                dcgm_rows.setdefault(day, []).append((metric, value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600))
+                hours = value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600
+                if (row := self._dcgm_row(metric, hours, unknown)) is not None:
+                    dcgm_rows.setdefault(day, []).append(row)
+        if unknown:
+            log.warning(
+                "DCGM series with a %s that names no MIG profile, not counted: %s", MIG_PROFILE, ", ".join(sorted(unknown))
+            )
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
+
+    def _dcgm_row(self, metric: dict[str, str], hours: float, unknown: set[str]) -> DcgmRow | None:
+        """A DCGM answer with its resource; None for a MIG profile nobody governs (neither allocated nor priced)
+        and for a profile label that names no profile (noted in ``unknown``)."""
+        resource = dcgm_resource(metric)
+        if resource is None:
+            unknown.add(metric.get(MIG_PROFILE, ""))
+            return None
+        return (metric, resource, hours) if resource in self._resources else None
 
     def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> dict[date, dict[str, float]]:
         """``sample_spacing``, with the configured interval for an exporter it could not measure: said in a
@@ -502,29 +568,44 @@ def _eval_time(window: Window) -> datetime:
     return (window.end - timedelta(seconds=1)).astimezone(timezone.utc)
 
 
-def _usage_of(allocated: dict[str, float], rows: list[tuple[dict[str, str], float]]) -> dict[str, NamespaceUsage]:
-    hours: dict[str, dict[str, float]] = {}
-    idle: dict[str, dict[str, float]] = {}
-    util: dict[str, dict[str, float]] = {}
-    for metric, value in rows:
-        namespace, model = metric.get("namespace", ""), metric.get("modelName") or "unknown model"
+def dcgm_resource(metric: Mapping[str, str]) -> str | None:
+    """The resource a DCGM series counts: a MIG instance's profile (``GPU_I_PROFILE``), else whole GPUs; None
+    for a profile label that names no MIG profile."""
+    profile = metric.get(MIG_PROFILE, "")
+    return mig_resource(profile) if profile else GPU
+
+
+def _usage_of(allocated: dict[Part, float], rows: list[DcgmRow]) -> dict[str, NamespaceUsage]:
+    """Per namespace its whole GPUs' use, with each other resource's in ``other_resources``."""
+    hours: dict[Part, dict[str, float]] = {}
+    idle: dict[Part, dict[str, float]] = {}
+    util: dict[Part, dict[str, float]] = {}
+    for metric, resource, value in rows:
+        part, model = (metric.get("namespace", ""), resource), metric.get("modelName") or "unknown model"
         measure = metric.get("measure")
         if measure == "hours":
-            hours.setdefault(namespace, {})[model] = value
+            hours.setdefault(part, {})[model] = value
         elif measure == "idle_hours":
-            idle.setdefault(namespace, {})[model] = value
+            idle.setdefault(part, {})[model] = value
         elif measure == "util_hours":
-            util.setdefault(namespace, {})[model] = value
-    namespaces = set(allocated) | set(hours)
-    return {
-        ns: NamespaceUsage(
-            allocated.get(ns, 0.0),
-            hours.get(ns, {}),
-            {m: h for m, h in idle.get(ns, {}).items() if h > 0},
-            sum(util.get(ns, {}).values()),
-            util_model_hours=util.get(ns, {}),
+            util.setdefault(part, {})[model] = value
+    parts = {
+        part: NamespaceUsage(
+            allocated.get(part, 0.0),
+            hours.get(part, {}),
+            {m: h for m, h in idle.get(part, {}).items() if h > 0},
+            sum(util.get(part, {}).values()),
+            util_model_hours=util.get(part, {}),
         )
-        for ns in namespaces
+        for part in set(allocated) | set(hours)
+    }
+    others: dict[str, dict[str, NamespaceUsage]] = {}
+    for (namespace, resource), usage in parts.items():
+        if resource != GPU:
+            others.setdefault(namespace, {})[resource] = usage
+    return {
+        ns: replace(parts.get((ns, GPU), NamespaceUsage()), other_resources=others.get(ns, {}))
+        for ns in {namespace for namespace, _ in parts}
     }
 
 

@@ -1,18 +1,23 @@
-"""Cost maths: calendar windows, GPU-hours priced per model, budgets and forecasts. Pure.
+"""Cost maths: calendar windows, GPU-hours priced per model and resource, budgets and forecasts. Pure.
 
 Days and months are calendar days in the configured time zone: a window runs from one local
 midnight to the next, so a DST day is 23 or 25 hours long and a month ends where the calendar says.
+
+Each governed resource is counted in its own hours: whole GPUs (``nvidia.com/gpu``) in GPU-hours, a MIG
+profile in slice-hours (hours of one instance of the profile), any other resource in its own. They are
+never added to each other; money is, so a line's ``cost`` is what all of them cost together.
 """
 
 from __future__ import annotations
 
 import calendar
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import astuple, dataclass, field, replace
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
 from bot.domain.policy import Pricing
+from bot.domain.resources import GPU
 
 UNKNOWN_MODEL = "unknown model"
 
@@ -54,10 +59,12 @@ def month_length(day: date, zone: ZoneInfo) -> timedelta:
 
 @dataclass(frozen=True)
 class NamespaceUsage:
-    """What Prometheus says one namespace used in one window.
+    """What Prometheus says one namespace used of whole GPUs (``nvidia.com/gpu``) in one window, and of each
+    other governed resource in ``other_resources`` (the same figures: a MIG profile's in slice-hours).
 
-    ``allocated_hours`` come from kube-state-metrics (GPUs requested by running pods on a node);
-    the per-model figures come from DCGM, whose series carry the GPU model and the pod's namespace.
+    ``allocated_hours`` come from kube-state-metrics (what running pods on a node request);
+    the per-model figures come from DCGM, whose series carry the GPU model (a MIG instance's parent GPU's)
+    and the pod's namespace.
     """
 
     allocated_hours: float = 0.0
@@ -65,47 +72,79 @@ class NamespaceUsage:
     idle_model_hours: Mapping[str, float] = field(default_factory=dict)  # of which under the idle threshold
     util_hours: float = 0.0  # sum of utilisation (0..1) x hours
     util_model_hours: Mapping[str, float] = field(default_factory=dict)  # the same, by model
+    other_resources: Mapping[str, NamespaceUsage] = field(default_factory=dict)  # resource -> its use, apart
 
     @property
     def observed_hours(self) -> float:
         return sum(self.model_hours.values())
 
+    @property
+    def held(self) -> bool:
+        """Whether running pods of the namespace requested any of the resources in the window."""
+        return any(part.allocated_hours > 0 for part in self.by_resource().values())
 
-def combine(usages: Iterable[NamespaceUsage]) -> NamespaceUsage:
-    allocated = util = 0.0
-    models: dict[str, float] = {}
-    idle: dict[str, float] = {}
-    util_models: dict[str, float] = {}
-    for usage in usages:
-        allocated += usage.allocated_hours
-        util += usage.util_hours
-        for into, source in ((models, usage.model_hours), (idle, usage.idle_model_hours), (util_models, usage.util_model_hours)):
-            for model, hours in source.items():
-                into[model] = into.get(model, 0.0) + hours
-    return NamespaceUsage(allocated, models, idle, util, util_models)
+    def by_resource(self) -> dict[str, NamespaceUsage]:
+        """Each resource's use on its own: whole GPUs (when seen, or when nothing else was) and each other one."""
+        whole = replace(self, other_resources={})
+        seen = whole.allocated_hours > 0 or whole.observed_hours > 0
+        return {**({GPU: whole} if seen or not self.other_resources else {}), **self.other_resources}
+
+
+@dataclass(frozen=True)
+class ResourceCost:
+    """One resource's use in a line: its hours (GPU-hours, a MIG profile's slice-hours), their cost, the idle
+    hours and their cost, and the hours DCGM saw with their utilisation."""
+
+    hours: float = 0.0
+    cost: float = 0.0
+    idle_hours: float = 0.0
+    idle_cost: float = 0.0
+    observed_hours: float = 0.0
+    util_hours: float = 0.0
+
+    @property
+    def utilisation(self) -> float | None:
+        """0..1, weighted by the hours DCGM saw; None when it saw nothing."""
+        return self.util_hours / self.observed_hours if self.observed_hours > 0 else None
+
+    def __add__(self, other: ResourceCost) -> ResourceCost:
+        return ResourceCost(*(a + b for a, b in zip(astuple(self), astuple(other), strict=True)))
 
 
 @dataclass(frozen=True)
 class CostLine:
+    """A namespace's (or team's) use over some days. ``cost`` is the money of every resource; the hours, the
+    models, the utilisation and the idle figures are of whole GPUs; ``by_resource`` holds each resource's own
+    figures (whole GPUs included), so MIG slices are shown beside GPUs, never added to them."""
+
     namespace: str
     team: str
     gpu_hours: float
     cost: float
-    by_model: Mapping[str, tuple[float, float]]  # model -> (GPU-hours, cost)
+    by_model: Mapping[str, tuple[float, float]]  # model -> (GPU-hours, cost), whole GPUs
     utilisation: float | None  # 0..1, None when DCGM saw nothing
     idle_hours: float
     idle_cost: float
     observed_hours: float = 0.0  # GPU-hours DCGM saw: the weight of ``utilisation`` when lines are added
+    by_resource: Mapping[str, ResourceCost] = field(default_factory=dict)
+
+    @property
+    def other_resources(self) -> dict[str, ResourceCost]:
+        """The resources other than whole GPUs, with their figures."""
+        return {resource: figures for resource, figures in self.by_resource.items() if resource != GPU}
 
 
 def add_lines(lines: Sequence[CostLine]) -> CostLine:
     """Several days (or namespaces) of one namespace (or team) as one line."""
     assert lines, "add_lines needs at least one line"
     by_model: dict[str, tuple[float, float]] = {}
+    by_resource: dict[str, ResourceCost] = {}
     for line in lines:
         for model, (hours, cost) in line.by_model.items():
             known_hours, known_cost = by_model.get(model, (0.0, 0.0))
             by_model[model] = (known_hours + hours, known_cost + cost)
+        for resource, figures in line.by_resource.items():
+            by_resource[resource] = by_resource.get(resource, ResourceCost()) + figures
     observed = sum(line.observed_hours for line in lines)
     weighted = sum((line.utilisation or 0.0) * line.observed_hours for line in lines)
     return CostLine(
@@ -118,29 +157,14 @@ def add_lines(lines: Sequence[CostLine]) -> CostLine:
         idle_hours=sum(line.idle_hours for line in lines),
         idle_cost=sum(line.idle_cost for line in lines),
         observed_hours=observed,
+        by_resource=by_resource,
     )
 
 
 def price(namespace: str, team: str, usage: NamespaceUsage, pricing: Pricing) -> CostLine:
-    """Allocated GPU-hours split across GPU models in the proportions DCGM saw, each at its price."""
-    observed = usage.observed_hours
-    shares = {m: h / observed for m, h in usage.model_hours.items() if h > 0} if observed > 0 else {UNKNOWN_MODEL: 1.0}
-    by_model = {
-        model: (usage.allocated_hours * share, usage.allocated_hours * share * pricing.price_for(model))
-        for model, share in shares.items()
-    }
-    idle_cost = sum(hours * pricing.price_for(model) for model, hours in usage.idle_model_hours.items())
-    return CostLine(
-        namespace=namespace,
-        team=team,
-        gpu_hours=usage.allocated_hours,
-        cost=sum(cost for _, cost in by_model.values()),
-        by_model=by_model,
-        utilisation=usage.util_hours / observed if observed > 0 else None,
-        idle_hours=sum(usage.idle_model_hours.values()),
-        idle_cost=idle_cost,
-        observed_hours=observed,
-    )
+    """Each resource's allocated hours split across GPU models in the proportions DCGM saw, each at its price
+    (``model_uses``), as one line."""
+    return line_of(namespace, team, model_uses(usage, pricing))
 
 
 def month_end_forecast(spent: float, *, elapsed: timedelta, length: timedelta) -> float:
@@ -198,7 +222,8 @@ def budget_pace(monthly_budget: float, day: date) -> float:
 
 @dataclass(frozen=True)
 class ModelUse:
-    """One namespace's use of one GPU model on one day, priced: a row of the cost ledger."""
+    """One namespace's use of one resource on one GPU model on one day, priced: a row of the cost ledger
+    (hours and price per hour of the resource: GPU-hours of whole GPUs, slice-hours of a MIG profile)."""
 
     model: str
     allocated_hours: float
@@ -208,17 +233,23 @@ class ModelUse:
     price: float
     cost: float
     idle_cost: float
+    resource: str = GPU
 
 
 def model_uses(usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
-    """``usage`` split by GPU model, as ``price`` splits it: allocated hours in the proportions DCGM saw
-    (all at the default price as "unknown model" when DCGM saw nothing), idle hours at each model's price."""
+    """``usage`` split by resource and GPU model: each resource's allocated hours in the proportions of the models
+    DCGM saw of it (all as "unknown model" when DCGM saw nothing), idle hours at each model's price, each
+    resource at its price per hour on that model (``Pricing.per_hour``)."""
+    return [use for resource, part in usage.by_resource().items() for use in _resource_uses(resource, part, pricing)]
+
+
+def _resource_uses(resource: str, usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
     observed = usage.observed_hours
     shares = {m: h / observed for m, h in usage.model_hours.items() if h > 0} if observed > 0 else {UNKNOWN_MODEL: 1.0}
     models = sorted(set(shares) | {m for m, h in usage.idle_model_hours.items() if h > 0})
     uses = []
     for model in models:
-        rate = pricing.price_for(model)
+        rate = pricing.per_hour(resource, model)
         allocated = usage.allocated_hours * shares.get(model, 0.0)
         idle = usage.idle_model_hours.get(model, 0.0)
         uses.append(
@@ -231,26 +262,33 @@ def model_uses(usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
                 price=rate,
                 cost=allocated * rate,
                 idle_cost=idle * rate,
+                resource=resource,
             )
         )
     return uses
 
 
 def line_of(namespace: str, team: str, uses: Sequence[ModelUse]) -> CostLine:
-    """The ledger rows of one namespace (one day or many) as one line, at the prices they were recorded at."""
+    """The ledger rows of one namespace (one day or many) as one line, at the prices they were recorded at:
+    the whole GPUs' figures per model, each resource's apart, the money of all."""
     by_model: dict[str, tuple[float, float]] = {}
+    by_resource: dict[str, ResourceCost] = {}
     for use in uses:
-        hours, cost = by_model.get(use.model, (0.0, 0.0))
-        by_model[use.model] = (hours + use.allocated_hours, cost + use.cost)
-    observed = sum(u.observed_hours for u in uses)
+        figures = ResourceCost(use.allocated_hours, use.cost, use.idle_hours, use.idle_cost, use.observed_hours, use.util_hours)
+        by_resource[use.resource] = by_resource.get(use.resource, ResourceCost()) + figures
+        if use.resource == GPU:
+            hours, cost = by_model.get(use.model, (0.0, 0.0))
+            by_model[use.model] = (hours + use.allocated_hours, cost + use.cost)
+    whole = by_resource.get(GPU, ResourceCost())
     return CostLine(
         namespace=namespace,
         team=team,
-        gpu_hours=sum(u.allocated_hours for u in uses),
-        cost=sum(u.cost for u in uses),
+        gpu_hours=whole.hours,
+        cost=sum(figures.cost for figures in by_resource.values()),
         by_model={m: v for m, v in by_model.items() if v[0] > 0 or v[1] > 0},
-        utilisation=sum(u.util_hours for u in uses) / observed if observed > 0 else None,
-        idle_hours=sum(u.idle_hours for u in uses),
-        idle_cost=sum(u.idle_cost for u in uses),
-        observed_hours=observed,
+        utilisation=whole.utilisation,
+        idle_hours=whole.idle_hours,
+        idle_cost=whole.idle_cost,
+        observed_hours=whole.observed_hours,
+        by_resource=by_resource,
     )

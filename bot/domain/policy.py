@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -339,16 +340,57 @@ class Team(_Frozen):
 
 
 class Pricing(_Frozen):
-    """The cost shown on requests and in digests."""
+    """The cost shown on requests and in digests: per GPU model for whole GPUs, per resource for the others."""
 
     currency: str = Field(default="USD", description="The currency of prices and budgets.")
     default_per_gpu_hour: float = Field(
         default=0.95, ge=0, description="The price of a GPU-hour of a model not listed (OpenCost's default GPU price)."
     )
     models: dict[str, float] = Field(default={}, description="Price per GPU-hour per GPU model, by DCGM's modelName label.")
+    resources: dict[str, float] = Field(
+        default={},
+        description=(
+            "Price per resource-hour of a governed resource other than whole GPUs, by its name"
+            " (nvidia.com/mig-3g.40gb: 1.10, amd.com/gpu: 2.0). A MIG profile not listed costs its parent GPU"
+            " model's price (models, else default_per_gpu_hour) times its share of the GPU's compute (3g: 3/7);"
+            " any other resource not listed costs like a whole GPU of an unknown model (default_per_gpu_hour)."
+        ),
+    )
+
+    @field_validator("resources")
+    @classmethod
+    def _resource_names(cls, prices: dict[str, float]) -> dict[str, float]:
+        bad = sorted(name for name in prices if not is_resource_name(name))
+        if bad:
+            raise ValueError(f"not extended resource names (vendor.example/name): {', '.join(bad)}")
+        if GPU in prices:
+            raise ValueError(f"{GPU} is priced per GPU model: set pricing.models and pricing.default_per_gpu_hour instead")
+        negative = sorted(name for name, value in prices.items() if value < 0)
+        if negative:
+            raise ValueError(f"a price cannot be negative: {', '.join(negative)}")
+        return prices
 
     def price_for(self, model: str | None) -> float:
+        """The price of a whole GPU-hour of ``model`` (DCGM's modelName; None or unlisted: the default)."""
         return self.models.get(model or "", self.default_per_gpu_hour)
+
+    def per_hour(self, resource: str, model: str | None) -> float:
+        """The price of an hour of one ``resource`` on a GPU of ``model``: the price listed for the resource; else,
+        for a MIG profile, the parent model's price times the profile's compute fraction; else the model's."""
+        listed = self.resources.get(resource)
+        if listed is not None:
+            return listed
+        fraction = self.derived_fraction(resource)
+        whole = self.price_for(model)
+        return whole * float(fraction) if fraction is not None else whole
+
+    def derived_fraction(self, resource: str) -> Fraction | None:
+        """The share of its parent GPU's price a resource is priced at, when the policy lists no price for it:
+        a MIG profile's compute fraction (``nvidia.com/mig-3g.40gb``: 3/7); None for a listed or any other resource."""
+        if resource in self.resources:
+            return None
+        profile = mig_profile(resource)
+        return profile.compute_fraction if profile is not None else None
 
 
 def _cron(value: Any) -> Any:

@@ -1,4 +1,5 @@
-"""What a cost figure's price is based on, as typed data: the rate, where it comes from, the models.
+"""What a cost figure's price is based on, as typed data: the rate, where it comes from, the models, and for a
+MIG profile the policy prices by its parent GPU, the share of that GPU's price (``3/7`` for ``3g.40gb``).
 
 The pricer (``bot.services.pricing``) decides a ``Price``; a request stores its cost's basis
 (``CostBasis``: for the grant or per month, at that price) in ``requests.cost_basis`` as compact
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
+from fractions import Fraction
 
 MARKER = '{"cost_basis":'
 NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
@@ -22,11 +24,14 @@ class Basis(Enum):
     RAN_ON = "ran_on"  # the models the namespace ran on lately
     MAY_GET = "may_get"  # the most expensive model on the cluster's GPU nodes
     DEFAULT = "default"  # the policy's default price
+    LISTED = "listed"  # the price pricing.resources lists for the resource
 
 
 @dataclass(frozen=True)
 class Price:
-    """``models``: the ones named (``unnamed`` more were counted); ``days``: the window of ``RAN_ON``."""
+    """``per_gpu_hour``: per hour of the resource (a GPU-hour, a MIG profile's slice-hour); ``models``: the ones
+    named (``unnamed`` more were counted); ``days``: the window of ``RAN_ON``; ``share``: the share of the
+    models' price a MIG profile is priced at (None: the models' price itself, or a listed one)."""
 
     per_gpu_hour: float
     basis: Basis
@@ -34,12 +39,13 @@ class Price:
     currency: str
     days: int
     unnamed: int = 0
+    share: Fraction | None = None
 
     def named(self) -> Price:
         """The price as it is shown and stored: the first few models, their names cut, the rest counted."""
         kept = tuple(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
         rest = self.unnamed + max(0, len(self.models) - NAMED_MODELS)
-        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest)
+        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share)
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ def to_text(basis: CostBasis) -> str:
         "unnamed": price.unnamed,
         "currency": price.currency,
         "days": price.days,
+        **({"share": str(price.share)} if price.share is not None else {}),
     }
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
@@ -83,5 +90,7 @@ def from_text(text: str) -> StoredBasis:
     if not text.startswith(MARKER):
         return BasisAsStored(text)
     data = json.loads(text)
-    price = Price(data["rate"], Basis(data["basis"]), tuple(data["models"]), data["currency"], data["days"], data["unnamed"])
+    share = Fraction(data["share"]) if "share" in data else None  # a basis stored before MIG pricing has none
+    models = tuple(data["models"])
+    price = Price(data["rate"], Basis(data["basis"]), models, data["currency"], data["days"], data["unnamed"], share)
     return CostBasis(data["grant"], price, data["named"])

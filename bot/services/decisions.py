@@ -120,7 +120,7 @@ class Decisions:
             raise Refused(QuotaUnreadable(request.namespace, str(error), Reading.CONFIRMATION)) from error
         current = snapshot.hard if snapshot else self._policy.default_quota(request.namespace, resource=request.resource)
         delta = delta_now(request, current)
-        price = self._pricer.price(request.namespace)
+        price = self._pricer.price(request.namespace, request.resource)
         duration = timedelta(seconds=request.duration_seconds) if request.duration_seconds is not None else None
         large = team.approvals.large_change
         return Confirmation(

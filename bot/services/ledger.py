@@ -1,5 +1,5 @@
-"""The cost ledger: what each namespace used of each GPU model on each finished day, priced at that
-day's price, kept in the database.
+"""The cost ledger: what each namespace used of each resource on each GPU model on each finished day,
+priced at that day's price, kept in the database.
 
 Prometheus keeps days for its retention only (10 days in kube-prometheus-stack): month-to-date,
 budgets and exports read the ledger, which records each day once it is over, from one range query
@@ -124,7 +124,7 @@ class Ledger:
             entries = [
                 Entry(window.day, ns, teams[ns], centers.get(ns), use)
                 for ns, ns_usage in sorted(usage.get(window.day, {}).items())
-                if ns in teams and (ns_usage.allocated_hours > 0 or ns in managed)
+                if ns in teams and (ns_usage.held or ns in managed)
                 for use in model_uses(ns_usage, self._policy.pricing)
             ]
             self._write(window, entries, has_data=window.day in covered, spacing=spacings.get(window.day, {}))
@@ -140,6 +140,7 @@ class Ledger:
                 "day": entry.day,
                 "namespace": entry.namespace,
                 "model": entry.use.model,
+                "resource": entry.use.resource,
                 "team": entry.team,
                 "cost_center": entry.cost_center,
                 "allocated_hours": entry.use.allocated_hours,
@@ -175,7 +176,7 @@ class Ledger:
     def entries(self, first: date, last: date) -> list[Entry]:
         # Plain column tuples, not ORM objects: a month of 3,000 namespaces is ~100,000 rows.
         rows = self._db.run(lambda repo: repo.ledger_entries(first, last))
-        return [Entry(r[0], r[1], r[2], r[3], ModelUse(r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11])) for r in rows]
+        return [Entry(r[0], r[1], r[2], r[3], ModelUse(*r[4:13])) for r in rows]
 
     def team_day_costs(self, first: date, last: date) -> dict[str, dict[date, float]]:
         """Per team, the cost of each recorded day, summed in the database by day and team (what budgets
@@ -266,8 +267,8 @@ class Summary:
 def _lines_of(rows: list[tuple[Any, ...]], teams: dict[str, str]) -> dict[str, CostLine]:
     """Rows of ``ledger_sums`` as one line per namespace (the sums carry no single price: 0)."""
     uses: dict[str, list[ModelUse]] = {}
-    for namespace, _, model, allocated, idle, observed, util, cost, idle_cost, _ in rows:
-        uses.setdefault(namespace, []).append(ModelUse(model, allocated, idle, observed, util, 0.0, cost, idle_cost))
+    for namespace, _, model, allocated, idle, observed, util, cost, idle_cost, _, resource in rows:
+        uses.setdefault(namespace, []).append(ModelUse(model, allocated, idle, observed, util, 0.0, cost, idle_cost, resource))
     return {ns: line_of(ns, teams[ns], ns_uses) for ns, ns_uses in uses.items()}
 
 
@@ -292,7 +293,8 @@ def day_ranges(days: Iterable[date]) -> str:
 
 
 def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str, object]]:
-    """The month's ledger for finance: one row per day x namespace x GPU model, in day order."""
+    """The month's ledger for finance: one row per day x namespace x resource x GPU model, in day order (the
+    hours and the price of a row are of its resource: slice-hours of a MIG profile)."""
     first = month.replace(day=1)
     last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     teams = ledger.summary(first, last).teams
@@ -310,6 +312,7 @@ def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str,
             "cost": round(entry.use.cost, 6),
             "idle_cost": round(entry.use.idle_cost, 6),
             "currency": currency,
+            "resource": entry.use.resource,
         }
         for entry in ledger.entries(first, last)
     ]

@@ -18,6 +18,7 @@ import typing
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from enum import Enum
+from fractions import Fraction
 from types import UnionType
 from typing import Any, ClassVar
 
@@ -74,6 +75,8 @@ def _encode(value: Any) -> Any:
         return failure_reasons.to_json(value)
     if isinstance(value, BasisAsStored):
         return value.text
+    if isinstance(value, Fraction):
+        return str(value)
     if isinstance(value, tuple):
         return [_encode(item) for item in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -102,6 +105,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return hint(value)
     if hint is FailureReason:  # a plain string: an entry recorded before reasons were typed
         return failure_reasons.from_json(value)
+    if hint is Fraction:
+        return Fraction(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         hints = typing.get_type_hints(hint)
         # A field missing from an entry recorded before it existed takes its default.

@@ -1,11 +1,13 @@
-"""The price per GPU-hour of a namespace's GPUs: the one place that decides it for a request's cost (card,
-confirmation form) and the idle nudge, so every figure the bot shows uses the same price list.
+"""The price per hour of a namespace's GPUs (or of another resource it governs): the one place that decides
+it for a request's cost (card, confirmation form) and the idle nudge, so every figure the bot shows uses the
+same price list.
 
-In order: the GPU models the namespace ran on over the last ``RECENT_DAYS`` days (the cost ledger,
-weighted by GPU-hours, at today's prices); else the most expensive priced model on the cluster's GPU
-nodes (the ``nvidia.com/gpu.product`` label GPU feature discovery sets: what it may get); else the
-policy's default price. The answer says which (a ``bot.domain.prices.Price``, worded at the edge), so
-people can see why a figure is what it is.
+A resource ``pricing.resources`` lists costs what it says. Otherwise, in order: the GPU models the namespace
+ran the resource on over the last ``RECENT_DAYS`` days (the cost ledger, weighted by hours, at today's prices);
+else, for NVIDIA resources, the most expensive priced model on the cluster's GPU nodes (the
+``nvidia.com/gpu.product`` label GPU feature discovery sets: what it may get); else the policy's default
+price. A MIG profile costs that model's price times its compute fraction (``Pricing.per_hour``). The answer
+says which (a ``bot.domain.prices.Price``, worded at the edge), so people can see why a figure is what it is.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from datetime import timedelta
 from bot.clock import Clock
 from bot.domain.policy import Policy
 from bot.domain.prices import Basis, Price
+from bot.domain.resources import GPU, mig_profile
 from bot.errors import GpuQuotaError
 from bot.services.ports import QuotaCluster, Transactions
 from bot.services.stores import LedgerReads
@@ -34,27 +37,38 @@ class Pricer:
         self._cluster = cluster
         self._clock = clock
 
-    def price(self, namespace: str) -> Price:
-        """The price per GPU-hour of ``namespace``'s GPUs and its basis."""
-        hours = self._db.run(lambda repo: self.recent_hours(repo, namespace))
-        return self.price_from(hours, self.dearest_on_nodes if not hours else None)
+    def price(self, namespace: str, resource: str = GPU) -> Price:
+        """The price per hour of ``resource`` in ``namespace`` (whole GPUs: per GPU-hour) and its basis."""
+        hours = self._db.run(lambda repo: self.recent_hours(repo, namespace, resource))
+        dearest = self.dearest_on_nodes if not hours and on_nvidia_nodes(resource) else None
+        return self.price_from(hours, dearest, resource)
 
-    def recent_hours(self, repo: LedgerReads, namespace: str) -> dict[str, float]:
-        """The GPU-hours of each model ``namespace`` ran on lately, read in ``repo``'s transaction (for ``price_from``)."""
+    def recent_hours(self, repo: LedgerReads, namespace: str, resource: str = GPU) -> dict[str, float]:
+        """The hours of ``resource`` on each model ``namespace`` ran on lately, read in ``repo``'s transaction (for
+        ``price_from``)."""
         today = self._clock.now().astimezone(self._zone).date()  # ledger days are in this zone
         first, last = today - timedelta(days=RECENT_DAYS), today - timedelta(days=1)
-        return {model: h for model, h in repo.ledger_model_hours(namespace, first, last).items() if h > 0}
+        hours = repo.ledger_model_hours(namespace, first, last, resource=resource)
+        return {model: h for model, h in hours.items() if h > 0}
 
-    def price_from(self, hours: Mapping[str, float], dearest: Callable[[], str | None] | str | None) -> Price:
-        """The price from ``recent_hours``; else from ``dearest`` (``dearest_on_nodes`` or its answer); else the default."""
+    def price_from(
+        self, hours: Mapping[str, float], dearest: Callable[[], str | None] | str | None, resource: str = GPU
+    ) -> Price:
+        """The price of ``resource``: the one the policy lists; else from ``recent_hours``; else from ``dearest``
+        (``dearest_on_nodes`` or its answer: pass None for a resource not on NVIDIA nodes); else the default."""
+        pricing, currency = self._pricing, self._pricing.currency
+        listed = pricing.resources.get(resource)
+        if listed is not None:
+            return Price(listed, Basis.LISTED, (), currency, RECENT_DAYS)
+        share = pricing.derived_fraction(resource)
         if hours:
-            rate = sum(h * self._pricing.price_for(model) for model, h in hours.items()) / sum(hours.values())
+            rate = sum(h * pricing.per_hour(resource, model) for model, h in hours.items()) / sum(hours.values())
             ordered = tuple(sorted(hours, key=lambda model: (-hours[model], model)))
-            return Price(rate, Basis.RAN_ON, ordered, self._pricing.currency, RECENT_DAYS)
+            return Price(rate, Basis.RAN_ON, ordered, currency, RECENT_DAYS, share=share)
         model = dearest() if callable(dearest) else dearest
         if model is not None:
-            return Price(self._pricing.price_for(model), Basis.MAY_GET, (model,), self._pricing.currency, RECENT_DAYS)
-        return Price(self._pricing.default_per_gpu_hour, Basis.DEFAULT, (), self._pricing.currency, RECENT_DAYS)
+            return Price(pricing.per_hour(resource, model), Basis.MAY_GET, (model,), currency, RECENT_DAYS, share=share)
+        return Price(pricing.per_hour(resource, None), Basis.DEFAULT, (), currency, RECENT_DAYS, share=share)
 
     def dearest_on_nodes(self) -> str | None:
         """The most expensive model of the price list found on the GPU nodes (None: none priced, or unknown)."""
@@ -68,6 +82,11 @@ class Pricer:
         priced = {_label_form(model): model for model in self._pricing.models}
         found = [priced[_label_form(product)] for product in products if _label_form(product) in priced]
         return max(found, key=self._pricing.price_for, default=None)
+
+
+def on_nvidia_nodes(resource: str) -> bool:
+    """Whether ``resource`` is a GPU of the NVIDIA nodes' product label (whole GPUs, a MIG profile of one)."""
+    return resource == GPU or mig_profile(resource) is not None
 
 
 def _label_form(model: str) -> str:

@@ -130,7 +130,8 @@ class ProposalService:
         allocated: dict[str, float] = {}
         observed: dict[str, float] = {}
         util: dict[str, float] = {}
-        for entry in self._ledger.entries(days[0], days[-1]):
+        # Whole GPUs only: a shift moves GPU quota, and MIG slice-hours are not GPU-hours.
+        for entry in (e for e in self._ledger.entries(days[0], days[-1]) if e.use.resource == GPU):
             allocated[entry.namespace] = allocated.get(entry.namespace, 0.0) + entry.use.allocated_hours
             observed[entry.namespace] = observed.get(entry.namespace, 0.0) + entry.use.observed_hours
             util[entry.namespace] = util.get(entry.namespace, 0.0) + entry.use.util_hours

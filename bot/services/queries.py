@@ -6,8 +6,8 @@ import logging
 from datetime import timedelta
 
 from bot.clock import Clock
-from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.kueue import ClusterQueueSnapshot
+from bot.domain.lifecycle import GrantState, RequestState
 from bot.domain.policy import Policy
 from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError

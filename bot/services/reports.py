@@ -47,20 +47,13 @@ class TeamDigest:
         return self.team.budget.monthly if self.team.budget else None
 
     @property
-    def yesterday_hours(self) -> float:
-        return sum(line.gpu_hours for line in self.yesterday)
-
-    @property
-    def yesterday_cost(self) -> float:
-        return sum(line.cost for line in self.yesterday)
-
-    @property
-    def month_hours(self) -> float:
-        return sum(line.gpu_hours for line in self.month)
+    def yesterday_total(self) -> CostLine | None:
+        """Yesterday's namespaces as one line (per resource, per GPU model), None when nothing ran."""
+        return add_lines(self.yesterday) if self.yesterday else None
 
     @property
     def month_total(self) -> CostLine | None:
-        """The month's namespaces as one line (per GPU model, utilisation, idle), None when nothing ran."""
+        """The month's namespaces as one line (per resource, per GPU model, utilisation, idle), None when nothing ran."""
         return add_lines(self.month) if self.month else None
 
 

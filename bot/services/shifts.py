@@ -90,7 +90,7 @@ class ShiftService:
         )
         if problems:
             raise Refused(OverLimits(tuple(problems)))
-        price = self._pricer.price(draft.target)
+        price = self._pricer.price(draft.target, resource)
         monthly = change_cost(gpus=draft.gpus, duration=None, price_per_gpu_hour=price.per_gpu_hour)
         same_team = source.team.name == target.team.name
         required = 1 if self._policy.shifts.approval == ShiftApproval.ADMIN or same_team else 2

@@ -188,7 +188,7 @@ class SpendReader:
             day: {
                 ns: price(ns, teams[ns], ns_usage, self._policy.pricing)
                 for ns, ns_usage in per_ns.items()
-                if ns in teams and (ns_usage.allocated_hours > 0 or ns in managed)
+                if ns in teams and (ns_usage.held or ns in managed)
             }
             for day, per_ns in usage.items()
         }

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from bot.domain.entities import Grant, Namespace, Request
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
+from bot.domain.resources import GPU
 
 
 class Requests(Protocol):
@@ -339,7 +340,7 @@ class LedgerReads(Protocol):
 
     def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
-        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
+        observed_hours, util_hours, price, cost, idle_cost, resource), by day, namespace, resource and model."""
         ...
 
     def ledger_costs(
@@ -358,9 +359,9 @@ class LedgerReads(Protocol):
 
     def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """(namespace, team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost,
-        last day) summed over [first, last] per namespace, recorded team and model, in the database."""
+        last day, resource) summed over [first, last] per namespace, recorded team, resource and model, in the database."""
         ...
 
-    def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
-        """GPU-hours of ``namespace`` per GPU model over [first, last]."""
+    def ledger_model_hours(self, namespace: str, first: date, last: date, *, resource: str = GPU) -> dict[str, float]:
+        """The hours of ``resource`` (whole GPUs: GPU-hours) ``namespace`` had per GPU model over [first, last]."""
         ...

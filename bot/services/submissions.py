@@ -36,7 +36,7 @@ from bot.services.changes import ChangeApplier
 from bot.services.effects import record_effect
 from bot.services.outcomes import Submitted
 from bot.services.ports import QuotaCluster, Repository, Transactions
-from bot.services.pricing import Pricer
+from bot.services.pricing import Pricer, on_nvidia_nodes
 from bot.services.quota_sync import QuotaSync
 from bot.services.refusals import (
     GrantTooLong,
@@ -223,14 +223,15 @@ class Submissions:
         namespace = new.scope.namespace
         capacity = self._capacity(new.scope, 0 if new.kind == RequestKind.EXTENSION else new.delta)
         # The cluster's part of the price is read here, from the capacity view: never on the network inside the transaction.
-        dearest = self._pricer.dearest_on_nodes()
+        dearest = self._pricer.dearest_on_nodes() if on_nvidia_nodes(new.scope.resource) else None
         permanent = new.duration is None
         within_capacity = capacity is not None and not capacity.oversubscribed
 
         def create(repo: Repository) -> tuple[Request, RequestCard]:
             now = self._clock.now()
             # Price and budget are read in this transaction too: one transaction for the whole submission.
-            price = self._pricer.price_from(self._pricer.recent_hours(repo, namespace), dearest)
+            resource = new.scope.resource
+            price = self._pricer.price_from(self._pricer.recent_hours(repo, namespace, resource), dearest, resource)
             cost = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
             over_budget = self._over_budget(repo, new.team.name)
             required = approvals_required(new.team, delta=new.delta, permanent=permanent, over_budget=over_budget)

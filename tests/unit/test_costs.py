@@ -65,7 +65,11 @@ def test_today_so_far_starts_at_local_midnight() -> None:
 
 def test_allocated_hours_are_priced_in_the_model_proportions_dcgm_saw() -> None:
     usage = NamespaceUsage(
-        allocated_hours=30.0, model_hours={"A100": 10.0, "H100": 20.0}, idle_model_hours={"H100": 4.0}, util_hours=15.0
+        allocated_hours=30.0,
+        model_hours={"A100": 10.0, "H100": 20.0},
+        idle_model_hours={"H100": 4.0},
+        util_hours=15.0,
+        util_model_hours={"A100": 5.0, "H100": 10.0},
     )
     line = price("ns", "team", usage, PRICING)
     assert line.by_model == {"A100": (10.0, 20.0), "H100": (20.0, 100.0)}
@@ -80,7 +84,7 @@ def test_without_dcgm_data_the_default_price_applies() -> None:
 
 
 def test_adding_days_weights_utilisation_by_gpu_hours() -> None:
-    busy = price("ns", "t", NamespaceUsage(10.0, {"A100": 10.0}, {}, 9.0), PRICING)
+    busy = price("ns", "t", NamespaceUsage(10.0, {"A100": 10.0}, {}, 9.0, {"A100": 9.0}), PRICING)
     quiet = price("ns", "t", NamespaceUsage(30.0, {"A100": 30.0}, {"A100": 30.0}, 0.0), PRICING)
     total = add_lines([busy, quiet])
     assert total.gpu_hours == 40.0 and total.cost == 80.0 and total.idle_hours == 30.0

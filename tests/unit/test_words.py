@@ -6,6 +6,7 @@ import dataclasses
 import typing
 from datetime import date, datetime, timedelta, timezone
 from enum import Enum
+from fractions import Fraction
 from types import UnionType
 from typing import Any
 
@@ -47,6 +48,8 @@ def sample(hint: Any) -> Any:
         return list(hint)[0]
     if hint is FailureReason:  # a check's reason quoting the API server's words
         return LegNotWritten(True, "ns-a", AsSaid(HOSTILE))
+    if hint is Fraction:  # a MIG profile's share of its GPU's price
+        return Fraction(3, 7)
     assert isinstance(hint, type) and dataclasses.is_dataclass(hint), hint
     return instance(hint)
 

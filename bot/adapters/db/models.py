@@ -347,11 +347,11 @@ class LedgerDay(Base):
 
 
 class LedgerEntry(Base):
-    """What one namespace used of one GPU model on one day, priced at that day's price."""
+    """What one namespace used of one resource on one GPU model on one day, priced at that day's price."""
 
     __tablename__ = "ledger_entries"
     __table_args__ = (
-        UniqueConstraint("day", "namespace", "model", name="uq_ledger_day_namespace_model"),
+        UniqueConstraint("day", "namespace", "resource", "model", name="uq_ledger_day_namespace_resource_model"),
         Index("ix_ledger_entries_namespace_day", "namespace", "day"),
     )
 
@@ -359,13 +359,15 @@ class LedgerEntry(Base):
     day: Mapped[date] = mapped_column(Date, index=True)
     namespace: Mapped[str] = mapped_column(String(63))
     model: Mapped[str] = mapped_column(String(200))
+    # The extended resource (nvidia.com/gpu, nvidia.com/mig-3g.40gb); its hours and price are of that resource.
+    resource: Mapped[str] = mapped_column(String(253), default=GPU, server_default=GPU)
     team: Mapped[str] = mapped_column(String(200))  # the policy's team, or "<label> (not managed)"
     cost_center: Mapped[str | None] = mapped_column(String(200))
     allocated_hours: Mapped[float] = mapped_column(Float)
     idle_hours: Mapped[float] = mapped_column(Float)  # of the samples under the idle threshold
     observed_hours: Mapped[float] = mapped_column(Float)  # GPU-hours DCGM saw
     util_hours: Mapped[float] = mapped_column(Float)  # utilisation (0..1) x hours
-    price: Mapped[float] = mapped_column(Float)  # per GPU-hour, as on that day
+    price: Mapped[float] = mapped_column(Float)  # per hour of the resource, as on that day
     cost: Mapped[float] = mapped_column(Float)
     idle_cost: Mapped[float] = mapped_column(Float)
 

@@ -27,6 +27,7 @@ from bot.adapters.db.models import (
     team_spend,
 )
 from bot.domain.records import HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
+from bot.domain.resources import GPU
 
 _home_tabs, _outages, _reclaims, _spend = home_tabs.c, metrics_outages.c, reclaims.c, team_spend.c
 
@@ -241,13 +242,13 @@ class RecordStore:
 
     def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
-        observed_hours, util_hours, price, cost, idle_cost), by day, namespace and model."""
+        observed_hours, util_hours, price, cost, idle_cost, resource), by day, namespace, resource and model."""
         e = LedgerEntry
         query = (
             select(e.day, e.namespace, e.team, e.cost_center, e.model, e.allocated_hours, e.idle_hours)
-            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost)
+            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost, e.resource)
             .where(e.day >= first, e.day <= last)
-            .order_by(e.day, e.namespace, e.model)
+            .order_by(e.day, e.namespace, e.resource, e.model)
         )
         return [tuple(row) for row in self.session.execute(query)]
 
@@ -275,18 +276,20 @@ class RecordStore:
         return [(namespace, team) for namespace, team in self.session.execute(query)]
 
     def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
-        """Per namespace, recorded team and model over [first, last], summed in the database: (namespace, team,
-        model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost, last day of the team)."""
+        """Per namespace, recorded team, resource and model over [first, last], summed in the database: (namespace,
+        team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost, last day of the team,
+        resource)."""
         e = LedgerEntry
         sums = [func.sum(c) for c in (e.allocated_hours, e.idle_hours, e.observed_hours, e.util_hours, e.cost, e.idle_cost)]
         query = (
-            select(e.namespace, e.team, e.model, *sums, func.max(e.day))
+            select(e.namespace, e.team, e.model, *sums, func.max(e.day), e.resource)
             .where(e.day >= first, e.day <= last)
-            .group_by(e.namespace, e.team, e.model)
+            .group_by(e.namespace, e.team, e.resource, e.model)
         )
         return [tuple(row) for row in self.session.execute(query)]
 
-    def ledger_model_hours(self, namespace: str, first: date, last: date) -> dict[str, float]:
-        """The GPU-hours ``namespace`` had of each model over [first, last]."""
-        rows = self.session.execute(statements.LEDGER_MODEL_HOURS, {"namespace": namespace, "first": first, "last": last})
+    def ledger_model_hours(self, namespace: str, first: date, last: date, *, resource: str = GPU) -> dict[str, float]:
+        """The hours ``namespace`` had of ``resource`` on each GPU model over [first, last]."""
+        values = {"namespace": namespace, "first": first, "last": last, "resource": resource}
+        rows = self.session.execute(statements.LEDGER_MODEL_HOURS, values)
         return {model: float(hours or 0.0) for model, hours in rows}

@@ -72,10 +72,15 @@ EXTENDED_BY_BOT = select(_requests.extends_request_id).where(
     _requests.state.in_(_GRANTED),
 )
 
-# GPU-hours of each model a namespace had over [first, last].
+# The hours of one resource on each model a namespace had over [first, last].
 LEDGER_MODEL_HOURS = (
     select(_ledger.model, func.sum(_ledger.allocated_hours))
-    .where(_ledger.namespace == bindparam("namespace"), _ledger.day >= bindparam("first"), _ledger.day <= bindparam("last"))
+    .where(
+        _ledger.namespace == bindparam("namespace"),
+        _ledger.resource == bindparam("resource"),
+        _ledger.day >= bindparam("first"),
+        _ledger.day <= bindparam("last"),
+    )
     .group_by(_ledger.model)
 )
 

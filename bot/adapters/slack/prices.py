@@ -8,24 +8,38 @@ from bot.adapters.slack.sentences import fill, join
 from bot.domain.prices import Basis, BasisAsStored, Price, StoredBasis
 from bot.services.text import Notice, Words, money
 
+# Each basis's sentence, whole (a message catalog's form): the models' price, and a MIG profile's share of it.
+_SENTENCES = {
+    "ran_on_one": (
+        "at {rate}/h, the {names} price {subject} ran on",
+        "at {rate}/h, {share} of the {names} price {subject} ran on",
+    ),
+    "ran_on": (
+        "at {rate}/h, the average price of the {names} {subject} ran on (last {days} days)",
+        "at {rate}/h, {share} of the average price of the {names} {subject} ran on (last {days} days)",
+    ),
+    "may_get": (
+        "at {rate}/h, the {names} price (the most expensive GPU {subject} may get)",
+        "at {rate}/h, {share} of the {names} price (the most expensive GPU {subject} may get)",
+    ),
+    "default": ("at {rate}/h, the default price", "at {rate}/h, {share} of the default price"),
+}
+
 
 def price_notice(price: Price, subject: str = "this namespace") -> Notice:
-    """``at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price this namespace ran on`` (``subject``: who ran on it)."""
+    """``at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price this namespace ran on`` (``subject``: who ran on it); a
+    MIG profile priced by its parent GPU says its share: ``at 1.71 USD/h, 3/7 of the NVIDIA A100 ... price``."""
     shown = price.named()
-    values = {"rate": money(shown.per_gpu_hour, shown.currency), "subject": subject}
+    rate = money(shown.per_gpu_hour, shown.currency)
+    if shown.basis == Basis.LISTED:
+        return fill("at {rate}/h, the price the policy lists for it", rate=rate)
     names = ", ".join(shown.models) + (f" and {shown.unnamed} more" if shown.unnamed else "")
-    if shown.basis == Basis.RAN_ON and len(shown.models) == 1 and not shown.unnamed:
-        return fill("at {rate}/h, the {names} price {subject} ran on", names=names, **values)
     if shown.basis == Basis.RAN_ON:
-        return fill(
-            "at {rate}/h, the average price of the {names} {subject} ran on (last {days} days)",
-            names=names,
-            days=shown.days,
-            **values,
-        )
-    if shown.basis == Basis.MAY_GET:
-        return fill("at {rate}/h, the {names} price (the most expensive GPU {subject} may get)", names=names, **values)
-    return fill("at {rate}/h, the default price", rate=values["rate"])
+        key = "ran_on_one" if len(shown.models) == 1 and not shown.unnamed else "ran_on"
+    else:
+        key = "may_get" if shown.basis == Basis.MAY_GET else "default"
+    template = _SENTENCES[key][shown.share is not None]
+    return fill(template, rate=rate, names=names, subject=subject, days=shown.days, share=str(shown.share))
 
 
 def basis_notice(basis: StoredBasis, namespace: str) -> Notice:

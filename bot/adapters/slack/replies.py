@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import assert_never
 
 from bot.adapters.slack import reasons
-from bot.adapters.slack.mrkdwn import escape
+from bot.adapters.slack.mrkdwn import escape, render
+from bot.adapters.slack.resource_words import hours_of, resource_line
 from bot.services.ledger import CostAnswer, day_ranges
 from bot.services.outcomes import Cancelled, Decided, Decision, Release, Released, Retried
 from bot.services.text import gpus, money
@@ -75,13 +76,16 @@ def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
         budget = f" of {money(answer.budget, currency)} ({line.cost / answer.budget:.0%})" if answer.budget else ""
         utilisation = "n/a" if line.utilisation is None else f"{line.utilisation:.0%}"
         lines = [
-            f"{head}: {line.gpu_hours:,.1f} GPU-h · {money(line.cost, currency)}{budget}",
+            f"{head}: {escape(hours_of(line.by_resource, line.gpu_hours))} · {money(line.cost, currency)}{budget}",
             f"Idle (samples under the threshold): {line.idle_hours:,.1f} GPU-h · {money(line.idle_cost, currency)}"
             f" · average utilisation {utilisation}",
         ]
         lines += [
             f"{model}: {hours:,.1f} GPU-h · {money(cost, currency)}"
             for model, (hours, cost) in sorted(line.by_model.items(), key=lambda item: item[1][1], reverse=True)
+        ]
+        lines += [
+            render(resource_line(resource, figures, currency)) for resource, figures in sorted(line.other_resources.items())
         ]
     if answer.missing:
         lines.append(f"No metrics for {day_ranges(answer.missing)}: not counted.")

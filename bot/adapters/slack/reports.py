@@ -17,9 +17,11 @@ from typing import assert_never
 
 from bot.adapters.chart import ChartWords, daily_cost_chart
 from bot.adapters.slack import mrkdwn
+from bot.adapters.slack.resource_words import hours_of, resource_line
 from bot.adapters.slack.sentences import fill, join
 from bot.domain.commands import format_request_id
 from bot.domain.costs import CostLine
+from bot.domain.resources import GPU
 from bot.services.ledger import day_ranges
 from bot.services.ports import Action
 from bot.services.reports import Digest, OrgDigest, TeamDigest
@@ -69,7 +71,9 @@ def team_report(digest: TeamDigest, *, with_chart: bool = True) -> Report:
     label, currency = digest.team.label, digest.currency
     sections = [ReportSection(heading="Per namespace", lines=_namespace_lines(digest))]
     month = digest.month_total
-    if month is not None:
+    if month is not None and month.other_resources:
+        sections.append(ReportSection(heading="Per resource (month to date)", lines=_resource_lines(month, currency)))
+    if month is not None and (GPU in month.by_resource or not month.other_resources):
         sections.append(ReportSection(heading="Per GPU model (month to date)", lines=_model_lines(month, currency)))
         sections.append(ReportSection(heading="Utilisation and idle GPUs (month to date)", lines=[_usage_line(month, currency)]))
     if digest.expiring:
@@ -111,8 +115,8 @@ def team_report(digest: TeamDigest, *, with_chart: bool = True) -> Report:
 def _team_summary(digest: TeamDigest) -> Notice:
     currency = digest.currency
     values = {
-        "yesterday": Strong(_use(digest.yesterday_hours, digest.yesterday_cost, currency)),
-        "month": Strong(_use(digest.month_hours, digest.spent, currency)),
+        "yesterday": Strong(_line_use(digest.yesterday_total, currency)),
+        "month": Strong(_line_use(digest.month_total, currency, spent=digest.spent)),
     }
     if not digest.budget:
         return join(fill("Yesterday {yesterday}. Month to date {month}.", **values), _missing_note(digest.missing))
@@ -142,8 +146,8 @@ def _namespace_lines(digest: TeamDigest) -> list[str]:
             fill(
                 "{namespace}: yesterday {day} · month {month}",
                 namespace=Strong(line.namespace),
-                day=_use(day.gpu_hours, day.cost, digest.currency) if day else "0 GPU-h",
-                month=_use(line.gpu_hours, line.cost, digest.currency),
+                day=_line_use(day, digest.currency) if day else "0 GPU-h",
+                month=_line_use(line, digest.currency),
             )
         )
     return _rendered(lines) or [mrkdwn.render(fill("No GPU use recorded this month."))]
@@ -152,6 +156,12 @@ def _namespace_lines(digest: TeamDigest) -> list[str]:
 def _model_lines(month: CostLine, currency: str) -> list[str]:
     by_cost = sorted(month.by_model.items(), key=lambda item: item[1][1], reverse=True)
     return _rendered([fill("{model}: {use}", model=model, use=_use(hours, cost, currency)) for model, (hours, cost) in by_cost])
+
+
+def _resource_lines(month: CostLine, currency: str) -> list[str]:
+    """Each resource's month beside the others (whole GPUs first): ``MIG 3g.40gb: 48 slice-hours, 96.00 USD``."""
+    ordered = sorted(month.by_resource.items(), key=lambda item: (item[0] != GPU, item[0]))
+    return _rendered([resource_line(resource, figures, currency) for resource, figures in ordered])
 
 
 def _usage_line(month: CostLine, currency: str) -> str:
@@ -267,6 +277,15 @@ def _rendered(notices: list[Notice]) -> list[str]:
 
 def _use(hours: float, cost: float, currency: str) -> str:
     return "{hours} GPU-h · {cost}".format(hours=f"{hours:,.1f}", cost=money(cost, currency))
+
+
+def _line_use(line: CostLine | None, currency: str, *, spent: float | None = None) -> str:
+    """A line's hours, each resource in its unit, and what they all cost (``spent`` when given):
+    ``24.0 GPU-h, 48.0 slice-h MIG 3g.40gb · 96.00 USD``."""
+    if line is None:
+        return _use(0.0, spent or 0.0, currency)
+    cost = line.cost if spent is None else spent
+    return "{hours} · {cost}".format(hours=hours_of(line.by_resource, line.gpu_hours), cost=money(cost, currency))
 
 
 def _percent(ratio: float) -> str:
