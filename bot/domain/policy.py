@@ -735,6 +735,7 @@ class AutoApprovalCheck:
     auto_gpu_hours_today: float  # the team's auto-approved GPU-hours of today (schedules.timezone)
     over_budget: bool  # the same signal that asks for one more approval
     within_capacity: bool  # the cluster's allocatable GPUs cover all managed quotas after the change
+    resource: str = GPU  # what ``gpus`` counts (a request changes one resource)
 
 
 @dataclass(frozen=True)
@@ -753,14 +754,16 @@ def auto_approval(team: Team, check: AutoApprovalCheck) -> AutoApproval | None:
     rule = team.auto_approve
     if rule is None or check.grant_length is None or check.gpus <= 0:
         return None  # only temporary increases are ever auto-approved
-    limits = f"max {gpu_count(rule.max_gpus)} active, {format_duration(rule.max_duration)}"
+    limits = f"max {_amount(rule.max_gpus, check.resource)} active, {format_duration(rule.max_duration)}"
     if rule.max_gpu_hours_per_day is not None:
         limits += f", {_hours(rule.max_gpu_hours_per_day)} GPU-hours a day"
     problem = _auto_problem(rule, check)
     if problem is not None:
         return AutoApproval(False, f"not auto-approved: {problem} (auto_approve: {limits})")
     return AutoApproval(
-        True, f"auto-approved: {gpu_count(check.gpus)} for {format_duration(check.grant_length)} within auto_approve ({limits})"
+        True,
+        f"auto-approved: {_amount(check.gpus, check.resource)} for {format_duration(check.grant_length)}"
+        f" within auto_approve ({limits})",
     )
 
 
@@ -772,7 +775,8 @@ def _auto_problem(rule: AutoApprove, check: AutoApprovalCheck) -> str | None:
         active = check.active_auto_gpus
         if active == 0:
             return (
-                f"{gpu_count(check.gpus)} {'is' if check.gpus == 1 else 'are'} more than auto_approve.max_gpus ({rule.max_gpus})"
+                f"{_amount(check.gpus, check.resource)} {'is' if check.gpus == 1 else 'are'}"
+                f" more than auto_approve.max_gpus ({rule.max_gpus})"
             )
         return (
             f"the namespace already has {active} auto-approved GPU{'s' if active != 1 else ''} active;"

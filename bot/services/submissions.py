@@ -326,6 +326,7 @@ class Submissions:
             auto_gpu_hours_today=0.0,
             over_budget=over_budget,
             within_capacity=within_capacity,
+            resource=new.scope.resource,
         )
         verdict = auto_approval(new.team, alone)
         if verdict is None or not verdict.approved:
