@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -51,7 +52,7 @@ def test_shell_reads_typed_lines_and_fills_forms() -> None:
     result = run_bot("shell", stdin=typed, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "GQ-1 submitted" in result.stdout
-    assert "ai-frontier-research    compute-quota   3/6" in result.stdout
+    assert re.search(r"ai-frontier-research +compute-quota +nvidia.com/gpu +3/6 ", result.stdout)
 
 
 def test_run_serves_slack_over_http_and_stops_cleanly(tmp_path: Path, stand_ins: tuple) -> None:

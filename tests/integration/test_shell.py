@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -26,11 +27,11 @@ def shell(tmp_path: Path, *lines: str) -> subprocess.CompletedProcess[str]:
 def test_kubectl_get_quota_shows_the_quotas(tmp_path: Path) -> None:
     out = shell(tmp_path, "kubectl get quota", "kubectl get resourcequota -n biz-model-serving").stdout
     everything, one = out.split("kubectl get resourcequota -n biz-model-serving", 1)
-    assert (
-        "ai-frontier-research    compute-quota   3/4" in everything
-        and "biz-model-serving       compute-quota   12/16" in everything
-    )
-    assert "biz-model-serving       compute-quota   12/16" in one and "ai-frontier-research    compute-quota" not in one
+    assert re.search(r"ai-frontier-research +compute-quota +nvidia.com/gpu +3/4 ", everything)
+    assert re.search(r"biz-model-serving +compute-quota +nvidia.com/gpu +12/16 ", everything)
+    assert re.search(r"ai-frontier-inference +compute-quota +nvidia.com/mig-1g.10gb +1/2 ", everything)
+    assert re.search(r"ai-frontier-batch +clusterqueue/frontier-batch +nvidia.com/gpu \(a100\) +-/4 ", everything)
+    assert re.search(r"biz-model-serving +compute-quota +nvidia.com/gpu +12/16 ", one) and "ai-frontier-research" not in one
 
 
 def test_idle_gpus_get_a_nudge_and_a_blocked_workload_an_alert(tmp_path: Path) -> None:

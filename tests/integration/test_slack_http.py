@@ -177,7 +177,12 @@ def test_incomplete_command_opens_the_prefilled_form(slack: SlackOverHttp) -> No
     assert opened["callback_id"] == ids.REQUEST_FORM
     inputs = {b["block_id"]: b["element"] for b in opened["blocks"] if b["type"] == "input"}
     assert inputs["namespace"]["initial_option"]["value"] == "ai-frontier-research"
-    assert [o["value"] for o in inputs["namespace"]["options"]] == ["ai-frontier-research"]  # alice may request there only
+    # alice may request in her team's namespaces only
+    assert [o["value"] for o in inputs["namespace"]["options"]] == [
+        "ai-frontier-batch",
+        "ai-frontier-inference",
+        "ai-frontier-research",
+    ]
     assert inputs["gpus"]["initial_value"] == "+4" and inputs["duration"]["initial_value"] == "3d"
 
     assert inputs["term"]["initial_option"]["value"] == "temporary"  # the typed `for 3d` chose it
