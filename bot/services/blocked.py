@@ -116,12 +116,15 @@ class BlockedWatch:
             return []
         reported = []
         for workload in waiting:
-            queued = [
-                r
+            # The flavor each resource is governed in: what another flavor of the queue lacks, more of it would not give.
+            flavors = {
+                r: ref.flavor
                 for r in self._policy.governed_resources(workload.namespace)
-                if self._policy.cluster_queue(workload.namespace, r)
-            ]
-            short = next((s for s in workload.shortfalls if s.resource in queued), None)
+                if (ref := self._policy.cluster_queue(workload.namespace, r))
+            }
+            short = next(
+                (s for s in workload.shortfalls if s.resource in flavors and s.flavor in (None, flavors[s.resource])), None
+            )
             if short is None or workload.preemption_pending:
                 continue  # not short of a governed resource, or Kueue is already freeing what it needs
             team = self._policy.team_of(workload.namespace)
@@ -132,7 +135,7 @@ class BlockedWatch:
                 workload.name,
                 workload.queue_name,
                 short.resource,
-                workload.more_needed(short.resource),
+                workload.more_needed(short.resource, short.flavor),
                 workload.message,
             )
             out = self._announce.outgoing()

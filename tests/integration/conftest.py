@@ -7,6 +7,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -114,6 +115,18 @@ def serve(app: Any) -> tuple[str, Any]:
     return f"http://127.0.0.1:{server.effective_port}", server
 
 
+@contextmanager
+def served(box: Sandbox) -> Iterator[SlackOverHttp]:
+    """The started sandbox's Bolt app over real HTTP, stopped afterwards."""
+    assert box.app is not None
+    base, server = serve(WebApp(box.app))
+    try:
+        yield SlackOverHttp(box, base)
+    finally:
+        server.close()
+        box.stop()
+
+
 @pytest.fixture
 def clock() -> ManualClock:
     return ManualClock(START)
@@ -154,6 +167,14 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
     db = Database.from_url(url)
     request.addfinalizer(db.dispose)
     return db
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database URL, once SQLite and once a fresh database on this machine's PostgreSQL (not migrated yet)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/bot.db"
+    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

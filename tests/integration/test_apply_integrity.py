@@ -18,13 +18,6 @@ from tests.integration.bot_process import NAMESPACE, QUOTA, BotProcess, Driver, 
 from tests.integration.processes import run_env, wait_for
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/bot.db"
-    return request.getfixturevalue("postgres_url")
-
-
 @pytest.fixture
 def bots() -> Iterator[list[BotProcess]]:
     started: list[BotProcess] = []

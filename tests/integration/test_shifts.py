@@ -8,36 +8,22 @@ The sandbox: frontier (ai-frontier-research) holds 4 GPUs, 3 in use; business (b
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from bot.adapters.slack.http import WebApp
 from bot.clock import ManualClock
 from bot.domain.lifecycle import Verdict
 from bot.domain.policy import ShiftApproval, Shifts
 from bot.sandbox.session import Sandbox
 from bot.sandbox.slack_api import Recorded
 from bot.sandbox.world import sandbox_policy
-from tests.integration.conftest import SlackOverHttp, serve
+from tests.integration.conftest import SlackOverHttp, served
 
 ALICE, BOB, LEE, MAYA, PAT = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA", "U0PAT"
 FRONTIER, BUSINESS, QUOTA = "ai-frontier-research", "biz-model-serving", "compute-quota"
 SHIFT = f"shift 3 from {FRONTIER} to {BUSINESS}"
-
-
-@contextmanager
-def served(box: Sandbox) -> Iterator[SlackOverHttp]:
-    """The started sandbox's Bolt app over real HTTP, stopped afterwards."""
-    assert box.app is not None
-    base, server = serve(WebApp(box.app))
-    try:
-        yield SlackOverHttp(box, base)
-    finally:
-        server.close()
-        box.stop()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
