@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from bot.domain.durations import parse_duration
-from bot.domain.kueue import stamp_keys
 from bot.domain.quota import stamp_annotations
 from bot.domain.resources import limits_key
 from bot.errors import GpuQuotaError
@@ -317,7 +316,9 @@ class Shell:
             queue = kube.cluster_queue(ref.name) if only in (None, namespace) else None
             if queue is not None:
                 nominal = kube.nominal_quota(ref.name, ref.flavor, resource)
-                by = (queue["metadata"].get("annotations") or {}).get(stamp_keys(ref.flavor, resource)[1], "(by hand)")
+                by = (queue["metadata"].get("annotations") or {}).get(
+                    stamp_annotations(resource, qualifier=ref.flavor)[1], "(by hand)"
+                )
                 where = f"clusterqueue/{ref.name}"
                 self._say(
                     f"{namespace:<24}{where:<30}{resource + ' (' + ref.flavor + ')':<30}{'-/' + str(nominal):<11}{'-':<8}{by}"

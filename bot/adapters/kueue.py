@@ -29,7 +29,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from bot.adapters.kube import FIELD_MANAGER, KubeCalls
-from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload, parse_shortfalls, stamp_keys
+from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload, parse_shortfalls
+from bot.domain.quota import stamp_annotations
 from bot.errors import KueueObjectMissing, KueuePart, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
 
@@ -231,7 +232,7 @@ def write_operations(
     if borrowing_limit_delta and previous.borrowing_limit is not None:
         moved = max(0, previous.borrowing_limit + gpus - previous.hard)
         operations.append({"op": "replace", "path": f"{quota_path}/borrowingLimit", "value": moved})
-    applied, applied_by_key = stamp_keys(previous.flavor, previous.resource)
+    applied, applied_by_key = stamp_annotations(previous.resource, qualifier=previous.flavor)
     stamps = {applied: str(gpus), applied_by_key: applied_by}
     if not previous.annotated:
         return [*operations, {"op": "add", "path": "/metadata/annotations", "value": stamps}]
@@ -248,7 +249,7 @@ def _snapshot(queue: Mapping[str, Any], *, namespace: str, flavor: str, resource
     name = str(metadata.get("name"))
     group_index, flavor_index, resource_index, quota = _locate(spec, name, flavor, resource)
     annotations = metadata.get("annotations")
-    stamp = (annotations or {}).get(stamp_keys(flavor, resource)[0])
+    stamp = (annotations or {}).get(stamp_annotations(resource, qualifier=flavor)[0])
     reserved = _usage(state.get("flavorsReservation"), flavor, resource)
     return ClusterQueueSnapshot(
         namespace=namespace,

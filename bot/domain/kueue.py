@@ -5,7 +5,7 @@ A team or namespace may keep its GPU quota in a Kueue ``ClusterQueue``: the bot 
 and reads what Kueue's controller reports: ``status.flavorsReservation`` (quota reserved by admitted
 and admitting workloads: what admission counts against the quota) and ``status.flavorsUsage`` (what
 admitted workloads use). Each write stamps two annotations per governed flavor and resource
-(``stamp_keys``): the value written and who applied it, so a hand edit is told from the bot's own.
+(``bot.domain.quota.stamp_annotations`` with the flavor as qualifier): the value written and who applied it, so a hand edit is told from the bot's own.
 
 A Workload waiting for quota has the condition ``QuotaReserved`` False; Kueue's scheduler says why in
 its message (``pkg/scheduler/flavorassigner/flavorassigner.go``): one part per pod set that does not
@@ -16,19 +16,12 @@ needed``. ``parse_shortfalls`` reads those reasons.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 
 from bot.domain.quota import QuotaSnapshot
-
-STAMP_PREFIX = "gpu-quota-bot.io/"
-APPLIED = "applied"
-APPLIED_BY = "applied-by"
-_NAME_MAX = 63  # the name part of an annotation key (after the prefix and its slash)
-_HASH = 10  # hex digits of the hash that keeps a shortened key unique
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -51,20 +44,6 @@ class ClusterQueueSnapshot(QuotaSnapshot):
     borrowed: int  # of the reserved quota, what is borrowed from the cohort
     pending_workloads: int  # status.pendingWorkloads: the whole queue's, every flavor
     annotated: bool  # the queue had metadata.annotations at this version (a JSON Patch cannot add into a missing map)
-
-
-def stamp_keys(flavor: str, resource: str) -> tuple[str, str]:
-    """The annotations the bot stamps on a ClusterQueue for one flavor and resource: the GPUs it applied and
-    who applied them (a request id such as ``GQ-17``, or ``reconcile``).
-
-    ``gpu-quota-bot.io/applied.<flavor>.<resource, / as _>`` and ``gpu-quota-bot.io/applied-by.<same>``;
-    a name part longer than 63 characters keeps its start and ends with a hash of the flavor and resource."""
-    suffix = f"{flavor}.{resource.replace('/', '_')}"
-    room = _NAME_MAX - len(APPLIED_BY) - 1
-    if len(suffix) > room:
-        digest = hashlib.sha256(f"{flavor}/{resource}".encode()).hexdigest()[:_HASH]
-        suffix = f"{suffix[: room - _HASH - 1]}-{digest}"
-    return f"{STAMP_PREFIX}{APPLIED}.{suffix}", f"{STAMP_PREFIX}{APPLIED_BY}.{suffix}"
 
 
 class Lack(Enum):

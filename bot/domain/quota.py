@@ -21,6 +21,7 @@ ANNOTATION_PREFIX = "gpu-quota-bot.io/"
 APPLIED_ANNOTATION = "gpu-quota-bot.io/applied-gpus"  # whole GPUs' stamp: the name every release before resources wrote
 APPLIED_BY_ANNOTATION = "gpu-quota-bot.io/applied-by"
 _ANNOTATION_NAME_LIMIT = 63  # the part after the prefix
+_HASH_DIGITS = 10  # of the hash that keeps a shortened name unique
 
 
 @dataclass(frozen=True)
@@ -38,17 +39,17 @@ def stamp_annotations(resource: str, *, qualifier: str = "") -> tuple[str, str]:
     Whole GPUs keep the names every release before resources wrote (``applied-gpus``, ``applied-by``),
     so a quota written by one of them is still recognised; any other resource (and a ``qualifier`` such
     as a ClusterQueue's flavor) gets its own pair, ``applied.<qualifier>.<resource>``, the vendor's ``/``
-    as ``_``, shortened with a stable hash when longer than an annotation name may be.
+    as ``_``. A name part longer than an annotation's 63 characters keeps its start and ends with a hash
+    of the qualifier and resource, the same in both keys, so they still pair up.
     """
     if resource == GPU and not qualifier:
         return APPLIED_ANNOTATION, APPLIED_BY_ANNOTATION
     suffix = ".".join(part for part in (qualifier, resource.replace("/", "_")) if part)
-    value, by = f"applied.{suffix}", f"applied-by.{suffix}"
-    if len(by) > _ANNOTATION_NAME_LIMIT:
-        digest = hashlib.blake2b(suffix.encode(), digest_size=5).hexdigest()
-        suffix = f"{suffix[: _ANNOTATION_NAME_LIMIT - len('applied-by.') - 11]}-{digest}"
-        value, by = f"applied.{suffix}", f"applied-by.{suffix}"
-    return ANNOTATION_PREFIX + value, ANNOTATION_PREFIX + by
+    room = _ANNOTATION_NAME_LIMIT - len("applied-by.")
+    if len(suffix) > room:
+        digest = hashlib.sha256(f"{qualifier}/{resource}".encode()).hexdigest()[:_HASH_DIGITS]
+        suffix = f"{suffix[: room - _HASH_DIGITS - 1]}-{digest}"
+    return f"{ANNOTATION_PREFIX}applied.{suffix}", f"{ANNOTATION_PREFIX}applied-by.{suffix}"
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ import pytest
 from kubernetes import config
 
 from bot.adapters.kueue import KueueCluster
-from bot.domain.kueue import Lack, stamp_keys
+from bot.domain.kueue import Lack
+from bot.domain.quota import stamp_annotations
 from bot.errors import KueueObjectMissing, KueuePart, PermanentError, QuotaConflict, TemporaryError
 from bot.sandbox.kube_api import KubeApiStandIn
 from tests.integration.kueue_world import COHORT, CREATED, GPU, PROD, RESEARCH, RESEARCH_QUEUE, seed_kueue
 
-APPLIED, APPLIED_BY = stamp_keys("h100", GPU)
+APPLIED, APPLIED_BY = stamp_annotations(GPU, qualifier="h100")
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import re
 import pytest
 
 from bot.adapters.kueue import pending_workload, write_operations
-from bot.domain.kueue import ClusterQueueSnapshot, Lack, PendingWorkload, QuotaShortfall, parse_shortfalls, stamp_keys
-from bot.domain.quota import QuotaSnapshot
+from bot.domain.kueue import ClusterQueueSnapshot, Lack, PendingWorkload, QuotaShortfall, parse_shortfalls
+from bot.domain.quota import QuotaSnapshot, stamp_annotations
 
 GPU = "nvidia.com/gpu"
 # A name part of an annotation key: at most 63 characters, alphanumeric at both ends, [-_.] and alphanumerics within.
@@ -112,8 +112,8 @@ def test_more_needed_is_the_largest_figure_for_the_resource_and_none_when_unsaid
     assert waiting(REAL[10][0]).preemption_pending
 
 
-def test_stamp_keys_name_the_flavor_and_resource_and_are_valid_annotation_keys() -> None:
-    assert stamp_keys("h100", GPU) == (
+def test_stamp_annotations_name_the_flavor_and_resource_and_are_valid_annotation_keys() -> None:
+    assert stamp_annotations(GPU, qualifier="h100") == (
         "gpu-quota-bot.io/applied.h100.nvidia.com_gpu",
         "gpu-quota-bot.io/applied-by.h100.nvidia.com_gpu",
     )
@@ -122,12 +122,12 @@ def test_stamp_keys_name_the_flavor_and_resource_and_are_valid_annotation_keys()
         ("f" * 40, "nvidia.com/mig-3g.40gb"),
         ("a." * 126 + "b", GPU),
     ):
-        applied, applied_by = stamp_keys(flavor, resource)
+        applied, applied_by = stamp_annotations(resource, qualifier=flavor)
         names = [key.removeprefix("gpu-quota-bot.io/") for key in (applied, applied_by)]
         assert all(ANNOTATION_NAME.fullmatch(name) for name in names), names
         assert names[0].removeprefix("applied.") == names[1].removeprefix("applied-by.")  # the two keys of one stamp pair up
-    long_a, long_b = stamp_keys("f" * 60, GPU), stamp_keys("f" * 60, "amd.com/gpu")
-    assert long_a != long_b and long_a == stamp_keys("f" * 60, GPU)  # shortened keys stay distinct and stable
+    long_a, long_b = stamp_annotations(GPU, qualifier="f" * 60), stamp_annotations("amd.com/gpu", qualifier="f" * 60)
+    assert long_a != long_b and long_a == stamp_annotations(GPU, qualifier="f" * 60)  # shortened keys stay distinct and stable
 
 
 def snapshot(*, annotated: bool, borrowing_limit: int | None = None) -> ClusterQueueSnapshot:

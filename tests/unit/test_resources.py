@@ -4,6 +4,7 @@ from fractions import Fraction
 
 import pytest
 
+from bot.domain.quota import stamp_annotations
 from bot.domain.resources import (
     GPU,
     Resolved,
@@ -98,3 +99,11 @@ def test_an_unknown_word_has_no_candidates():
 def test_no_word_names_the_only_governed_resource_or_asks():
     assert resolve(None, (GPU,)) == Resolved(GPU)
     assert resolve(None, GOVERNED) == Unresolved("", GOVERNED)
+
+
+def test_whole_gpus_keep_the_stamp_every_earlier_release_wrote_and_other_resources_get_their_own() -> None:
+    assert stamp_annotations(GPU) == ("gpu-quota-bot.io/applied-gpus", "gpu-quota-bot.io/applied-by")
+    assert stamp_annotations("nvidia.com/mig-3g.40gb") == (
+        "gpu-quota-bot.io/applied.nvidia.com_mig-3g.40gb",
+        "gpu-quota-bot.io/applied-by.nvidia.com_mig-3g.40gb",
+    )
