@@ -16,7 +16,7 @@ from enum import Enum
 
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import RequestState, Verdict
-from bot.errors import UserError, WordedError
+from bot.errors import KueueObjectMissing, KueuePart, UserError, WordedError
 
 
 class Reading(Enum):
@@ -210,6 +210,25 @@ class NotManaged(Refusal):
     namespace: str
     managed: tuple[str, ...] | None = None
     submitting: bool = False
+
+
+@dataclass(frozen=True)
+class QueueMissing(Refusal):
+    """The Kueue objects that hold ``namespace``'s quota of ``resource`` are not all there: ``missing``
+    says which (Kueue itself, the ClusterQueue, its flavor, the resource in it), ``present`` what is
+    instead. A setup problem for the platform team, not a moment's fault."""
+
+    namespace: str
+    resource: str
+    missing: KueuePart
+    cluster_queue: str
+    flavor: str
+    present: tuple[str, ...]
+    reading: Reading
+
+    @classmethod
+    def of(cls, namespace: str, error: KueueObjectMissing, reading: Reading) -> QueueMissing:
+        return cls(namespace, error.resource, error.missing, error.cluster_queue, error.flavor, error.present, reading)
 
 
 @dataclass(frozen=True)

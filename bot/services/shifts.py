@@ -20,7 +20,7 @@ from bot.domain.policy import Policy, ShiftApproval, Team, limit_problems
 from bot.domain.prices import CostBasis
 from bot.domain.quota import QuotaScope, QuotaSnapshot, change_cost
 from bot.domain.resources import Unresolved, resolve
-from bot.errors import GpuQuotaError, NamespaceNotFound
+from bot.errors import GpuQuotaError, KueueObjectMissing, NamespaceNotFound
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.outcomes import Submitted
@@ -32,6 +32,7 @@ from bot.services.refusals import (
     NotAShiftMember,
     NotManaged,
     OverLimits,
+    QueueMissing,
     QuotaUnreadable,
     Reading,
     Refused,
@@ -177,6 +178,8 @@ class ShiftService:
             snapshot = self._sync.current(scope)
         except NamespaceNotFound:
             raise Refused(NoSuchNamespace(namespace, Reading.SHIFT)) from None
+        except KueueObjectMissing as missing:
+            raise Refused(QueueMissing.of(namespace, missing, Reading.SHIFT)) from None
         except GpuQuotaError as error:
             raise Refused(QuotaUnreadable(namespace, str(error), Reading.SHIFT)) from error
         default = self._policy.default_quota(namespace, resource=scope.resource)

@@ -28,7 +28,7 @@ from bot.domain.policy import (
 from bot.domain.prices import CostBasis
 from bot.domain.quota import CapacityImpact, QuotaScope, QuotaSnapshot, change_cost
 from bot.domain.resources import Unresolved, resolve
-from bot.errors import GpuQuotaError, NamespaceNotFound
+from bot.errors import GpuQuotaError, KueueObjectMissing, NamespaceNotFound
 from bot.logs import request_context
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -46,6 +46,7 @@ from bot.services.refusals import (
     NotAMember,
     NotManaged,
     OverLimits,
+    QueueMissing,
     QuotaUnreadable,
     Reading,
     Refused,
@@ -357,6 +358,8 @@ class Submissions:
             return self._sync.current(scope, max_age=max_age)
         except NamespaceNotFound:
             raise Refused(NoSuchNamespace(namespace, Reading.REQUEST)) from None
+        except KueueObjectMissing as missing:
+            raise Refused(QueueMissing.of(namespace, missing, Reading.REQUEST)) from None
         except GpuQuotaError as error:
             raise Refused(QuotaUnreadable(namespace, str(error), Reading.REQUEST)) from error
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from functools import singledispatch
 
 from bot.adapters.slack import mrkdwn, reasons
-from bot.adapters.slack.sentences import fill
+from bot.adapters.slack.sentences import fill, join
 from bot.domain.commands import format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.domain.resources import short_name
+from bot.errors import KueuePart
 from bot.services import refusals as r
 from bot.services.requests import AUTO_APPROVER
 from bot.services.text import Notice, Part, User, Words, gpus, plain
@@ -238,6 +239,31 @@ def _(refusal: r.NotManaged) -> Notice:
     if refusal.submitting:
         return fill("Not submitted: `{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.", **values)
     return fill("`{namespace}` is not managed by gpu-quota-bot. Managed namespaces: {managed}.", **values)
+
+
+_QUEUE_PARTS = {
+    KueuePart.KUEUE: "Kueue is not installed in the cluster (kueue.x-k8s.io serves {present})",
+    KueuePart.CLUSTER_QUEUE: "the ClusterQueue `{queue}` does not exist",
+    KueuePart.FLAVOR: "the ClusterQueue `{queue}` has no flavor `{flavor}` (it has {present})",
+    KueuePart.RESOURCE: "the flavor `{flavor}` of the ClusterQueue `{queue}` has no quota of {resource} (it lists {present})",
+}
+
+
+@notice.register
+def _(refusal: r.QueueMissing) -> Notice:
+    values = {
+        "namespace": refusal.namespace,
+        "resource": refusal.resource,
+        "queue": refusal.cluster_queue,
+        "flavor": refusal.flavor,
+        "present": ", ".join(refusal.present) or "none",
+    }
+    what = fill(_QUEUE_PARTS[refusal.missing], **values)
+    return join(
+        fill("Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but ", **values),
+        what,
+        fill(". A platform admin needs to fix the policy or the queue (`gpu-quota-bot check-config` names it)."),
+    )
 
 
 @notice.register
