@@ -264,8 +264,9 @@ def test_a_cluster_queue_missing_from_the_cluster_is_refused_at_submission(
     with served(started(database_url, clock, parse_policy(policy, source="a policy naming a missing queue"))) as slack:
         said = refused_at_submission(slack, caplog)
     assert said == (
-        f":no_entry_sign: Could not read the quota of `{BATCH}` from the cluster (the ClusterQueue frontier-btach does not exist)."
-        " Nothing was submitted; try again."
+        f":no_entry_sign: Not submitted: the policy keeps nvidia.com/gpu of `{BATCH}` in Kueue, but the ClusterQueue"
+        " `frontier-btach` does not exist. A platform admin needs to fix the policy or the queue"
+        " (`gpu-quota-bot check-config` names it)."
     )
 
 
@@ -274,7 +275,7 @@ def test_a_missing_flavor_is_refused_at_submission_naming_the_flavors_there(
 ) -> None:
     kube(slack).remove_flavor(QUEUE, FLAVOR)
     said = refused_at_submission(slack, caplog)
-    assert f"the ClusterQueue {QUEUE} has no flavor {FLAVOR} (present: h100)" in said
+    assert f"the ClusterQueue `{QUEUE}` has no flavor `{FLAVOR}` (it has h100)" in said
 
 
 def test_without_kueue_a_request_is_refused(slack: SlackOverHttp, caplog: pytest.LogCaptureFixture) -> None:
