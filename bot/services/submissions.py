@@ -367,11 +367,15 @@ class Submissions:
         """The scope's resource allocatable on the nodes vs all managed quotas of it after the change;
         None (and a log line) if unknown."""
         names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
+        queued = [QuotaScope(ns, r) for ns, r, _ in self._policy.cluster_queues() if r == scope.resource]
         try:
             allocatable = self._cluster.gpu_nodes().of(scope.resource)
             totals = self._cluster.gpu_quota_totals(names)
+            # A ClusterQueue's quota commits the nodes' GPUs as a ResourceQuota's does.
+            in_queues = [self._sync.current(queue, max_age=SUBMITTED_QUOTA_MAX_AGE) for queue in queued]
         except GpuQuotaError as error:
             log.warning("capacity unknown for a request on %s: %s", scope.namespace, error)
             return None
         committed = sum(hard.get(scope.resource, 0) for hard in totals.values())
+        committed += sum(snapshot.hard for snapshot in in_queues if snapshot is not None)
         return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)
