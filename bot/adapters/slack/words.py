@@ -86,10 +86,19 @@ def _(said: m.RetryBy) -> Notice:
 # --- applying a change, and a grant's end -------------------------------------------------
 
 
-def _below_usage(*, new_hard: int, used: int) -> Notice | None:
-    """What happens when a quota drops under what is already in use (the source document's reclaim)."""
+def _below_usage(*, new_hard: int, used: int, queued: bool = False) -> Notice | None:
+    """What happens when a quota drops under what is already in use (the source document's reclaim);
+    ``queued``: the quota is a Kueue ClusterQueue's, which holds new workloads back instead of refusing pods."""
     if new_hard >= used:
         return None
+    if queued:
+        return fill(
+            "{used} are reserved by admitted workloads, above the new quota of {new_hard}. They keep running;"
+            " Kueue admits no new workload that would take the reservation above {new_hard}: a gradual reclaim"
+            " as jobs finish, not a hard cut.",
+            used=used,
+            new_hard=new_hard,
+        )
     return fill(
         "{used} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
         " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
@@ -127,7 +136,7 @@ def _(said: m.Applied) -> Notice:
             drift=f"{said.drift:+d}",
             command=Code("kubectl edit"),
         )
-    return _line(head, ends, drift, _below_usage(new_hard=said.after, used=said.used))
+    return _line(head, ends, drift, _below_usage(new_hard=said.after, used=said.used, queued=said.flavor is not None))
 
 
 @notice.register
