@@ -268,7 +268,9 @@ class AutoApprove(_Frozen):
         description="Longest auto-approved grant, extensions included (a 4h grant extended by 2h waits for a person)."
     )
     max_gpu_hours_per_day: float | None = Field(
-        default=None, gt=0, description="Auto-approved GPU-hours per team and calendar day (schedules.timezone); unset: no cap."
+        default=None,
+        gt=0,
+        description="Auto-approved GPU-hours per team, resource and calendar day (schedules.timezone; a MIG profile counts its slice-hours); unset: no cap.",
     )
 
 

@@ -92,9 +92,9 @@ class AutoApprovals(Protocol):
         """Serialise the team's auto-approval decisions until the transaction ends; call it before reading."""
         ...
 
-    def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
-        """(delta, duration_seconds) of the team's auto-approved requests created in [start, end) that
-        took effect or are taking it."""
+    def auto_approved_sizes_since(self, team: str, resource: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
+        """(delta, duration_seconds) of the team's auto-approved requests of ``resource`` created in [start, end)
+        that took effect or are taking it (the daily cap counts hours of one resource: slices are not GPUs)."""
         ...
 
     def auto_approved_gpus(self, namespace: str, resource: str, *, excluding_request: int | None = None) -> int: ...

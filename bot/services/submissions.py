@@ -338,7 +338,8 @@ class Submissions:
         day_start = datetime.combine(today, time(), tzinfo=zone)
         day_end = datetime.combine(today + timedelta(days=1), time(), tzinfo=zone)
         used_today = sum(
-            gpu_hours(delta, seconds) for delta, seconds in repo.auto_approved_sizes_since(new.team.name, day_start, day_end)
+            gpu_hours(delta, seconds)
+            for delta, seconds in repo.auto_approved_sizes_since(new.team.name, new.scope.resource, day_start, day_end)
         )
         # An extension's own grant is not counted twice: its GPUs are this request's.
         active = repo.auto_approved_gpus(new.scope.namespace, new.scope.resource, excluding_request=new.extends_request_id)

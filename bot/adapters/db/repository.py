@@ -209,8 +209,9 @@ class Repository(RecordStore):
         rows = self.session.execute(query)
         return {(name, resource): request_id for name, resource, request_id in rows if name is not None}
 
-    def auto_approved_sizes_since(self, team: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
-        rows = self.session.execute(statements.AUTO_APPROVED_SIZES, {"team": team, "start": start, "end": end})
+    def auto_approved_sizes_since(self, team: str, resource: str, start: datetime, end: datetime) -> list[tuple[int, int | None]]:
+        scope = {"team": team, "resource": resource, "start": start, "end": end}
+        rows = self.session.execute(statements.AUTO_APPROVED_SIZES, scope)
         return [(delta, seconds) for delta, seconds in rows]
 
     def lock_auto_approval(self, team: str) -> None:

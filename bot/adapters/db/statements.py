@@ -46,6 +46,7 @@ ADD_AUDIT_EVENT = insert(audit_events)
 # A team's auto-approved requests created in [start, end): their GPUs and seconds.
 AUTO_APPROVED_SIZES = select(_requests.delta, _requests.duration_seconds).where(
     _requests.team == bindparam("team"),
+    _requests.resource == bindparam("resource"),
     _requests.auto_approved.is_(True),
     _requests.state.in_(_GRANTED),
     _requests.created_at >= bindparam("start"),
