@@ -54,12 +54,13 @@ def sandbox_slack(token: str, *, tls: ssl.SSLContext | None = None) -> SlackApiS
 
 
 def seed_cluster(kube: KubeApiStandIn) -> None:
-    """Frontier 4 GPUs (3 in use), business 16 (12 in use), on three 8-GPU nodes; the source document's
+    """Frontier 4 GPUs (3 in use), business 16 (12 in use), on four 8-GPU nodes; the source document's
     two PriorityClasses, and running pods that account for the quotas' usage. Frontier's inference runs on
     MIG slices of an A100 in MIG mode (2 of 1g.10gb, 1 in use), its batch training in the Kueue ClusterQueue
-    frontier-batch (4 GPUs of the a100 flavor)."""
+    frontier-batch (4 GPUs of the a100 flavor, on an 8-GPU node of its own)."""
     for node in ("gpu-node-a", "gpu-node-b", "gpu-node-c"):
         kube.add_node(node, 8)
+    kube.add_node("gpu-node-d", 8)
     kube.add_node("gpu-node-mig", 0, product="NVIDIA-A100-SXM4-80GB", resources={MIG_SLICE: 7})
     _seed_inference_and_batch(kube)
     kube.add_namespace("ai-frontier-research", {"team": "frontier", "cost-center": "frontier-ai"})
