@@ -114,7 +114,7 @@ class FakeCluster:
 
     def gpu_nodes(self) -> GpuNodes:
         self._maybe_fail("nodes")
-        return GpuNodes({GPU: self.allocatable, **self.offered}, frozenset(self.models))
+        return GpuNodes({GPU: self.allocatable, **self.offered}, {GPU: frozenset(self.models)})
 
     def _next(self) -> str:
         return str(next(self._rv))

@@ -28,7 +28,7 @@ from kubernetes.utils import parse_quantity
 
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, stamp_annotations
-from bot.domain.resources import GPU, limits_key, mig_profile, quota_key
+from bot.domain.resources import GPU, limits_key, quota_key
 from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
 from bot.observability import count_error
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
@@ -155,15 +155,15 @@ class KubernetesCluster:
     def gpu_nodes(self) -> GpuNodes:
         nodes = self._call("list nodes", lambda: self._core.list_node(_request_timeout=self.timeout))
         allocatable: dict[str, int] = {}
-        models = set()
+        models: dict[str, set[str]] = {}
         for node in nodes.items:
             offered = _extended_resources((node.status.allocatable if node.status else None) or {})
+            product = ((node.metadata.labels if node.metadata else None) or {}).get(GPU_PRODUCT_LABEL)
             for resource, count in offered.items():
                 allocatable[resource] = allocatable.get(resource, 0) + count
-            product = ((node.metadata.labels if node.metadata else None) or {}).get(GPU_PRODUCT_LABEL)
-            if product and any(resource == GPU or mig_profile(resource) for resource in offered):
-                models.add(product)  # whole GPUs, or a GPU in MIG mode (its slices are its model's)
-        return GpuNodes(allocatable, frozenset(models))
+                if product:  # a GPU in MIG mode: its slices are its model's
+                    models.setdefault(resource, set()).add(product)
+        return GpuNodes(allocatable, {resource: frozenset(products) for resource, products in models.items()})
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
         quotas = self._call(

@@ -179,10 +179,14 @@ class Workloads(Protocol):
 @dataclass(frozen=True)
 class GpuNodes:
     allocatable: Mapping[str, int]  # each extended resource's allocatable over all nodes (nvidia.com/gpu, MIG profiles...)
-    models: frozenset[str]  # the ``nvidia.com/gpu.product`` labels of the nodes with GPUs (GPU feature discovery)
+    # The ``nvidia.com/gpu.product`` labels (GPU feature discovery) of the nodes offering each resource.
+    models: Mapping[str, frozenset[str]]
 
     def of(self, resource: str) -> int:
         return self.allocatable.get(resource, 0)
+
+    def models_of(self, resource: str) -> frozenset[str]:
+        return self.models.get(resource, frozenset())
 
 
 class QuotaCluster(Protocol):

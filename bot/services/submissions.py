@@ -224,14 +224,14 @@ class Submissions:
         namespace = new.scope.namespace
         capacity = self._capacity(new.scope, 0 if new.kind == RequestKind.EXTENSION else new.delta)
         # The cluster's part of the price is read here, from the capacity view: never on the network inside the transaction.
-        dearest = self._pricer.dearest_on_nodes() if on_nvidia_nodes(new.scope.resource) else None
+        resource = new.scope.resource
+        dearest = self._pricer.dearest_on_nodes(resource) if on_nvidia_nodes(resource) else None
         permanent = new.duration is None
         within_capacity = capacity is not None and not capacity.oversubscribed
 
         def create(repo: Repository) -> tuple[Request, RequestCard]:
             now = self._clock.now()
             # Price and budget are read in this transaction too: one transaction for the whole submission.
-            resource = new.scope.resource
             price = self._pricer.price_from(self._pricer.recent_hours(repo, namespace, resource), dearest, resource)
             cost = change_cost(gpus=new.delta, duration=new.duration, price_per_gpu_hour=price.per_gpu_hour)
             over_budget = self._over_budget(repo, new.team.name)
