@@ -216,7 +216,9 @@ def test_the_cluster_wide_reads_through_the_real_client(tmp_path: Path) -> None:
             }
         )
         cluster = KubernetesCluster.from_environment(stand_in.write_kubeconfig(tmp_path / "kubeconfig"))
-        assert cluster.gpu_nodes().of(GPU) == 24
+        nodes = cluster.gpu_nodes()
+        assert (nodes.of(GPU), nodes.of("nvidia.com/mig-1g.10gb")) == (32, 7)  # the MIG node offers slices, no GPU
+        assert nodes.models_of("nvidia.com/mig-1g.10gb") == {"NVIDIA-A100-SXM4-80GB"} and not nodes.models_of(GPU)
         names = {"ai-frontier-research": "compute-quota", "biz-model-serving": "compute-quota"}
         assert cluster.gpu_quota_totals(names) == {"ai-frontier-research": {GPU: 4}, "biz-model-serving": {GPU: 16}}
         [refusal] = cluster.quota_refusals()
