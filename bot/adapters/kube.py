@@ -530,6 +530,7 @@ def _snapshot(quota: Any, resource: str) -> QuotaSnapshot:
         hard=_gpus(hard.get(requests)),
         used=_gpus(used.get(requests)),
         limits=_gpus(hard[limits]) if limits in hard else None,
+        counted=requests in hard,
         resource_version=quota.metadata.resource_version,
         bot_applied=int(applied) if applied is not None and applied.lstrip("-").isdigit() else None,
     )

@@ -81,6 +81,7 @@ class QuotaWritten(AuditDetail):
     before: int | None
     after: int
     resource: str = GPU  # entries written before resources were configurable are about whole GPUs
+    flavor: str | None = None  # the quota is a Kueue ClusterQueue's (``quota_name``): its nominalQuota of this flavor
 
 
 @dataclass(frozen=True)

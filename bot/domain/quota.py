@@ -54,15 +54,18 @@ def stamp_annotations(resource: str, *, qualifier: str = "") -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class QuotaSnapshot:
-    """What the cluster says about a namespace's GPU quota at one ``resourceVersion``."""
+    """What the cluster says about one resource of a namespace's quota at one ``resourceVersion``."""
 
     namespace: str
     name: str
     hard: int
     used: int
-    limits: int | None  # spec.hard limits.nvidia.com/gpu, when the quota carries it
+    limits: int | None  # spec.hard limits.<resource>, when the quota carries it
     resource_version: str
-    bot_applied: int | None  # the value of APPLIED_ANNOTATION, when present
+    bot_applied: int | None  # the value of the resource's stamp annotation, when present
+    # False: the object exists but does not count this resource (no requests.<resource> key: no limit on
+    # it); ``hard`` is then 0 and means nothing, and the bot's first write adds the key.
+    counted: bool = True
 
 
 @dataclass(frozen=True)
@@ -104,9 +107,11 @@ def observe(
     edit is adopted exactly once. The base never goes below zero.
     """
     if base is None:
-        if snapshot is None:
+        if snapshot is None or not snapshot.counted:
             return Observation(base=default_quota, last_seen=None, drift=0)
         return Observation(base=max(0, snapshot.hard - active_grants), last_seen=snapshot.hard, drift=0)
+    if snapshot is not None and not snapshot.counted:
+        return Observation(base=base, last_seen=last_seen, drift=0)  # the key was removed: put back, not adopted
     if snapshot is None or snapshot.resource_version == seen_version or snapshot.bot_applied == snapshot.hard:
         # Missing quota (recreated on the next write), or nothing changed since the bot last looked or wrote.
         return Observation(base=base, last_seen=snapshot.hard if snapshot else last_seen, drift=0)
@@ -141,6 +146,7 @@ def in_sync(snapshot: QuotaSnapshot | None, desired: int) -> bool:
     """True when the cluster already holds exactly what the bot would write."""
     return (
         snapshot is not None
+        and snapshot.counted
         and snapshot.hard == desired
         and snapshot.bot_applied == desired
         and snapshot.limits in (None, desired)

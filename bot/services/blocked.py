@@ -212,6 +212,8 @@ class BlockedWatch:
             team = self._policy.team_of(failure.namespace)
             if team is None or not team.notifications.blocked_workloads:
                 continue
+            if failure.resource not in self._policy.governed_resources(failure.namespace):
+                continue  # waiting for something else than the GPUs the bot governs (rdma/hca, ...)
             key = alert_key(failure.namespace, "Pod", failure.pod)
             if key in seen or self._db.run(partial(_alerted, key=key)):
                 continue

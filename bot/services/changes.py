@@ -201,7 +201,8 @@ class ChangeApplier:
             queue.flavor if (queue := self._policy.cluster_queue(card.namespace, card.resource)) else None,
         )
         out.thread(repo, request_id, applied)
-        out.direct(repo, card.requester_id, AppliedToRequester(request_id, card.namespace, card.hard_after, ends_at))
+        told = AppliedToRequester(request_id, card.namespace, card.hard_after, ends_at, card.resource)
+        out.direct(repo, card.requester_id, told)
         out.refresh(repo, request_id)
 
     def _apply_extension(self, request_id: int, out: Outgoing) -> RequestState:

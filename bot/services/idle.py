@@ -12,6 +12,7 @@ from functools import partial
 from bot.clock import Clock
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy
+from bot.domain.resources import GPU
 from bot.errors import GpuQuotaError
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -119,4 +120,5 @@ class IdleWatch:
 
     def _latest_grant(self, namespace: str) -> int | None:
         grants = self._db.run(lambda repo: list(repo.grants(states=[GrantState.ACTIVE], namespaces=[namespace])))
-        return max((g.request_id for g in grants if g.gpus > 0), default=None)
+        # Idle nudges are about whole GPUs: a grant of MIG slices is not what their Release gives back.
+        return max((g.request_id for g in grants if g.gpus > 0 and g.resource == GPU), default=None)

@@ -182,6 +182,7 @@ class AppliedToRequester(Message):
     namespace: str
     after: int
     ends_at: datetime | None
+    resource: str = GPU
 
 
 @dataclass(frozen=True)

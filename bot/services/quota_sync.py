@@ -33,6 +33,7 @@ from bot.clock import Clock
 from bot.domain.audit_details import HandEditAdopted, NamespaceFirstSeen, QuotaWritten, to_text
 from bot.domain.entities import Namespace
 from bot.domain.failure_reasons import FailureReason, QuotaKeptChanging, ShiftLowersFirst
+from bot.domain.kueue import ClusterQueueSnapshot
 from bot.domain.policy import Policy
 from bot.domain.quota import Observation, QuotaScope, QuotaSnapshot, desired_gpus, in_sync, observe
 from bot.errors import PermanentError, QuotaConflict, TemporaryError, WordedError
@@ -305,7 +306,15 @@ class QuotaSync:
                 request_id=request_id,
                 before={"quota_gpus": snapshot.hard, "resource_version": snapshot.resource_version} if snapshot else None,
                 after={"quota_gpus": written.hard, "resource_version": written.resource_version},
-                detail=to_text(QuotaWritten(written.name, snapshot.hard if snapshot else None, written.hard, scope.resource)),
+                detail=to_text(
+                    QuotaWritten(
+                        written.name,
+                        snapshot.hard if snapshot else None,
+                        written.hard,
+                        scope.resource,
+                        written.flavor if isinstance(written, ClusterQueueSnapshot) else None,
+                    )
+                ),
             )
             used = snapshot.used if snapshot is not None else written.used
             follow_reclaim(repo, scope, request_id=request_id, hard=written.hard, used=used, at=now)

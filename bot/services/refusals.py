@@ -232,6 +232,14 @@ class QueueMissing(Refusal):
 
 
 @dataclass(frozen=True)
+class NoSharedResource(Refusal):
+    """A shift moves one resource both namespaces govern: these two share none."""
+
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
 class ResourceUnclear(Refusal):
     """The request does not say which of ``governed`` it changes: ``word`` (as typed; empty: none) names
     none of them, or several (``candidates``)."""

@@ -28,6 +28,7 @@ from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaSync
 from bot.services.refusals import (
+    NoSharedResource,
     NoSuchNamespace,
     NotAShiftMember,
     NotManaged,
@@ -165,6 +166,8 @@ class ShiftService:
                 raise Refused(NotManaged(namespace, tuple(self._policy.managed_namespaces()), submitting=True))
         target = self._policy.governed_resources(draft.target)
         both = tuple(r for r in self._policy.governed_resources(draft.source) if r in target)
+        if not both:
+            raise Refused(NoSharedResource(draft.source, draft.target))
         resolved = resolve(draft.resource, both)
         if isinstance(resolved, Unresolved):
             raise Refused(ResourceUnclear(draft.source, resolved.word, resolved.candidates, both))

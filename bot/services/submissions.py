@@ -364,19 +364,30 @@ class Submissions:
         except GpuQuotaError as error:
             raise Refused(QuotaUnreadable(namespace, str(error), Reading.REQUEST)) from error
 
+    def _queued_quota(self, scope: QuotaScope) -> int:
+        """A ClusterQueue scope's quota for the capacity sum; 0 (and a log line) when it cannot be read: one
+        broken queue must not leave every request's capacity unknown."""
+        try:
+            snapshot = self._sync.current(scope, max_age=SUBMITTED_QUOTA_MAX_AGE)
+        except GpuQuotaError as error:
+            log.warning("capacity leaves out the ClusterQueue of %s: %s", scope.namespace, error)
+            return 0
+        return snapshot.hard if snapshot is not None else 0
+
     def _capacity(self, scope: QuotaScope, delta: int) -> CapacityImpact | None:
         """The scope's resource allocatable on the nodes vs all managed quotas of it after the change;
         None (and a log line) if unknown."""
         names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
-        queued = [QuotaScope(ns, r) for ns, r, _ in self._policy.cluster_queues() if r == scope.resource]
+        resource = scope.resource
+        queued = {ns for ns, r, _ in self._policy.cluster_queues() if r == resource}
         try:
-            allocatable = self._cluster.gpu_nodes().of(scope.resource)
+            allocatable = self._cluster.gpu_nodes().of(resource)
             totals = self._cluster.gpu_quota_totals(names)
-            # A ClusterQueue's quota commits the nodes' GPUs as a ResourceQuota's does.
-            in_queues = [self._sync.current(queue, max_age=SUBMITTED_QUOTA_MAX_AGE) for queue in queued]
         except GpuQuotaError as error:
             log.warning("capacity unknown for a request on %s: %s", scope.namespace, error)
             return None
-        committed = sum(hard.get(scope.resource, 0) for hard in totals.values())
-        committed += sum(snapshot.hard for snapshot in in_queues if snapshot is not None)
+        # Where the policy keeps the resource in a ClusterQueue, the queue's quota is what commits the nodes' GPUs
+        # (a ResourceQuota key left there is not counted twice).
+        committed = sum(hard.get(resource, 0) for ns, hard in totals.items() if ns not in queued)
+        committed += sum(self._queued_quota(QuotaScope(ns, resource)) for ns in sorted(queued))
         return CapacityImpact(allocatable=allocatable, committed_after=committed + delta)

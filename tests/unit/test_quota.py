@@ -119,3 +119,18 @@ def test_capacity() -> None:
 def test_costs() -> None:
     assert change_cost(gpus=4, duration=timedelta(days=3), price_per_gpu_hour=2.5) == 720.0
     assert change_cost(gpus=-3, duration=None, price_per_gpu_hour=1.0) == 2190.0
+
+
+def test_a_quota_without_the_resources_key_is_no_limit_not_zero() -> None:
+    """A ResourceQuota that does not list requests.<resource> puts no limit on it: the first sight takes the
+    policy's default, never 0 (which would refuse every new pod of that resource)."""
+    uncounted = QuotaSnapshot("ns", "compute-quota", 0, 0, None, "1", None, counted=False)
+    seen = observe(uncounted, base=None, last_seen=None, seen_version=None, active_grants=0, default_quota=2)
+    assert (seen.base, seen.drift) == (2, 0)
+    assert not in_sync(uncounted, 0)  # the key is written, even when the desired value is 0
+
+
+def test_a_key_removed_by_hand_is_put_back_not_adopted_as_zero() -> None:
+    uncounted = QuotaSnapshot("ns", "compute-quota", 0, 0, None, "2", None, counted=False)
+    seen = observe(uncounted, base=4, last_seen=4, seen_version="1", active_grants=0, default_quota=0)
+    assert (seen.base, seen.drift) == (4, 0)

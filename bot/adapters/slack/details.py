@@ -66,7 +66,7 @@ def _(detail: d.QuotaWritten) -> Notice:
     return fill(
         "{quota}: {key} {before} -> {after}",
         quota=detail.quota_name,
-        key=quota_key(detail.resource),
+        key=quota_key(detail.resource) if detail.flavor is None else f"nominalQuota of {detail.resource} ({detail.flavor})",
         before=before,
         after=detail.after,
     )

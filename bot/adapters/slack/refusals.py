@@ -267,6 +267,15 @@ def _(refusal: r.QueueMissing) -> Notice:
 
 
 @notice.register
+def _(refusal: r.NoSharedResource) -> Notice:
+    return fill(
+        "Not submitted: `{source}` and `{target}` govern no resource in common; a shift moves one resource both govern.",
+        source=refusal.source,
+        target=refusal.target,
+    )
+
+
+@notice.register
 def _(refusal: r.ResourceUnclear) -> Notice:
     values = {
         "namespace": refusal.namespace,

@@ -144,7 +144,7 @@ def _(said: m.AppliedToRequester) -> Notice:
     values: dict[str, Value] = {
         "request": format_request_id(said.request_id),
         "namespace": Strong(said.namespace),
-        "gpus": gpus(said.after),
+        "gpus": amount_of(said.after, said.resource),
     }
     if said.ends_at is not None:
         return fill("{request} is applied: {namespace} now has {gpus} until {at}.", at=Moment(said.ends_at), **values)

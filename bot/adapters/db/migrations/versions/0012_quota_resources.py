@@ -35,7 +35,16 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute(sa.text(f"DELETE FROM namespaces WHERE resource != '{GPU}'"))
+    # What the schema before cannot tell from whole GPUs goes: the other resources' rows.
+    for table in ("namespaces", "reclaims", "grants"):
+        op.execute(sa.text(f"DELETE FROM {table} WHERE resource != '{GPU}'"))
+    op.execute(sa.text(f"DELETE FROM decisions WHERE request_id IN (SELECT id FROM requests WHERE resource != '{GPU}')"))
+    op.execute(
+        sa.text(
+            f"UPDATE requests SET extends_request_id = NULL WHERE extends_request_id IN (SELECT id FROM requests WHERE resource != '{GPU}')"
+        )
+    )
+    op.execute(sa.text(f"DELETE FROM requests WHERE resource != '{GPU}'"))
     _primary_key(["name"])
     with op.batch_alter_table("namespaces", schema=None) as batch_op:
         batch_op.drop_column("resource")
