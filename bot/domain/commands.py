@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from bot.domain.clusters import is_namespace_key
 from bot.domain.durations import ALLOWED, parse_duration
 
-NAMESPACE_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _AMOUNT_PATTERN = re.compile(r"([+-]?)(\d{1,6})")
 _REQUEST_ID_PATTERN = re.compile(r"(?:gq-|#)?(\d{1,10})", re.IGNORECASE | re.ASCII)
 REQUEST_ID_PREFIX = "GQ-"
@@ -48,11 +48,6 @@ def parse_request_id(text: str) -> int | None:
         return None
     request_id = int(match.group(1))
     return request_id if 0 < request_id <= MAX_REQUEST_ID else None
-
-
-def is_namespace_name(text: str) -> bool:
-    """True when ``text`` is a valid Kubernetes namespace name (an RFC 1123 label)."""
-    return NAMESPACE_PATTERN.fullmatch(text) is not None
 
 
 @dataclass(frozen=True)
@@ -305,7 +300,7 @@ def parse_request_words(words: list[str]) -> RequestDraft:
 
     if rest and not _AMOUNT_PATTERN.fullmatch(rest[0]):
         candidate = rest.pop(0)
-        if is_namespace_name(candidate):
+        if is_namespace_key(candidate):
             namespace = candidate
         else:
             problems.append(f"'{candidate}' is not a namespace name")
@@ -378,7 +373,7 @@ def parse_shift_words(words: list[str]) -> ShiftDraft:
     if not count.isascii() or not count.isdigit() or len(count) > 6 or int(count) == 0:
         raise ValueError(f"'{count}' is not a number of GPUs to move (a whole number above 0, like 3)")
     for name in (source, target):
-        if not is_namespace_name(name):
+        if not is_namespace_key(name):
             raise ValueError(f"'{name}' is not a namespace name")
     if source == target:
         raise ValueError(f"the source and the target are both `{source}`: a shift moves GPUs between two namespaces")
@@ -410,7 +405,7 @@ def _parse_shift(args: list[str]) -> Command:
 def _parse_status(args: list[str]) -> Command:
     if not args:
         return StatusCommand()
-    if len(args) == 1 and is_namespace_name(args[0]):
+    if len(args) == 1 and is_namespace_key(args[0]):
         return StatusCommand(namespace=args[0])
     return Malformed(f"'{' '.join(args)}' is not a namespace name.", usage=(USAGE["status"],))
 
@@ -447,7 +442,7 @@ def _parse_audit(args: list[str]) -> Command:
         request_id = parse_request_id(args[0])
         if request_id is not None:
             return AuditCommand(request_id=request_id)
-        if is_namespace_name(args[0]):
+        if is_namespace_key(args[0]):
             return AuditCommand(namespace=args[0])
     return Malformed("`audit` needs a namespace or a request id.", usage=(USAGE["audit"],))
 
@@ -463,7 +458,7 @@ def _parse_cost(args: list[str]) -> Command:
             if month is not None or not 1 <= int(found.group(2)) <= 12:
                 return Malformed(f"`{word}` is not a month: use YYYY-MM, once.", usage=(USAGE["cost"],))
             month = date(int(found.group(1)), int(found.group(2)), 1)
-        elif target is None and is_namespace_name(word):
+        elif target is None and is_namespace_key(word):
             target = word
         else:
             return Malformed(f"`{word}` is neither a team, a namespace nor a month (YYYY-MM).", usage=(USAGE["cost"],))

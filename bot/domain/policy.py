@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.domain.commands import is_namespace_name
+from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, namespace_key, split_key
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.quota import QuotaScope
 from bot.domain.resources import GPU, MIG_SLICES, is_resource_name, mig_profile, short_name
@@ -214,7 +214,7 @@ class ManagedNamespace(_Frozen):
     @field_validator("name")
     @classmethod
     def _valid_name(cls, name: str) -> str:
-        if not is_namespace_name(name):
+        if not is_namespace_key(name):
             raise ValueError(f"'{name}' is not a valid Kubernetes namespace name")
         return name
 
@@ -447,6 +447,32 @@ class Schedules(_Frozen):
         return ZoneInfo(self.timezone)
 
 
+class Cluster(_Frozen):
+    """One cluster the bot governs namespaces in, and how to reach it."""
+
+    context: str | None = Field(
+        default=None,
+        description=(
+            "The kubeconfig context that reaches it (in KUBECONFIG or ~/.kube/config); unset: the in-cluster"
+            " identity, for the home cluster only."
+        ),
+    )
+    home: bool = Field(
+        default=False,
+        description="The home cluster: its namespaces are written without the cluster (name, not cluster/name). Exactly one.",
+    )
+    prometheus_url: str | None = Field(
+        default=None,
+        description="Its own Prometheus; unset: PROMETHEUS_URL, its series told apart by metrics.cluster_label.",
+    )
+    metrics_name: str | None = Field(
+        default=None, description="Its value of metrics.cluster_label in a shared Prometheus, Thanos or Mimir; unset: its name."
+    )
+    timeout_seconds: float = Field(
+        default=20.0, gt=0, le=300, description="How long one call to it may take before it counts as not answering."
+    )
+
+
 class Metrics(_Frozen):
     """How GPU usage is read from Prometheus."""
 
@@ -525,6 +551,13 @@ class Policy(_Frozen):
         default=None, description="Organisation-wide notices (hand edits adopted, digests, proposals); unset: none."
     )
     shifts: Shifts = Field(default=Shifts(), description="How a shift is approved, and where its card goes.")
+    clusters: dict[str, Cluster] = Field(
+        default={},
+        description=(
+            "The clusters, by name (eu-1, us-2, ...); a namespace is then written name (home cluster) or"
+            " cluster/name. Unset: one cluster, as before."
+        ),
+    )
     teams: dict[str, Team] = Field(description="The teams, by id: the namespaces they own, who requests and who approves.")
 
     @field_validator("teams", mode="before")
@@ -533,6 +566,30 @@ class Policy(_Frozen):
         if isinstance(teams, dict):
             return {key: {**value, "name": key} if isinstance(value, dict) else value for key, value in teams.items()}
         return teams
+
+    @model_validator(mode="after")
+    def _clusters_known(self) -> Policy:
+        """Cluster names are labels; one is home; a namespace names a cluster of ``clusters`` other than home."""
+        bad = [name for name in self.clusters if not is_label(name)]
+        if bad:
+            raise ValueError(f"cluster names are lower-case DNS labels: {', '.join(bad)}")
+        homes = [name for name, cluster in self.clusters.items() if cluster.home or len(self.clusters) == 1]
+        if self.clusters and len(homes) != 1:
+            raise ValueError(f"exactly one cluster is home (home: true); found {', '.join(homes) or 'none'}")
+        for name, cluster in self.clusters.items():
+            if cluster.context is None and name not in homes:
+                raise ValueError(f"cluster {name} needs a context: only the home cluster may use the in-cluster identity")
+        for team in self.teams.values():
+            for namespace in team.namespaces:
+                where = cluster_of(namespace.name)
+                if where == HOME:
+                    continue
+                if where in homes:
+                    raise ValueError(f"{namespace.name}: {where} is the home cluster, write {split_key(namespace.name)[1]}")
+                if where not in self.clusters:
+                    known = ", ".join(self.clusters) or "none (no clusters: key)"
+                    raise ValueError(f"{namespace.name}: no cluster {where} in clusters (known: {known})")
+        return self
 
     @model_validator(mode="after")
     def _namespaces_unique(self) -> Policy:
@@ -578,6 +635,32 @@ class Policy(_Frozen):
     def namespace(self, name: str) -> ManagedNamespace | None:
         team = self.team_of(name)
         return next(ns for ns in team.namespaces if ns.name == name) if team else None
+
+    def home_cluster(self) -> str:
+        """The home cluster's name in the policy ("" without ``clusters:``)."""
+        return next((name for name, c in self.clusters.items() if c.home or len(self.clusters) == 1), HOME)
+
+    def cluster_names(self) -> list[str]:
+        """Every cluster's part of a key: HOME first, then the others by name."""
+        home = self.home_cluster()
+        return [HOME, *sorted(name for name in self.clusters if name != home)]
+
+    def cluster_label(self, part: str) -> str:
+        """A key's cluster part as people read it: the policy's name (the home cluster's too), or "" with no clusters."""
+        return self.home_cluster() if part == HOME else part
+
+    def namespace_key(self, typed: str) -> str | tuple[str, ...]:
+        """The managed namespace ``typed`` names: a key as the policy writes it, ``home/name`` for the home
+        cluster's, or a bare name that one cluster alone has. Else the candidates (none: not managed)."""
+        managed = self.managed_namespaces()
+        cluster, name = split_key(typed)
+        if cluster and cluster == self.home_cluster():
+            typed = name
+        if typed in managed:
+            same = [key for key in managed if split_key(key)[1] == typed and key != typed]
+            return typed if cluster or not same else tuple(sorted([typed, *same]))
+        candidates = tuple(key for key in managed if not cluster and split_key(key)[1] == typed)
+        return candidates[0] if len(candidates) == 1 else candidates
 
     def managed_namespaces(self) -> list[str]:
         return sorted(ns.name for team in self.teams.values() for ns in team.namespaces)

@@ -17,11 +17,11 @@ from bot.domain.commands import (
     RequestDraft,
     ShiftDraft,
     clean_text,
-    is_namespace_name,
     is_resource_word,
     parse_request_id,
     parse_shift_words,
 )
+from bot.domain.clusters import is_namespace_key
 from bot.domain.durations import ALLOWED, parse_duration
 from bot.services.ports import ActionKind
 
@@ -58,7 +58,7 @@ class ButtonClick:
     @property
     def namespace(self) -> str | None:
         """The namespace a Snooze button is about; None when the value is not a namespace name."""
-        return self.value if is_namespace_name(self.value) else None
+        return self.value if is_namespace_key(self.value) else None
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> ButtonClick:
@@ -73,7 +73,7 @@ class ButtonClick:
     def shift_prefill(self) -> tuple[str, str, int] | None:
         """Source, target and GPUs of a [Propose shift] button (``"<source>:<target>:<gpus>"``); None when not valid."""
         parts = self.value.split(":")
-        if len(parts) != 3 or not all(map(is_namespace_name, parts[:2])) or not (parts[2].isascii() and parts[2].isdigit()):
+        if len(parts) != 3 or not all(map(is_namespace_key, parts[:2])) or not (parts[2].isascii() and parts[2].isdigit()):
             return None
         gpus = int(parts[2])
         return (parts[0], parts[1], gpus) if 0 < gpus <= 10_000 else None
@@ -84,7 +84,7 @@ class ButtonClick:
             data = json.loads(self.value)
             namespace, resource = data.get("namespace"), data.get("resource")
             return RequestDraft(
-                namespace=namespace if isinstance(namespace, str) and is_namespace_name(namespace) else None,
+                namespace=namespace if isinstance(namespace, str) and is_namespace_key(namespace) else None,
                 amount=GpuAmount.parse(str(data.get("gpus", "+1"))),
                 resource=resource if isinstance(resource, str) and is_resource_word(resource) else None,
             )
@@ -128,7 +128,7 @@ def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str
     """The request form's fields as a draft, plus an error per invalid field (Slack shows them inline)."""
     errors: dict[str, str] = {}
     namespace = values.get(ids.NAMESPACE_BLOCK, "")
-    if not is_namespace_name(namespace):
+    if not is_namespace_key(namespace):
         errors[ids.NAMESPACE_BLOCK] = "Choose a namespace." if not namespace else f"'{namespace}' is not a namespace name."
     amount = None
     try:
