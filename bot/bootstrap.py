@@ -17,6 +17,7 @@ from pathlib import Path
 
 from slack_bolt import App
 
+from bot.adapters.clusters import ClusterSet
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
@@ -29,7 +30,8 @@ from bot.adapters.slack.reasons import plain_text as reason_text
 from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
-from bot.domain.policy import Policy
+from bot.domain.clusters import HOME
+from bot.domain.policy import Cluster, Policy
 from bot.executor import TrackingExecutor
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -89,6 +91,21 @@ def connect_cluster(kubeconfig: Path | None, *, timeout: tuple[float, float] = (
 def connect_kueue(cluster: KubernetesCluster) -> KueueCluster:
     """Kueue in the same cluster, over the same connection (discovery is asked at the first use)."""
     return KueueCluster(cluster.api_client, timeout=cluster.timeout)
+
+
+def connect_clusters(policy: Policy, kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0)) -> ClusterSet:
+    """Every cluster of the policy, each with its own client (``clusters.<name>.context`` of ``kubeconfig``,
+    the home cluster's without one from the kubeconfig's current context or in-cluster), Kueue on the same
+    connection; without ``clusters:`` the one cluster, as ``connect_cluster`` reaches it."""
+    members: dict[str, tuple[KubernetesCluster, KueueCluster]] = {}
+    home = policy.home_cluster()
+    clusters: dict[str, Cluster | None] = {**policy.clusters} or {HOME: None}
+    for name, access in clusters.items():
+        context = access.context if access is not None else None
+        own = (timeout[0], access.timeout_seconds) if access is not None else timeout
+        kube = KubernetesCluster.from_environment(kubeconfig, context=context, timeout=own)
+        members[HOME if name == home else name] = (kube, connect_kueue(kube))
+    return ClusterSet(members)
 
 
 def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | None:

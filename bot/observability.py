@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, Gauge, Histogram, generate_latest
@@ -50,6 +50,20 @@ def timed(histogram: Histogram, **labels: str) -> Iterator[None]:
         yield
     finally:
         (histogram.labels(**labels) if labels else histogram).observe(time.perf_counter() - started)
+
+
+class ClusterStates(Collector):
+    """``gpu_quota_cluster_up{cluster}``: 1 while a cluster answers, 0 since it stopped (``states()`` gives
+    each cluster's name and whether it is up, as the cluster adapter saw it last)."""
+
+    def __init__(self, states: Callable[[], list[tuple[str, bool]]]) -> None:
+        self._states = states
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily("gpu_quota_cluster_up", "1 while the bot reaches the cluster", labels=["cluster"])
+        for cluster, up in self._states():
+            family.add_metric([cluster], 1.0 if up else 0.0)
+        yield family
 
 
 class RequestStates(Collector):

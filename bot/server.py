@@ -24,6 +24,7 @@ from prometheus_client import REGISTRY
 from sqlalchemy import text
 
 import jobs
+from bot.adapters.clusters import ClusterSet
 from bot.adapters.db.database import Database
 from bot.adapters.slack.http import WebApp
 from bot.adapters.slack.notifier import slack_call
@@ -31,8 +32,7 @@ from bot.adapters.slack.socket_mode import SocketModeConnection, bolt_handler
 from bot.bootstrap import (
     build_bolt_app,
     build_services,
-    connect_cluster,
-    connect_kueue,
+    connect_clusters,
     connect_metrics,
     open_database,
     slack_client,
@@ -44,7 +44,7 @@ from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
 from bot.leadership import LeaderLoop, leadership_for
 from bot.logs import configure_logging
-from bot.observability import OutboxBacklog, RequestStates, exposition
+from bot.observability import ClusterStates, OutboxBacklog, RequestStates, exposition
 from bot.services.container import Services
 from bot.settings import Settings, SettingsError, load_settings
 
@@ -71,7 +71,7 @@ def serve() -> int:
     policy = load_policy(settings.gpu_quota_config)
     database = open_database(settings.database_url)
     try:
-        cluster = connect_cluster(settings.kubeconfig)
+        cluster = connect_clusters(policy, settings.kubeconfig)
     except GpuQuotaError as error:
         return fail(f"KUBECONFIG / in-cluster config: {error}")
     client = slack_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
@@ -96,7 +96,7 @@ def serve() -> int:
         database=database,
         cluster=cluster,
         workloads=cluster,
-        queues=connect_kueue(cluster),
+        queues=cluster,
         slack=slack_ports(client),
         clock=SystemClock(),
         metrics=metrics,
@@ -122,6 +122,9 @@ def serve() -> int:
     )
     REGISTRY.register(request_states := RequestStates(database))
     REGISTRY.register(outbox_backlog := OutboxBacklog(database, SystemClock()))
+    REGISTRY.register(
+        cluster_states := ClusterStates(lambda: [(policy.cluster_label(s.cluster), s.up) for s in cluster.states()])
+    )
 
     stopping = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -132,7 +135,7 @@ def serve() -> int:
     gc.freeze()
     scheduler.start(paused=True)
     leader.start()
-    stop_http = _serve_http(settings, app, database)
+    stop_http = _serve_http(settings, app, database, clusters=cluster)
     stop_socket = _connect_socket_mode(settings, app, client)
     log.info("gpu-quota-bot is running")
     stopping.wait()
@@ -145,6 +148,7 @@ def serve() -> int:
     leader.stop()
     REGISTRY.unregister(request_states)
     REGISTRY.unregister(outbox_backlog)
+    REGISTRY.unregister(cluster_states)
     database.dispose()
     log.info("stopped")
     return 0
@@ -164,14 +168,15 @@ def _lead(scheduler: BackgroundScheduler, services: Services) -> None:
         )
 
 
-def _serve_http(settings: Settings, app: Any, database: Database):  # type: ignore[no-untyped-def]
-    """The HTTP server (waitress): /slack/events in HTTP mode only, and always /healthz, /readyz, /metrics."""
+def _serve_http(settings: Settings, app: Any, database: Database, *, clusters: ClusterSet):  # type: ignore[no-untyped-def]
+    """The HTTP server (waitress): /slack/events in HTTP mode only, and always /healthz, /readyz, /metrics.
+    Ready while the database answers and any cluster does (one cluster down delays only its own changes)."""
     import waitress
 
     def ready() -> bool:
         with database.engine.connect() as connection:
             connection.execute(text("SELECT 1"))
-        return True
+        return any(state.up for state in clusters.states())
 
     http_mode = settings.mode == "http"
     web = WebApp(app if http_mode else None, ready=ready, metrics=exposition)

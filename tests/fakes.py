@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from bot.adapters.slack.reports import Report, digest_report
 from bot.adapters.slack.words import render
+from bot.domain.clusters import HOME
 from bot.domain.quota import QuotaSnapshot
 from bot.domain.resources import GPU
 from bot.errors import GpuQuotaError, NamespaceNotFound, QuotaConflict, TemporaryError
@@ -112,7 +113,7 @@ class FakeCluster:
         self._maybe_fail("events")
         return list(self.refusals)
 
-    def gpu_nodes(self) -> GpuNodes:
+    def gpu_nodes(self, cluster: str = HOME) -> GpuNodes:
         self._maybe_fail("nodes")
         return GpuNodes({GPU: self.allocatable, **self.offered}, {GPU: frozenset(self.models)})
 

@@ -110,6 +110,7 @@ ADAPTER_CONSTRUCTORS = {
     "SlackHomeTabs",
     "KubernetesCluster",
     "KueueCluster",
+    "ClusterSet",
     "PrometheusMetrics",
 }
 

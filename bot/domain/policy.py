@@ -28,7 +28,7 @@ from pydantic import (
     model_validator,
 )
 
-from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, namespace_key, split_key
+from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, split_key
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.quota import QuotaScope
 from bot.domain.resources import GPU, MIG_SLICES, is_resource_name, mig_profile, short_name

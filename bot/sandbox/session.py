@@ -15,7 +15,7 @@ from slack_bolt import App, BoltResponse
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import bolt_request
-from bot.bootstrap import build_bolt_app, build_services, connect_cluster, connect_kueue, open_database, slack_client, slack_ports
+from bot.bootstrap import build_bolt_app, build_services, connect_clusters, open_database, slack_client, slack_ports
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
@@ -78,13 +78,13 @@ class Sandbox:
             )
         self.database = open_database(self._database_url, migrate=upgrade)
         client = slack_client(BOT_TOKEN, base_url=self.slack.api_url, context=self._tls.client_context() if self._tls else None)
-        cluster = connect_cluster(kubeconfig, timeout=self._kube_timeout)
+        cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout)
         self.services = build_services(
             policy=self.policy,
             database=self.database,
             cluster=cluster,
             workloads=cluster,
-            queues=connect_kueue(cluster),
+            queues=cluster,
             slack=slack_ports(client),
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),

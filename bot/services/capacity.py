@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from bot.domain.clusters import HOME, cluster_of
 from bot.domain.quota import QuotaSnapshot
 from bot.errors import GpuQuotaError
 from bot.services.ports import GpuNodes, QuotaCluster, QuotaRefusal
@@ -67,56 +68,57 @@ class CapacityCachingCluster:
         self._monotonic = monotonic
         self._start = start
         self._lock = threading.Lock()
-        self._entry: _Entry | None = None
-        self._refreshing = False
+        self._entries: dict[str, _Entry] = {}  # per cluster (a key's cluster part)
+        self._refreshing: set[str] = set()
         self._quotas: dict[tuple[str, str, str], tuple[float, QuotaSnapshot | None]] = {}
 
     # --- the cached view -----------------------------------------------------------------------
 
-    def gpu_nodes(self) -> GpuNodes:
-        return self._view().nodes
+    def gpu_nodes(self, cluster: str = HOME) -> GpuNodes:
+        return self._view(cluster).nodes
 
     def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
         if dict(quota_names) != self._names:
             return self._cluster.gpu_quota_totals(quota_names)  # not the view's question: ask the cluster
-        return {namespace: dict(hard) for namespace, hard in self._view().totals.items()}
+        clusters = sorted({cluster_of(namespace) for namespace in self._names})
+        return {namespace: dict(hard) for cluster in clusters for namespace, hard in self._view(cluster).totals.items()}
 
-    def _view(self) -> _Entry:
+    def _view(self, cluster: str) -> _Entry:
         with self._lock:
-            entry = self._entry
+            entry = self._entries.get(cluster)
             age = self._monotonic() - entry.read_at if entry is not None else None
             if entry is not None and age is not None and age <= self._max_age:
-                if age > self._refresh_after and not self._refreshing:
-                    self._refreshing = True
-                    self._start(self._refresh)
+                if age > self._refresh_after and cluster not in self._refreshing:
+                    self._refreshing.add(cluster)
+                    self._start(lambda: self._refresh(cluster))
                 return entry
-        return self._read()  # no view yet, or too old to trust: the caller waits for a fresh one
+        return self._read(cluster)  # no view yet, or too old to trust: the caller waits for a fresh one
 
-    def _read(self) -> _Entry:
-        """Both lists, now; raises the cluster's errors."""
-        nodes = self._cluster.gpu_nodes()
-        totals = self._cluster.gpu_quota_totals(self._names)
+    def _read(self, cluster: str) -> _Entry:
+        """Both lists of ``cluster``, now; raises the cluster's errors."""
+        nodes = self._cluster.gpu_nodes(cluster)
+        totals = self._cluster.gpu_quota_totals({ns: name for ns, name in self._names.items() if cluster_of(ns) == cluster})
         entry = _Entry(read_at=self._monotonic(), nodes=nodes, totals=totals)
         with self._lock:
-            self._entry = entry
+            self._entries[cluster] = entry
         return entry
 
-    def _refresh(self) -> None:
+    def _refresh(self, cluster: str) -> None:
         try:
-            self._read()
+            self._read(cluster)
         except GpuQuotaError as error:
             log.warning("capacity view not refreshed (kept until it is %.0f s old): %s", self._max_age, error)
         except Exception:
             log.exception("capacity view refresh crashed")
         finally:
             with self._lock:
-                self._refreshing = False
+                self._refreshing.discard(cluster)
 
     def _observe(self, snapshot: QuotaSnapshot | None, *, namespace: str, name: str, resource: str) -> None:
         """A quota just read or written is newer than the view: put it in."""
         with self._lock:
             self._quotas[(namespace, name, resource)] = (self._monotonic(), snapshot)
-            entry = self._entry
+            entry = self._entries.get(cluster_of(namespace))
             if snapshot is not None and entry is not None and self._names.get(snapshot.namespace) == snapshot.name:
                 entry.totals.setdefault(snapshot.namespace, {})[resource] = snapshot.hard
 

@@ -20,7 +20,8 @@ from bot.services.messages import IdleNudge, NudgesSnoozed
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, ButtonLabel, MetricsSource, Repository, Transactions
 from bot.services.pricing import Pricer
-from bot.services.refusals import NotManaged, NotYoursToSnooze, Refused
+from bot.services.refusals import NotYoursToSnooze, Refused
+from bot.services.requests import managed_key
 from bot.services.stores import IdleNudges
 
 log = logging.getLogger(__name__)
@@ -75,9 +76,9 @@ class IdleWatch:
         return nudged
 
     def snooze(self, *, user: str, namespace: str) -> NudgesSnoozed:
+        namespace = managed_key(self._policy, namespace)
         team = self._policy.team_of(namespace)
-        if team is None:
-            raise Refused(NotManaged(namespace))
+        assert team is not None
         if not self._access.may_request(user, team):
             raise Refused(NotYoursToSnooze(team.label, namespace))
         until = self._clock.now() + SNOOZE

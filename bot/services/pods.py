@@ -14,8 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
+from bot.domain.clusters import cluster_of
 from bot.domain.policy import Policy
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import QuotaScope
@@ -59,7 +61,9 @@ class PodView:
         try:
             pods = self.pods(scope)
             allowed = self._policy.borrowed_priority_classes(namespace)
-            values = self._cached(_CLASSES, self._workloads.priority_classes) if allowed else {}
+            cluster = cluster_of(namespace)
+            read_classes = partial(self._workloads.priority_classes, cluster)
+            values = self._cached(_CLASSES + cluster, read_classes) if allowed else {}
         except GpuQuotaError as error:
             log.warning("cannot read the GPU pods of %s: %s", namespace, error)
             return PodsInView(pod_mix([]), error=str(error))

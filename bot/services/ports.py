@@ -16,6 +16,7 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
+from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
 from bot.domain.priority import GpuPod
@@ -167,8 +168,8 @@ class Workloads(Protocol):
         """Pods of ``namespace`` requesting ``resource`` that have not finished (one list call)."""
         ...
 
-    def priority_classes(self) -> dict[str, int]:
-        """Every PriorityClass of the cluster, name to value."""
+    def priority_classes(self, cluster: str = HOME) -> dict[str, int]:
+        """Every PriorityClass of ``cluster`` (a key's cluster part), name to value."""
         ...
 
     def scheduling_failures(self) -> list[SchedulingFailure]:
@@ -219,8 +220,8 @@ class QuotaCluster(Protocol):
         """FailedCreate events saying ``exceeded quota`` for an extended resource, all namespaces, one call."""
         ...
 
-    def gpu_nodes(self) -> GpuNodes:
-        """Each extended resource's allocatable and the GPU models of the nodes, from one node list."""
+    def gpu_nodes(self, cluster: str = HOME) -> GpuNodes:
+        """Each extended resource's allocatable and the GPU models of ``cluster``'s nodes, from one node list."""
         ...
 
 

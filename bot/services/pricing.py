@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 
 from bot.clock import Clock
+from bot.domain.clusters import HOME, cluster_of
 from bot.domain.policy import Policy
 from bot.domain.prices import Basis, Price
 from bot.domain.resources import GPU, mig_profile
@@ -40,7 +41,8 @@ class Pricer:
     def price(self, namespace: str, resource: str = GPU) -> Price:
         """The price per hour of ``resource`` in ``namespace`` (whole GPUs: per GPU-hour) and its basis."""
         hours = self._db.run(lambda repo: self.recent_hours(repo, namespace, resource))
-        dearest = (lambda: self.dearest_on_nodes(resource)) if not hours and on_nvidia_nodes(resource) else None
+        where = cluster_of(namespace)
+        dearest = (lambda: self.dearest_on_nodes(resource, where)) if not hours and on_nvidia_nodes(resource) else None
         return self.price_from(hours, dearest, resource)
 
     def recent_hours(self, repo: LedgerReads, namespace: str, resource: str = GPU) -> dict[str, float]:
@@ -70,13 +72,13 @@ class Pricer:
             return Price(pricing.per_hour(resource, model), Basis.MAY_GET, (model,), currency, RECENT_DAYS, share=share)
         return Price(pricing.per_hour(resource, None), Basis.DEFAULT, (), currency, RECENT_DAYS, share=share)
 
-    def dearest_on_nodes(self, resource: str = GPU) -> str | None:
-        """The most expensive model of the price list found on the nodes offering ``resource`` (None: none
-        priced, or unknown)."""
+    def dearest_on_nodes(self, resource: str = GPU, cluster: str = HOME) -> str | None:
+        """The most expensive model of the price list found on ``cluster``'s nodes offering ``resource`` (None:
+        none priced, or unknown)."""
         if self._cluster is None or not self._pricing.models:
             return None
         try:
-            products = self._cluster.gpu_nodes().models_of(resource)  # the capacity view: no extra node list per request
+            products = self._cluster.gpu_nodes(cluster).models_of(resource)  # the capacity view: no extra node list per request
         except GpuQuotaError as error:
             log.warning("GPU models of the nodes unknown, pricing without them: %s", error)
             return None

@@ -14,7 +14,8 @@ from bot.errors import GpuQuotaError
 from bot.services.access import Access
 from bot.services.pods import PodView
 from bot.services.ports import QuotaTarget, Transactions
-from bot.services.refusals import Asked, InNoTeam, NoSuchRequest, NotManaged, NotYoursToAudit, Refused
+from bot.services.refusals import Asked, InNoTeam, NoSuchRequest, NotYoursToAudit, Refused
+from bot.services.requests import managed_key
 from bot.services.views import AuditLine, GrantLine, NamespaceStatus, PendingLine, QueueLine
 
 log = logging.getLogger(__name__)
@@ -40,9 +41,7 @@ class Queries:
 
     def status(self, *, user: str, namespace: str | None = None) -> list[NamespaceStatus]:
         if namespace is not None:
-            if self._policy.team_of(namespace) is None:
-                raise Refused(NotManaged(namespace))
-            names = [namespace]
+            names = [managed_key(self._policy, namespace)]
         else:
             names = sorted(ns.name for team in self._access.teams_of(user) for ns in team.namespaces)
             if not names:
@@ -123,9 +122,9 @@ class Queries:
             # A shift belongs to both its teams.
             teams = [t for name in (request.team, request.source_team) if name and (t := self._policy.teams.get(name))]
         else:
-            team = self._policy.team_of(namespace or "")
-            if team is None:
-                raise Refused(NotManaged(namespace or ""))
+            namespace = managed_key(self._policy, namespace or "")
+            team = self._policy.team_of(namespace)
+            assert team is not None
             teams = [team]
         allowed = any(self._access.may_request(user, team, fresh=False) for team in teams)
         if not (allowed or self._access.is_admin(user, fresh=False)):

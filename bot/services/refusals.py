@@ -251,6 +251,14 @@ class ResourceUnclear(Refusal):
 
 
 @dataclass(frozen=True)
+class AmbiguousNamespace(Refusal):
+    """``typed`` (a bare name) is a managed namespace in several clusters: ``candidates``, their keys."""
+
+    typed: str
+    candidates: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class NotAMember(Refusal):
     team: str  # the label
     namespace: str

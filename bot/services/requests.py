@@ -8,13 +8,25 @@ from typing import TYPE_CHECKING
 from bot.domain.commands import GpuAmount
 from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestKind, RequestState, Verdict
+from bot.domain.policy import Policy
 from bot.services.ports import Transactions
-from bot.services.refusals import AlreadyDecided, NoSuchRequest, ReasonTooLong, Refused
+from bot.services.refusals import AlreadyDecided, AmbiguousNamespace, NoSuchRequest, NotManaged, ReasonTooLong, Refused
 
 if TYPE_CHECKING:
     from bot.services.ports import Repository
 
 AUTO_APPROVER = "gpu-quota-bot"
+
+
+def managed_key(policy: Policy, typed: str, *, listed: bool = False, submitting: bool = False) -> str:
+    """The key of the managed namespace ``typed`` names (``cluster/name``, or a bare name one cluster alone
+    has); refused when it names none (``listed``: with the managed ones to choose from) or several."""
+    found = policy.namespace_key(typed)
+    if isinstance(found, str):
+        return found
+    if found:
+        raise Refused(AmbiguousNamespace(typed, found))
+    raise Refused(NotManaged(typed, tuple(policy.managed_namespaces()) if listed else None, submitting=submitting))
 
 
 def load_request(database: Transactions, request_id: int) -> Request:

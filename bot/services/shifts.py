@@ -9,7 +9,7 @@ rules: ``Access.shift_decision_problem``; the apply order: ``bot.services.shift_
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from bot.clock import Clock
@@ -31,7 +31,6 @@ from bot.services.refusals import (
     NoSharedResource,
     NoSuchNamespace,
     NotAShiftMember,
-    NotManaged,
     OverLimits,
     QueueMissing,
     QuotaUnreadable,
@@ -41,7 +40,7 @@ from bot.services.refusals import (
     SameNamespace,
     SourceTooSmall,
 )
-from bot.services.requests import check_reason_length
+from bot.services.requests import check_reason_length, managed_key
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +78,10 @@ class ShiftService:
     def submit(self, *, requester: str, draft: ShiftDraft) -> Submitted:
         """Record a shift, post its card; it is applied once approved (``shifts.approval``)."""
         check_reason_length(draft.reason)
+        source_key, target_key = (
+            managed_key(self._policy, n, listed=True, submitting=True) for n in (draft.source, draft.target)
+        )
+        draft = replace(draft, source=source_key, target=target_key)
         if draft.source == draft.target:
             raise Refused(SameNamespace(draft.source))
         resource = self._resource(draft)
@@ -161,9 +164,6 @@ class ShiftService:
 
     def _resource(self, draft: ShiftDraft) -> str:
         """The resource the shift moves: one both namespaces govern, named by the draft when there are several."""
-        for namespace in (draft.source, draft.target):
-            if self._policy.team_of(namespace) is None:
-                raise Refused(NotManaged(namespace, tuple(self._policy.managed_namespaces()), submitting=True))
         target = self._policy.governed_resources(draft.target)
         both = tuple(r for r in self._policy.governed_resources(draft.source) if r in target)
         if not both:

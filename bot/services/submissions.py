@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 
 from bot.clock import Clock
+from bot.domain.clusters import cluster_of
 from bot.domain.commands import RequestDraft, format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.entities import Grant, Request
@@ -54,7 +55,7 @@ from bot.services.refusals import (
     ShiftNotExtendable,
 )
 from bot.services.request_rows import move_request
-from bot.services.requests import AUTO_APPROVER, check_reason_length, gpu_hours, load_request
+from bot.services.requests import AUTO_APPROVER, check_reason_length, gpu_hours, load_request, managed_key
 from bot.services.views import RequestCard, ResourceChoice
 
 log = logging.getLogger(__name__)
@@ -114,8 +115,9 @@ class Submissions:
             raise Refused(Incomplete(tuple(draft.problems or ())))
         assert draft.namespace is not None and draft.amount is not None
         check_reason_length(draft.reason)
-        team = self._team_for_request(requester, draft.namespace)
-        scope = QuotaScope(draft.namespace, self.resource_of(draft.namespace, draft.resource))
+        namespace = managed_key(self._policy, draft.namespace, listed=True)
+        team = self._team_for_request(requester, namespace)
+        scope = QuotaScope(namespace, self.resource_of(namespace, draft.resource))
         # A total asked for becomes a change from this read, which an auto-approval applies as it is: read now.
         snapshot = self._read_quota(scope, max_age=SUBMITTED_QUOTA_MAX_AGE if draft.amount.relative else 0.0)
         current = snapshot.hard if snapshot else self._policy.default_quota(scope.namespace, resource=scope.resource)
@@ -181,18 +183,21 @@ class Submissions:
     def needs_resource(self, draft: RequestDraft) -> bool:
         """True when the draft's namespace governs several resources and the draft names none of them, or
         several: the request form asks which (a word naming none of them is refused by ``submit``)."""
-        if draft.namespace is None:
-            return False
-        resolved = resolve(draft.resource, self._policy.governed_resources(draft.namespace))
+        found = self._policy.namespace_key(draft.namespace) if draft.namespace is not None else None
+        if not isinstance(found, str):
+            return False  # no namespace, or not one managed namespace: submit says so
+        resolved = resolve(draft.resource, self._policy.governed_resources(found))
         return isinstance(resolved, Unresolved) and bool(resolved.candidates)
 
     def resource_choices(self, namespace: str | None) -> tuple[ResourceChoice, ...]:
         """The resources the request form offers for ``namespace`` with their quota today (none when it
         governs one); a quota that cannot be read is offered without figures."""
-        governed = self._policy.governed_resources(namespace) if namespace else ()
+        found = self._policy.namespace_key(namespace) if namespace is not None else None
+        if not isinstance(found, str):
+            return ()
+        namespace, governed = found, self._policy.governed_resources(found)
         if len(governed) < 2:
             return ()
-        assert namespace is not None
         choices = []
         for resource in governed:
             try:
@@ -225,7 +230,7 @@ class Submissions:
         capacity = self._capacity(new.scope, 0 if new.kind == RequestKind.EXTENSION else new.delta)
         # The cluster's part of the price is read here, from the capacity view: never on the network inside the transaction.
         resource = new.scope.resource
-        dearest = self._pricer.dearest_on_nodes(resource) if on_nvidia_nodes(resource) else None
+        dearest = self._pricer.dearest_on_nodes(resource, cluster_of(namespace)) if on_nvidia_nodes(resource) else None
         permanent = new.duration is None
         within_capacity = capacity is not None and not capacity.oversubscribed
 
@@ -378,11 +383,11 @@ class Submissions:
         """The scope's resource allocatable on the nodes vs all managed quotas of it after the change;
         None (and a log line) if unknown."""
         names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
-        resource = scope.resource
-        queued = {ns for ns, r, _ in self._policy.cluster_queues() if r == resource}
+        resource, cluster = scope.resource, cluster_of(scope.namespace)  # capacity is per cluster
+        queued = {ns for ns, r, _ in self._policy.cluster_queues() if r == resource and cluster_of(ns) == cluster}
         try:
-            allocatable = self._cluster.gpu_nodes().of(resource)
-            totals = self._cluster.gpu_quota_totals(names)
+            allocatable = self._cluster.gpu_nodes(cluster).of(resource)
+            totals = {ns: hard for ns, hard in self._cluster.gpu_quota_totals(names).items() if cluster_of(ns) == cluster}
         except GpuQuotaError as error:
             log.warning("capacity unknown for a request on %s: %s", scope.namespace, error)
             return None

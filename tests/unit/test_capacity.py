@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from bot.domain.clusters import HOME
 from bot.domain.resources import GPU
 from bot.errors import NamespaceNotFound, TemporaryError
 from bot.services.capacity import CapacityCachingCluster
@@ -24,9 +25,9 @@ class CountingCluster(FakeCluster):
         self.add("biz-model-serving", 16, used=12)
         self.lists = 0
 
-    def gpu_nodes(self) -> GpuNodes:
+    def gpu_nodes(self, cluster: str = HOME) -> GpuNodes:
         self.lists += 1
-        return super().gpu_nodes()
+        return super().gpu_nodes(cluster)
 
 
 class Clock:

@@ -139,7 +139,7 @@ class CountingWorkloads:
             raise TemporaryError("the Kubernetes API did not answer")
         return [pod("a", 1, "high-priority-business")]
 
-    def priority_classes(self) -> dict[str, int]:
+    def priority_classes(self, cluster: str = "") -> dict[str, int]:
         self.class_lists += 1
         return dict(VALUES)
 

@@ -91,11 +91,12 @@ class Base(DeclarativeBase):
 
 
 metadata = Base.metadata
+NAMESPACE_KEY_LENGTH = 127  # a namespace key: cluster/name, two labels of at most 63 characters (bot.domain.clusters)
 
 namespaces = Table(
     "namespaces",
     metadata,
-    Column("name", String(63), primary_key=True),
+    Column("name", String(NAMESPACE_KEY_LENGTH), primary_key=True),
     Column("resource", String(253), primary_key=True, server_default=GPU),  # one row per governed resource
     Column("team", String(100), nullable=False),
     Column("base_gpus", Integer, nullable=False),
@@ -111,7 +112,7 @@ requests = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("kind", String(20), nullable=False),
     Column("state", String(20), nullable=False, index=True),
-    Column("namespace", String(63), nullable=False, index=True),
+    Column("namespace", String(NAMESPACE_KEY_LENGTH), nullable=False, index=True),
     Column("resource", String(253), nullable=False, server_default=GPU),
     Column("team", String(100), nullable=False),
     Column("requester_id", String(32), nullable=False, index=True),
@@ -137,7 +138,7 @@ requests = Table(
     Column("apply_attempts", Integer, nullable=False, default=0, server_default="0"),
     Column("applied_from", Integer),
     Column("applied_to", Integer),
-    Column("source_namespace", String(63)),
+    Column("source_namespace", String(NAMESPACE_KEY_LENGTH)),
     Column("source_team", String(100)),
     Column("source_state", String(10)),
     Column("source_from", Integer),
@@ -170,7 +171,7 @@ grants = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("request_id", Integer, ForeignKey("requests.id"), nullable=False, unique=True),
-    Column("namespace", String(63), nullable=False, index=True),
+    Column("namespace", String(NAMESPACE_KEY_LENGTH), nullable=False, index=True),
     Column("resource", String(253), nullable=False, server_default=GPU),
     Column("gpus", Integer, nullable=False),
     Column("state", String(10), nullable=False, index=True),
@@ -191,7 +192,7 @@ audit_events = Table(
     Column("at", UTCDateTime, nullable=False, index=True),
     Column("actor", String(64), nullable=False),
     Column("action", String(40), nullable=False),
-    Column("namespace", String(63), index=True),
+    Column("namespace", String(NAMESPACE_KEY_LENGTH), index=True),
     Column("request_id", Integer, index=True),
     Column("before", JSON),
     Column("after", JSON),
@@ -212,7 +213,7 @@ team_spend = Table(
 idle_nudges = Table(
     "idle_nudges",
     metadata,
-    Column("namespace", String(63), primary_key=True),
+    Column("namespace", String(NAMESPACE_KEY_LENGTH), primary_key=True),
     Column("gpus", Float, nullable=False),
     Column("active", Boolean, nullable=False),
     Column("nudged_at", UTCDateTime),
@@ -242,7 +243,7 @@ reclaims = Table(
     "reclaims",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("namespace", String(63), nullable=False, index=True),
+    Column("namespace", String(NAMESPACE_KEY_LENGTH), nullable=False, index=True),
     Column("resource", String(253), nullable=False, server_default=GPU),
     Column("request_id", Integer),
     Column("quota", Integer, nullable=False),
@@ -287,7 +288,7 @@ class BlockedAlert(Base):
     __tablename__ = "blocked_alerts"
 
     key: Mapped[str] = mapped_column(String(300), primary_key=True)  # namespace/kind/name
-    namespace: Mapped[str] = mapped_column(String(63))
+    namespace: Mapped[str] = mapped_column(String(NAMESPACE_KEY_LENGTH))
     alerted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 
@@ -357,7 +358,7 @@ class LedgerEntry(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     day: Mapped[date] = mapped_column(Date, index=True)
-    namespace: Mapped[str] = mapped_column(String(63))
+    namespace: Mapped[str] = mapped_column(String(NAMESPACE_KEY_LENGTH))
     model: Mapped[str] = mapped_column(String(200))
     # The extended resource (nvidia.com/gpu, nvidia.com/mig-3g.40gb); its hours and price are of that resource.
     resource: Mapped[str] = mapped_column(String(253), default=GPU, server_default=GPU)
@@ -378,7 +379,7 @@ class QuotaBlockDay(Base):
 
     __tablename__ = "quota_block_days"
 
-    namespace: Mapped[str] = mapped_column(String(63), primary_key=True)
+    namespace: Mapped[str] = mapped_column(String(NAMESPACE_KEY_LENGTH), primary_key=True)
     day: Mapped[date] = mapped_column(Date, primary_key=True)
     blocked: Mapped[int] = mapped_column(Integer)
 

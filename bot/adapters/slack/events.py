@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.adapters.slack import ids
+from bot.domain.clusters import is_namespace_key
 from bot.domain.commands import (
     PERMANENT_WORD,
     GpuAmount,
@@ -21,7 +22,6 @@ from bot.domain.commands import (
     parse_request_id,
     parse_shift_words,
 )
-from bot.domain.clusters import is_namespace_key
 from bot.domain.durations import ALLOWED, parse_duration
 from bot.services.ports import ActionKind
 

@@ -291,6 +291,15 @@ def _(refusal: r.ResourceUnclear) -> Notice:
 
 
 @notice.register
+def _(refusal: r.AmbiguousNamespace) -> Notice:
+    return fill(
+        "`{typed}` is a namespace in several clusters; name one: {candidates}.",
+        typed=refusal.typed,
+        candidates=", ".join(refusal.candidates),
+    )
+
+
+@notice.register
 def _(refusal: r.NotAMember) -> Notice:
     return fill("Only members of {team} may request GPUs for `{namespace}`.", team=refusal.team, namespace=refusal.namespace)
 

@@ -1,0 +1,286 @@
+"""Several clusters behind the cluster ports: each call goes to the cluster a namespace key names.
+
+The services speak namespace keys (``bot.domain.clusters``: ``name`` in the home cluster,
+``cluster/name`` in another). ``ClusterSet`` implements ``QuotaCluster``, ``Workloads`` and
+``KueueQuotas`` over one Kubernetes client (its own connection pool and timeouts) and one Kueue
+client per cluster: it splits the key, calls that cluster with the bare name, and gives back what it
+answered with the key in every namespace field. Calls that span the clusters (quota refusals, scheduling failures,
+Workloads) ask each cluster and leave out, with a log line, one that fails.
+
+One cluster down delays only itself. A cluster that fails with a temporary fault (refused, timed out,
+5xx) is *down* from then on: for ``retry_after`` seconds every call to it fails at once
+(``ClusterDown``, a TemporaryError: the apply waits and the reconcile tries again) instead of waiting
+out its timeout again, and at most ``in_flight`` calls to a cluster run at a time, so a hanging cluster
+never holds more than that many of the bot's threads. The first answer after that makes it up again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import partial
+from typing import TypeVar
+
+from bot.adapters.kube import KubernetesCluster
+from bot.adapters.kueue import KueueCluster
+from bot.domain.clusters import HOME, namespace_key, split_key
+from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
+from bot.domain.priority import GpuPod
+from bot.domain.quota import QuotaSnapshot
+from bot.errors import PermanentError, QuotaConflict, TemporaryError
+from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Keyed = TypeVar("Keyed", QuotaSnapshot, ClusterQueueSnapshot, QuotaRefusal, SchedulingFailure, GpuPod, PendingWorkload)
+
+
+class ClusterDown(TemporaryError):
+    """A cluster has not answered since ``since``; calls to it wait until it is tried again."""
+
+    def __init__(self, cluster: str, since: datetime, cause: str, *, delay: float) -> None:
+        name = cluster or "the home cluster"
+        super().__init__(f"waiting for cluster {name}: {cause} (since {since:%Y-%m-%d %H:%M} UTC)", delay=delay)
+        self.cluster = cluster
+        self.since = since
+
+
+@dataclass
+class _Health:
+    down_since: datetime | None = None
+    cause: str = ""
+    tried_at: float = 0.0
+    calls: threading.BoundedSemaphore | None = None
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """What ``/readyz``, ``/metrics`` and ``status`` say of a cluster."""
+
+    cluster: str
+    up: bool
+    since: datetime | None  # down since (None: up)
+    cause: str
+
+
+class ClusterSet:
+    """Implements ``QuotaCluster``, ``Workloads`` and ``KueueQuotas`` over each cluster's clients."""
+
+    def __init__(
+        self,
+        members: Mapping[str, tuple[KubernetesCluster, KueueCluster]],
+        *,
+        retry_after: float = 10.0,
+        in_flight: int = 4,
+        monotonic: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
+    ) -> None:
+        self._kube = {cluster: kube for cluster, (kube, _) in members.items()}
+        self._kueue = {cluster: kueue for cluster, (_, kueue) in members.items()}
+        self._retry_after = retry_after
+        self._monotonic = monotonic
+        self._now = now
+        self._lock = threading.Lock()
+        self._health = {cluster: _Health(calls=threading.BoundedSemaphore(in_flight)) for cluster in self._kube}
+
+    @property
+    def clusters(self) -> list[str]:
+        return sorted(self._kube)
+
+    def states(self) -> list[ClusterState]:
+        with self._lock:
+            return [
+                ClusterState(cluster, health.down_since is None, health.down_since, health.cause)
+                for cluster, health in sorted(self._health.items())
+            ]
+
+    # --- QuotaCluster ----------------------------------------------------------------------------
+
+    def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        cluster, bare = self._split(namespace)
+        read = self._call(cluster, lambda: self._kube[cluster].read_quota(bare, name, resource, max_age=max_age))
+        return _keyed(read, cluster) if read is not None else None
+
+    def write_quota(
+        self,
+        namespace: str,
+        name: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: QuotaSnapshot | None,
+        dry_run: bool,
+        applied_by: str,
+    ) -> QuotaSnapshot:
+        cluster, bare = self._split(namespace)
+        before = dataclasses.replace(previous, namespace=bare) if previous is not None else None
+        written = self._call(
+            cluster,
+            lambda: self._kube[cluster].write_quota(
+                bare, name, resource, gpus=gpus, previous=before, dry_run=dry_run, applied_by=applied_by
+            ),
+        )
+        return _keyed(written, cluster)
+
+    def gpu_nodes(self, cluster: str = HOME) -> GpuNodes:
+        return self._call(cluster, lambda: self._kube[cluster].gpu_nodes())
+
+    def gpu_quota_totals(self, quota_names: Mapping[str, str]) -> dict[str, dict[str, int]]:
+        totals: dict[str, dict[str, int]] = {}
+        for cluster, names in _by_cluster(quota_names).items():
+            read = partial(self._kube[cluster].gpu_quota_totals, names)
+            for bare, hard in self._call(cluster, read).items():
+                totals[namespace_key(cluster, bare)] = hard
+        return totals
+
+    def quota_refusals(self) -> list[QuotaRefusal]:
+        return self._each("quota refusals", lambda cluster: [_keyed(r, cluster) for r in self._kube[cluster].quota_refusals()])
+
+    def namespace_exists(self, namespace: str) -> bool:
+        cluster, bare = self._split(namespace)
+        return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare))
+
+    # --- Workloads -------------------------------------------------------------------------------
+
+    def gpu_pods(self, namespace: str, resource: str) -> list[GpuPod]:
+        cluster, bare = self._split(namespace)
+        return [_keyed(pod, cluster) for pod in self._call(cluster, lambda: self._kube[cluster].gpu_pods(bare, resource))]
+
+    def priority_classes(self, cluster: str = HOME) -> dict[str, int]:
+        return self._call(cluster, lambda: self._kube[cluster].priority_classes())
+
+    def scheduling_failures(self) -> list[SchedulingFailure]:
+        return self._each(
+            "scheduling failures", lambda cluster: [_keyed(f, cluster) for f in self._kube[cluster].scheduling_failures()]
+        )
+
+    # --- KueueQuotas -----------------------------------------------------------------------------
+
+    def api_version(self, cluster: str = HOME) -> str | None:
+        return self._call(cluster, lambda: self._kueue[cluster].api_version())
+
+    def read_cluster_queue(self, namespace: str, name: str, flavor: str, resource: str) -> ClusterQueueSnapshot:
+        cluster, bare = self._split(namespace)
+        return _keyed(self._call(cluster, lambda: self._kueue[cluster].read_cluster_queue(bare, name, flavor, resource)), cluster)
+
+    def write_cluster_queue(
+        self,
+        namespace: str,
+        name: str,
+        flavor: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: ClusterQueueSnapshot,
+        dry_run: bool,
+        applied_by: str,
+        borrowing_limit_delta: bool = False,
+    ) -> ClusterQueueSnapshot:
+        cluster, bare = self._split(namespace)
+        before = dataclasses.replace(previous, namespace=bare)
+        written = self._call(
+            cluster,
+            lambda: self._kueue[cluster].write_cluster_queue(
+                bare,
+                name,
+                flavor,
+                resource,
+                gpus=gpus,
+                previous=before,
+                dry_run=dry_run,
+                applied_by=applied_by,
+                borrowing_limit_delta=borrowing_limit_delta,
+            ),
+        )
+        return _keyed(written, cluster)
+
+    def pending_workloads(self, namespaces: Iterable[str]) -> list[PendingWorkload]:
+        wanted = _by_cluster({key: key for key in namespaces})
+        return self._each(
+            "Kueue workloads",
+            lambda cluster: [_keyed(w, cluster) for w in self._kueue[cluster].pending_workloads(wanted[cluster])],
+            only=wanted,
+        )
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _split(self, key: str) -> tuple[str, str]:
+        cluster, bare = split_key(key)
+        if cluster not in self._kube:
+            raise PermanentError(f"no cluster {cluster} is configured for {key}")
+        return cluster, bare
+
+    def _each(self, what: str, call: Callable[[str], list[Keyed]], *, only: Iterable[str] | None = None) -> list[Keyed]:
+        """``call`` for every cluster (or those of ``only``), merged; one that fails is logged and left out."""
+        found: list[Keyed] = []
+        for cluster in sorted(only if only is not None else self._kube):
+            try:
+                found.extend(self._call(cluster, lambda: call(cluster)))  # noqa: B023 (called at once)
+            except TemporaryError as error:
+                log.warning("%s of cluster %s left out: %s", what, cluster or "home", error)
+        return found
+
+    def _call(self, cluster: str, call: Callable[[], T]) -> T:
+        """``call`` to ``cluster``, unless it is down and not due for another try; its temporary faults make it down."""
+        health = self._health[cluster]
+        self._refuse_while_down(cluster, health)
+        assert health.calls is not None
+        if not health.calls.acquire(blocking=False):
+            raise TemporaryError(f"cluster {cluster or 'home'} has too many calls in flight (it is slow to answer)", delay=2.0)
+        try:
+            result = call()
+        except QuotaConflict:
+            self._up(cluster, health)  # it answered
+            raise
+        except TemporaryError as error:
+            self._down(cluster, health, str(error))
+            raise
+        finally:
+            health.calls.release()
+        self._up(cluster, health)
+        return result
+
+    def _refuse_while_down(self, cluster: str, health: _Health) -> None:
+        with self._lock:
+            if health.down_since is None:
+                return
+            waited = self._monotonic() - health.tried_at
+            if waited >= self._retry_after:
+                health.tried_at = self._monotonic()  # this call is the next try
+                return
+            since, cause = health.down_since, health.cause
+        raise ClusterDown(cluster, since, cause, delay=self._retry_after - waited)
+
+    def _down(self, cluster: str, health: _Health, cause: str) -> None:
+        with self._lock:
+            first = health.down_since is None
+            health.down_since = health.down_since or self._now()
+            health.cause, health.tried_at = cause, self._monotonic()
+        if first:
+            log.error("cluster %s is not answering: %s", cluster or "home", cause)
+
+    def _up(self, cluster: str, health: _Health) -> None:
+        with self._lock:
+            was = health.down_since
+            health.down_since, health.cause = None, ""
+        if was is not None:
+            log.info("cluster %s answers again (down since %s)", cluster or "home", was.isoformat())
+
+
+def _by_cluster(by_key: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """{key: value} as {cluster: {bare name: value}}."""
+    grouped: dict[str, dict[str, str]] = {}
+    for key, value in by_key.items():
+        cluster, bare = split_key(key)
+        grouped.setdefault(cluster, {})[bare] = value
+    return grouped
+
+
+def _keyed(found: Keyed, cluster: str) -> Keyed:
+    """What a member answered, its namespace the key again."""
+    return dataclasses.replace(found, namespace=namespace_key(cluster, found.namespace))
