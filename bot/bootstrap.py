@@ -93,7 +93,9 @@ def connect_kueue(cluster: KubernetesCluster) -> KueueCluster:
     return KueueCluster(cluster.api_client, timeout=cluster.timeout)
 
 
-def connect_clusters(policy: Policy, kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0)) -> ClusterSet:
+def connect_clusters(
+    policy: Policy, kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0), retry_after: float = 10.0
+) -> ClusterSet:
     """Every cluster of the policy, each with its own client (``clusters.<name>.context`` of ``kubeconfig``,
     the home cluster's without one from the kubeconfig's current context or in-cluster), Kueue on the same
     connection; without ``clusters:`` the one cluster, as ``connect_cluster`` reaches it."""
@@ -105,7 +107,7 @@ def connect_clusters(policy: Policy, kubeconfig: Path | None, *, timeout: tuple[
         own = (timeout[0], access.timeout_seconds) if access is not None else timeout
         kube = KubernetesCluster.from_environment(kubeconfig, context=context, timeout=own)
         members[HOME if name == home else name] = (kube, connect_kueue(kube))
-    return ClusterSet(members)
+    return ClusterSet(members, retry_after=retry_after)
 
 
 def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | None:

@@ -78,7 +78,8 @@ class Sandbox:
             )
         self.database = open_database(self._database_url, migrate=upgrade)
         client = slack_client(BOT_TOKEN, base_url=self.slack.api_url, context=self._tls.client_context() if self._tls else None)
-        cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout)
+        # A cluster that stopped answering is tried again after a second here (10 in a deployment).
+        cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout, retry_after=1.0)
         self.services = build_services(
             policy=self.policy,
             database=self.database,

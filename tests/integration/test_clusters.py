@@ -1,0 +1,140 @@
+"""Several clusters from one bot (issue 21): two Kubernetes API stand-ins on two ports, the real kubernetes
+client over HTTP to each through its kubeconfig context, signed Slack HTTP into the real Bolt app,
+SQLite and PostgreSQL.
+
+The policy is the sandbox's with two clusters: eu-1 (home: the sandbox's seeded stand-in) and us-2 (a
+second stand-in) where frontier also has ai-frontier-research, as us-2/ai-frontier-research.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bot.clock import ManualClock
+from bot.domain.lifecycle import RequestState
+from bot.domain.policy import Policy, parse_policy
+from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.session import Sandbox
+from bot.sandbox.world import seed_cluster
+from tests.integration.conftest import SlackOverHttp, served
+from tests.integration.processes import SANDBOX_POLICY
+
+ALICE, LEE = "U0ALICE", "U0LEE"
+RESEARCH, QUOTA = "ai-frontier-research", "compute-quota"
+REMOTE = f"us-2/{RESEARCH}"
+
+
+def two_cluster_policy() -> Policy:
+    policy = yaml.safe_load(SANDBOX_POLICY.read_text())
+    policy["clusters"] = {"eu-1": {"home": True}, "us-2": {"context": "us-2", "timeout_seconds": 2}}
+    policy["teams"]["frontier"]["namespaces"].append(REMOTE)
+    return parse_policy(policy, source="the two-cluster test policy")
+
+
+def kubeconfig(path: Path, home: KubeApiStandIn, remote: KubeApiStandIn) -> Path:
+    """One kubeconfig with a context per cluster, the home cluster's current (as an operator would merge them)."""
+    clusters = [("eu-1", home), ("us-2", remote)]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": name, "cluster": {"server": kube.url}} for name, kube in clusters],
+                "users": [{"name": name, "user": {"token": kube.token}} for name, kube in clusters],
+                "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name, _ in clusters],
+                "current-context": "eu-1",
+            }
+        )
+    )
+    return path
+
+
+@pytest.fixture
+def clusters(tmp_path: Path) -> Iterator[tuple[KubeApiStandIn, KubeApiStandIn]]:
+    home, remote = KubeApiStandIn().start(), KubeApiStandIn().start()
+    seed_cluster(home)
+    remote.add_node("us-gpu-node-a", 8)
+    remote.add_namespace(RESEARCH, {"team": "frontier"})
+    remote.add_quota(RESEARCH, QUOTA, {"requests.nvidia.com/gpu": "2"}, used_gpus=1)
+    yield home, remote
+    home.stop()
+    remote.stop()
+
+
+@pytest.fixture
+def slack(
+    database_url: str, clock: ManualClock, tmp_path: Path, clusters: tuple[KubeApiStandIn, KubeApiStandIn]
+) -> Iterator[SlackOverHttp]:
+    config = kubeconfig(tmp_path / "kubeconfig", *clusters)
+    box = Sandbox(policy=two_cluster_policy(), clock=clock, kubeconfig=config, database_url=database_url).start()
+    with served(box) as slack:
+        yield slack
+
+
+def approve(slack: SlackOverHttp, text: str) -> str:
+    slack.command(ALICE, text)
+    card = slack.request_message()
+    slack.click(LEE, slack.buttons(card)["Approve"], card)
+    return slack.responses()[-1]
+
+
+def state(slack: SlackOverHttp, request_id: int) -> RequestState:
+    database = slack.sandbox.database
+    assert database is not None
+    request = database.run(lambda repo: repo.request(request_id))
+    assert request is not None
+    return RequestState(request.state)
+
+
+def test_each_cluster_gets_its_own_write(slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn]) -> None:
+    home, remote = clusters
+    assert approve(slack, f"request {REMOTE} +2 for 1d remote sweep").endswith("it is applied.")
+    assert approve(slack, f"request eu-1/{RESEARCH} +1 for 1d home sweep").endswith("it is applied.")
+    assert remote.hard(RESEARCH, QUOTA) == "4" and home.hard(RESEARCH, QUOTA) == "5"
+    assert remote.quota_writes(RESEARCH) == 1 and home.quota_writes(RESEARCH) == 1
+    status = slack.command(ALICE, f"status {REMOTE}") and slack.responses()[-1]
+    assert REMOTE in status and "*4* hard / 1 used" in status
+
+
+def test_a_bare_name_in_two_clusters_is_refused_with_both(slack: SlackOverHttp) -> None:
+    slack.command(ALICE, f"request {RESEARCH} +1 for 1d which one")
+    said = slack.responses()[-1]
+    assert f"`{RESEARCH}` is a namespace in several clusters; name one: {RESEARCH}, {REMOTE}." in said
+    database = slack.sandbox.database
+    assert database is not None
+    assert database.run(lambda repo: repo.count_requests_by_state()) == {}
+
+
+def test_a_cluster_that_refuses_connections_delays_only_its_own_change(
+    slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn], clock: ManualClock
+) -> None:
+    home, remote = clusters
+    slack.command(ALICE, f"request {REMOTE} +2 for 1d asked while us-2 answered")
+    card = slack.request_message()
+    remote.refuse_connections(seconds=3600)  # then us-2 goes away
+    slack.click(LEE, slack.buttons(card)["Approve"], card)
+    assert "waiting for cluster us-2" in " ".join(slack.thread(card)), slack.thread(card)
+    assert state(slack, 1) == RequestState.APPROVED  # kept, not failed
+
+    started = time.monotonic()
+    assert approve(slack, f"request eu-1/{RESEARCH} +1 for 1d home goes on").endswith("it is applied.")
+    assert time.monotonic() - started < 5  # home's change did not wait out us-2's timeouts (a bound, not a target)
+    assert home.hard(RESEARCH, QUOTA) == "5"
+
+    status = slack.command(ALICE, f"status {REMOTE}") and slack.responses()[-1]
+    assert "waiting for cluster us-2" in status and "since" in status
+
+    remote._server.resume()  # us-2 is back
+    services = slack.sandbox.services
+    assert services is not None
+    time.sleep(1.1)  # the sandbox tries a cluster that stopped answering again after a second
+    clock.advance(timedelta(minutes=1))  # past the apply's lease: the reconcile resumes it
+    services.reconciler.tick()
+    assert state(slack, 1) == RequestState.APPLIED
+    assert remote.hard(RESEARCH, QUOTA) == "4" and remote.quota_writes(RESEARCH) == 1  # applied once
