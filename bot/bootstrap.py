@@ -83,9 +83,12 @@ def scratch_database() -> Database:
     return database
 
 
-def connect_cluster(kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0)) -> KubernetesCluster:
-    """The cluster: ``kubeconfig`` (or ``KUBECONFIG``, ``~/.kube/config``), else the in-cluster identity."""
-    return KubernetesCluster.from_environment(kubeconfig, timeout=timeout)
+def connect_cluster(
+    kubeconfig: Path | None, *, context: str | None = None, timeout: tuple[float, float] = (5.0, 20.0)
+) -> KubernetesCluster:
+    """A cluster: ``kubeconfig`` (or ``KUBECONFIG``, ``~/.kube/config``) at ``context`` (None: its current one),
+    else the in-cluster identity."""
+    return KubernetesCluster.from_environment(kubeconfig, context=context, timeout=timeout)
 
 
 def connect_kueue(cluster: KubernetesCluster) -> KueueCluster:
@@ -105,7 +108,7 @@ def connect_clusters(
     for name, access in clusters.items():
         context = access.context if access is not None else None
         own = (timeout[0], access.timeout_seconds) if access is not None else timeout
-        kube = KubernetesCluster.from_environment(kubeconfig, context=context, timeout=own)
+        kube = connect_cluster(kubeconfig, context=context, timeout=own)
         members[HOME if name == home else name] = (kube, connect_kueue(kube))
     return ClusterSet(members, retry_after=retry_after)
 

@@ -23,6 +23,7 @@ from slack_sdk import WebClient
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import slack_call
 from bot.bootstrap import connect_kueue, connect_metrics, slack_client
+from bot.domain.clusters import HOME, cluster_of, split_key
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError, KueueObjectMissing, KueuePart
@@ -68,12 +69,34 @@ def _finish(problems: list[str], out: Callable[[str], None], err: Callable[[str]
 
 
 def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
+    """Every cluster of the policy, each reached through its own context: one that fails is named, and the
+    others are checked all the same."""
+    problems: list[str] = []
+    for part in policy.cluster_names():
+        name = policy.cluster_label(part)
+        context = policy.clusters[name].context if name in policy.clusters else None
+        where = f"cluster {name}: " if name else ""
+        try:
+            cluster = load_cluster(settings.kubeconfig, context=context, timeout=(5.0, 10.0))
+        except SettingsProblem as error:
+            problems.append(f"{where}{error}")  # a missing or corrupt kubeconfig (or context) is a problem to fix
+            continue
+        keys = [key for key in policy.managed_namespaces() if cluster_of(key) == part]
+        if part == HOME:
+            problems += _home_cluster(cluster, policy, keys, out)
+            continue
+        try:
+            missing = [key for key in keys if not cluster.namespace_exists(split_key(key)[1])]
+        except GpuQuotaError as error:
+            out(f"skipped the namespaces of cluster {name}: cannot reach it ({error})")
+            continue
+        problems += [f"namespace {key} (policy) does not exist in cluster {name}" for key in missing]
+    return problems
+
+
+def _home_cluster(cluster: KubernetesCluster, policy: Policy, keys: list[str], out: Callable[[str], None]) -> list[str]:
     try:
-        cluster = load_cluster(settings.kubeconfig, timeout=(5.0, 10.0))
-    except SettingsProblem as error:
-        return [str(error)]  # a missing or corrupt kubeconfig is a problem to fix, not an unreachable cluster
-    try:
-        missing = [ns for ns in policy.managed_namespaces() if not cluster.namespace_exists(ns)]
+        missing = [ns for ns in keys if not cluster.namespace_exists(ns)]
     except GpuQuotaError as error:
         out(f"skipped the namespaces: cannot reach the cluster ({error})")
         return []

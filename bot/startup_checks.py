@@ -68,7 +68,11 @@ def _check_sqlite_file(path: Path, setting: str) -> None:
 
 
 def load_cluster(
-    kubeconfig: Path | None, *, setting: str = "KUBECONFIG", timeout: tuple[float, float] = (5.0, 20.0)
+    kubeconfig: Path | None,
+    *,
+    setting: str = "KUBECONFIG",
+    context: str | None = None,
+    timeout: tuple[float, float] = (5.0, 20.0),
 ) -> KubernetesCluster:
     """The cluster client, or SettingsProblem naming ``setting`` when the configuration is missing or corrupt."""
     from bot.bootstrap import connect_cluster
@@ -76,6 +80,6 @@ def load_cluster(
     if kubeconfig is not None and not kubeconfig.is_file():
         raise SettingsProblem(f"{setting} {kubeconfig}: no such file")
     try:
-        return connect_cluster(kubeconfig, timeout=timeout)
+        return connect_cluster(kubeconfig, context=context, timeout=timeout)
     except GpuQuotaError as error:
         raise SettingsProblem(f"{setting}: {error}") from None

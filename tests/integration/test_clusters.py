@@ -23,7 +23,7 @@ from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import seed_cluster
 from tests.integration.conftest import SlackOverHttp, served
-from tests.integration.processes import SANDBOX_POLICY
+from tests.integration.processes import SANDBOX_POLICY, run_bot, run_env
 
 ALICE, LEE = "U0ALICE", "U0LEE"
 RESEARCH, QUOTA = "ai-frontier-research", "compute-quota"
@@ -138,3 +138,24 @@ def test_a_cluster_that_refuses_connections_delays_only_its_own_change(
     services.reconciler.tick()
     assert state(slack, 1) == RequestState.APPLIED
     assert remote.hard(RESEARCH, QUOTA) == "4" and remote.quota_writes(RESEARCH) == 1  # applied once
+
+
+def test_check_config_names_each_cluster_that_fails_and_checks_the_others(
+    tmp_path: Path, stand_ins: tuple, clusters: tuple[KubeApiStandIn, KubeApiStandIn]
+) -> None:
+    slack, _ = stand_ins
+    home, remote = clusters
+    remote.delete_namespace(RESEARCH)  # us-2 answers, without the policy's namespace
+    policy = yaml.safe_load(SANDBOX_POLICY.read_text())
+    policy["clusters"] = {"eu-1": {"home": True}, "us-2": {"context": "us-2"}, "ap-3": {"context": "ap-3"}}
+    policy["teams"]["frontier"]["namespaces"] += [REMOTE, f"ap-3/{RESEARCH}"]
+    path = tmp_path / "policy.yaml"
+    path.write_text(yaml.safe_dump(policy))
+    env = run_env(tmp_path, slack, home, GPU_QUOTA_CONFIG=str(path))
+    env["KUBECONFIG"] = str(kubeconfig(tmp_path / "clusters.kubeconfig", home, remote))  # it has no context ap-3
+    result = run_bot("check-config", env=env)
+    assert result.returncode == 1
+    problems = [line for line in result.stderr.splitlines() if line.startswith("problem:")]
+    assert any(line.startswith("problem: cluster ap-3: KUBECONFIG") and "ap-3" in line for line in problems), problems
+    assert f"problem: namespace {REMOTE} (policy) does not exist in cluster us-2" in problems
+    assert not [line for line in problems if "eu-1" in line or "in the cluster" in line]  # the home cluster is sound
