@@ -25,7 +25,7 @@ from bot.sandbox.world import seed_cluster
 from tests.integration.conftest import SlackOverHttp, served
 from tests.integration.processes import SANDBOX_POLICY, run_bot, run_env
 
-ALICE, LEE = "U0ALICE", "U0LEE"
+ALICE, BOB, LEE, MAYA = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA"
 RESEARCH, QUOTA = "ai-frontier-research", "compute-quota"
 REMOTE = f"us-2/{RESEARCH}"
 
@@ -159,3 +159,17 @@ def test_check_config_names_each_cluster_that_fails_and_checks_the_others(
     assert any(line.startswith("problem: cluster ap-3: KUBECONFIG") and "ap-3" in line for line in problems), problems
     assert f"problem: namespace {REMOTE} (policy) does not exist in cluster us-2" in problems
     assert not [line for line in problems if "eu-1" in line or "in the cluster" in line]  # the home cluster is sound
+
+
+def test_a_shift_moves_gpus_from_one_cluster_to_another_source_first(
+    slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn]
+) -> None:
+    home, remote = clusters
+    slack.command(BOB, f"shift 1 from {REMOTE} to biz-model-serving for 1d serving needs one more")
+    card = slack.request_message("C0BIZ")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    copy = slack.request_message("C0FRONTIER")
+    slack.click(LEE, slack.buttons(copy)["Approve"], copy)
+    assert (remote.hard(RESEARCH, QUOTA), home.hard("biz-model-serving", QUOTA)) == ("1", "17")
+    assert remote.quota_writes(RESEARCH) == 1 and home.quota_writes("biz-model-serving") == 1
+    assert f"*{REMOTE}* 2 GPUs → *1 GPU*" in slack.thread(card)[-1]
