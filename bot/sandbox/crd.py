@@ -21,7 +21,7 @@ from typing import Any
 
 from kubernetes.utils import parse_quantity
 
-from bot.sandbox.apimachinery import PatchError, json_patch, merge_patch, status
+from bot.sandbox.apimachinery import BadSelector, PatchError, fields_match, json_patch, labels_match, merge_patch, status
 from bot.sandbox.httpserver import Incoming, Outgoing
 
 JSON_PATCH = "application/json-patch+json"
@@ -32,6 +32,7 @@ QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 _QUANTITY = re.compile(QUANTITY_PATTERN)
+_SELECTABLE = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}  # the fields a CR selects by
 _REJECTED = "the server rejected our request due to an error in our request"
 _STALE = "the object has been modified; please apply your changes to the latest version and try again"
 
@@ -119,6 +120,33 @@ def patched(incoming: Incoming, body: Any, current: dict[str, Any]) -> dict[str,
         "the body of the request was in an unknown format - accepted media types include: "
         f"{JSON_PATCH}, {MERGE_PATCH}, application/apply-patch+yaml",
         "UnsupportedMediaType",
+    )
+
+
+def selected(items: list[dict[str, Any]], incoming: Incoming) -> list[dict[str, Any]] | Outgoing:
+    """The objects a list's field and label selectors choose (a custom resource selects by name and namespace),
+    or the 400 for a selector the API server refuses."""
+    try:
+        return [
+            obj
+            for obj in items
+            if fields_match(obj, incoming.query.get("fieldSelector", ""), _SELECTABLE)
+            and labels_match(obj["metadata"].get("labels") or {}, incoming.query.get("labelSelector", ""))
+        ]
+    except BadSelector as error:
+        return status(400, str(error), "BadRequest")
+
+
+def listed(group: str, version: str, kind: str, items: list[dict[str, Any]], resource_version: str) -> Outgoing:
+    """A list answer: ``<Kind>List`` of ``items`` at the store's ``resource_version``."""
+    return Outgoing.json(
+        200,
+        {
+            "apiVersion": f"{group}/{version}",
+            "items": items,
+            "kind": f"{kind}List",
+            "metadata": {"continue": "", "resourceVersion": resource_version},
+        },
     )
 
 

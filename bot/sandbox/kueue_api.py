@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from bot.sandbox.apimachinery import BadSelector, fields_match, labels_match, now, status
+from bot.sandbox.apimachinery import now, status
 from bot.sandbox.crd import (
     Problem,
     api_group,
@@ -46,6 +46,7 @@ from bot.sandbox.crd import (
     denied,
     details,
     invalid,
+    listed,
     merged_write,
     no_such_path,
     not_found,
@@ -53,6 +54,7 @@ from bot.sandbox.crd import (
     precondition_failure,
     quantity,
     quantity_problem,
+    selected,
     version_mismatch,
 )
 from bot.sandbox.httpserver import Incoming, Outgoing
@@ -100,7 +102,6 @@ _RENAMED = [
     ("clusterqueues", "spec", "cohortName", "cohort"),
     ("workloads", "status", "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds"),
 ]
-_SELECTABLE = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
 
 
 class KueueObjects:
@@ -304,24 +305,10 @@ class KueueObjects:
         if kind is None:
             return no_such_path()
         items = [obj for (p, namespace, _), obj in sorted(self._kueue.items()) if p == plural and ns in (None, namespace)]
-        try:
-            selected = [
-                obj
-                for obj in items
-                if fields_match(obj, incoming.query.get("fieldSelector", ""), _SELECTABLE)
-                and labels_match(obj["metadata"].get("labels") or {}, incoming.query.get("labelSelector", ""))
-            ]
-        except BadSelector as error:
-            return status(400, str(error), "BadRequest")
-        return Outgoing.json(
-            200,
-            {
-                "apiVersion": f"{GROUP}/{version}",
-                "items": [_to_version(obj, plural, version) for obj in selected],
-                "kind": f"{kind.kind}List",
-                "metadata": {"continue": "", "resourceVersion": self._next_rv()},
-            },
-        )
+        chosen = selected(items, incoming)
+        if isinstance(chosen, Outgoing):
+            return chosen
+        return listed(GROUP, version, kind.kind, [_to_version(obj, plural, version) for obj in chosen], self._next_rv())
 
     def _post_kueue_collection(self, incoming: Incoming, body: Any, version: str, ns: str | None, plural: str) -> Outgoing:
         kind = self._served(version, plural, ns)
