@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import re
+import ssl
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -77,8 +78,8 @@ class KarmadaApiStandIn(KubeApiStandIn):
 
     routes: ClassVar[list[tuple[str, re.Pattern[str]]]] = [*KubeApiStandIn.routes, *KARMADA_ROUTES]
 
-    def __init__(self, *, token: str = "karmada-token") -> None:
-        super().__init__(token=token)
+    def __init__(self, *, token: str = "karmada-token", tls: ssl.SSLContext | None = None) -> None:
+        super().__init__(token=token, tls=tls)
         self.serve_kueue()  # Kueue runs in the member clusters, not on the plane
         self.karmada_installed = True
         self._federated: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> the stored object
@@ -299,14 +300,21 @@ class KarmadaApiStandIn(KubeApiStandIn):
             self._federated[(namespace, name)] = quota
 
 
-def _resource_lists(quota: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
-    """Each ResourceList of a FederatedResourceQuota with its field path, in the webhook's order."""
-    spec, state = quota.get("spec") or {}, quota.get("status") or {}
-    found: list[tuple[str, Mapping[str, Any]]] = [("spec.overall", spec.get("overall") or {})]
-    found += [
-        (f"spec.staticAssignments[{i}].hard", e.get("hard") or {}) for i, e in enumerate(spec.get("staticAssignments") or [])
+def _spec_lists(quota: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Each ResourceList of the spec with its field path: ``overall``, then each assignment's ``hard``."""
+    spec = quota.get("spec") or {}
+    entries = spec.get("staticAssignments") or []
+    return [("spec.overall", spec.get("overall") or {})] + [
+        (f"spec.staticAssignments[{i}].hard", e.get("hard") or {}) for i, e in enumerate(entries)
     ]
-    found += [(f"status.{part}", state.get(part) or {}) for part in ("overall", "overallUsed")]
+
+
+def _status_lists(quota: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Each ResourceList of the status with its field path."""
+    state = quota.get("status") or {}
+    found: list[tuple[str, Mapping[str, Any]]] = [
+        (f"status.{part}", state.get(part) or {}) for part in ("overall", "overallUsed")
+    ]
     for i, entry in enumerate(state.get("aggregatedStatus") or []):
         found += [(f"status.aggregatedStatus[{i}].{part}", entry.get(part) or {}) for part in ("hard", "used")]
     return found
@@ -315,12 +323,8 @@ def _resource_lists(quota: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]
 def _problems(name: str, quota: dict[str, Any], *, webhook: bool) -> Outgoing | None:
     """The CRD schema's refusal (422), then, with ``webhook``, Karmada's webhook's (403); None: accepted."""
     # The schema's path of a map's key is ``<map>.<key>`` (kube-openapi), the webhook's ``<map>[<key>]``.
-    schema = [
-        p
-        for path, resources in _resource_lists(quota)
-        for key, v in resources.items()
-        if (p := quantity_problem(f"{path}.{key}", v))
-    ]
+    lists = _spec_lists(quota) + _status_lists(quota)
+    schema = [p for path, resources in lists for key, v in resources.items() if (p := quantity_problem(f"{path}.{key}", v))]
     if schema:
         return invalid(KIND, GROUP, name, schema)
     refused = _webhook_problems(name, quota) if webhook else []
@@ -328,17 +332,12 @@ def _problems(name: str, quota: dict[str, Any], *, webhook: bool) -> Outgoing | 
 
 
 def _webhook_problems(name: str, quota: dict[str, Any]) -> list[Problem]:
-    """What ``validateFederatedResourceQuota`` denies (the name, negative quantities, overall against the assignments)."""
+    """What ``validateFederatedResourceQuota`` denies, in its order: the name; the spec's negative quantities,
+    then overall against the assignments; the status's negative quantities."""
     problems = []
     if len(name) > NAME_LIMIT:
         problems.append(Problem("metadata.name", name, f"must be no more than {NAME_LIMIT} characters"))
-    lists = _resource_lists(quota)
-    for path, resources in lists:
-        problems += [
-            Problem(f"{path}[{key}]", _shown(v), "must be greater than or equal to 0")
-            for key, v in resources.items()
-            if _amount(v) < 0
-        ]
+    problems += _negative(_spec_lists(quota))
     spec = quota.get("spec") or {}
     overall, entries = spec.get("overall") or {}, spec.get("staticAssignments") or []
     for key, value in overall.items():
@@ -349,7 +348,17 @@ def _webhook_problems(name: str, quota: dict[str, Any]) -> list[Problem]:
             if key not in overall:
                 path = f"spec.staticAssignments[{i}].hard[{key}]"
                 problems.append(Problem(path, key, "assignment resourceName is not exist in overall"))
-    return problems
+    return problems + _negative(_status_lists(quota))
+
+
+def _negative(lists: list[tuple[str, Mapping[str, Any]]]) -> list[Problem]:
+    """``ValidateNonnegativeQuantity`` over each list's quantities."""
+    return [
+        Problem(f"{path}[{key}]", _shown(v), "must be greater than or equal to 0")
+        for path, resources in lists
+        for key, v in resources.items()
+        if _amount(v) < 0
+    ]
 
 
 def _amount(value: Any) -> Decimal:
