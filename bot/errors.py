@@ -103,6 +103,49 @@ class KueueObjectMissing(PermanentError):
         super().__init__(said[missing])
 
 
+class KarmadaPart(Enum):
+    """What a FederatedResourceQuota target needs that the Karmada plane lacks."""
+
+    KARMADA = "karmada"  # policy.karmada.io/v1alpha1 is not served: no Karmada on that API server
+    FEDERATED_QUOTA = "federatedresourcequota"
+    MEMBER = "member"  # the FederatedResourceQuota assigns nothing to the member cluster (no staticAssignments entry)
+    RESOURCE = "resource"  # the member's assignment does not limit the resource
+
+
+class KarmadaObjectMissing(PermanentError):
+    """The Karmada objects a FederatedResourceQuota target names are not all there (``missing`` says which);
+    nothing was written. ``namespace`` is the FederatedResourceQuota's on the plane, ``member`` the member
+    cluster as Karmada names it, ``resource`` the governed one; ``present`` is what the plane has instead: the
+    versions of policy.karmada.io it serves, the members assigned, or the keys the member's assignment
+    limits. People's words are made at the Slack edge from these fields; ``str`` is a plain line for logs."""
+
+    def __init__(
+        self,
+        missing: KarmadaPart,
+        *,
+        namespace: str,
+        federated_quota: str,
+        member: str,
+        resource: str,
+        present: tuple[str, ...] = (),
+    ) -> None:
+        self.missing = missing
+        self.namespace = namespace
+        self.federated_quota = federated_quota
+        self.member = member
+        self.resource = resource
+        self.present = present
+        instead = f" (present: {', '.join(present) or 'none'})"
+        quota = f"the FederatedResourceQuota {namespace}/{federated_quota}"
+        said = {
+            KarmadaPart.KARMADA: f"Karmada is not installed on the plane or serves no version the bot speaks (policy.karmada.io{instead})",
+            KarmadaPart.FEDERATED_QUOTA: f"{quota} does not exist",
+            KarmadaPart.MEMBER: f"{quota} assigns nothing to the member cluster {member}{instead}",
+            KarmadaPart.RESOURCE: f"{quota} does not limit {resource} in the member cluster {member}{instead}",
+        }
+        super().__init__(said[missing])
+
+
 class LostRace(Exception):
     """A transaction kept losing races with other changes to the same rows; the caller reports a
     temporary failure (nothing was recorded)."""

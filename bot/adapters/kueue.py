@@ -8,68 +8,30 @@ patched object's version with the stored one: 409 when anyone wrote since; a ``t
 as a bare 422, like any test), ``test`` ops on the flavor's and the resource's names, the ``replace`` of
 ``nominalQuota`` (and of ``borrowingLimit`` when asked) and the bot's stamp annotations. A 409 or a
 failed ``test`` is a ``QuotaConflict`` (read again), unless a fresh read finds the queue, the flavor or
-the resource gone (``KueueObjectMissing``). The client's exceptions never leave this module; their
-messages are the API server's, which carry no credentials.
+the resource gone (``KueueObjectMissing``). Calls, their answers as the bot's errors and the stamp's
+patch operations are ``bot.adapters.custom_objects``'.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-import urllib3
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
-from kubernetes.utils import parse_quantity
 
+from bot.adapters.custom_objects import JSON_PATCH, Answered, call, stamp_operations, stamped, whole
 from bot.adapters.kube import FIELD_MANAGER, KubeCalls
 from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload, parse_shortfalls
-from bot.domain.quota import stamp_annotations
-from bot.errors import KueueObjectMissing, KueuePart, PermanentError, QuotaConflict, TemporaryError
+from bot.errors import KueueObjectMissing, KueuePart, QuotaConflict
 from bot.observability import count_error
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 GROUP = "kueue.x-k8s.io"
 SPOKEN = ("v1beta2", "v1beta1")  # the versions the bot speaks, the preferred first
 COHORT_FIELD = {"v1beta2": "cohortName", "v1beta1": "cohort"}
-JSON_PATCH = "application/json-patch+json"
-_REJECTED_PATCH = "the server rejected our request due to an error in our request"  # patch.go's 422 for an op that does not apply
-
-
-@dataclass(frozen=True)
-class _Said:
-    """A Status answer of the API server: its code, reason, message and details."""
-
-    code: int
-    reason: str
-    message: str
-    details: dict[str, Any] = field(default_factory=dict)
-    retry_after: float = 1.0  # seconds: the Retry-After header, else details.retryAfterSeconds
-
-    @property
-    def failed_patch_operation(self) -> bool:
-        """A JSON Patch operation did not apply (a failed ``test``, a path not there): patch.go's bare 422,
-        unlike a validation 422, which names the kind and its causes."""
-        return self.code == 422 and self.message == _REJECTED_PATCH and not self.details.get("kind")
-
-    @property
-    def webhook_denied(self) -> bool:
-        return self.code == 403 and self.message.startswith("admission webhook")
-
-
-class _Answered(Exception):
-    """Internal: an answer the caller interprets itself (a missing object, a failed patch operation)."""
-
-    def __init__(self, said: _Said) -> None:
-        super().__init__(said.message)
-        self.said = said
 
 
 class KueueCluster:
@@ -89,8 +51,8 @@ class KueueCluster:
         if self._asked:
             return self._version
         try:
-            group = self._call("discover Kueue", lambda: self._calls.get_kueue_group(_request_timeout=self._timeout), on=(404,))
-        except _Answered:
+            group = call("discover Kueue", lambda: self._calls.get_kueue_group(_request_timeout=self._timeout), on=(404,))
+        except Answered:
             group = {}
         self._served = tuple(str(v.get("version")) for v in group.get("versions") or [])
         self._version = next((v for v in SPOKEN if v in self._served), None)
@@ -104,12 +66,12 @@ class KueueCluster:
         ``KueueObjectMissing`` when Kueue, the queue, the flavor or the resource is not there."""
         version = self._require_version(name, flavor, resource)
         try:
-            queue = self._call(
+            queue = call(
                 f"read the ClusterQueue {name}",
                 lambda: self._calls.get_cluster_queue(version, name, _request_timeout=self._timeout),
                 on=(404,),
             )
-        except _Answered:
+        except Answered:
             raise KueueObjectMissing(KueuePart.CLUSTER_QUEUE, cluster_queue=name, flavor=flavor, resource=resource) from None
         return _snapshot(queue, namespace=namespace, flavor=flavor, resource=resource, version=version)
 
@@ -133,14 +95,14 @@ class KueueCluster:
         operations = write_operations(previous, gpus=gpus, applied_by=applied_by, borrowing_limit_delta=borrowing_limit_delta)
         action = f"patch the ClusterQueue {name}" + (" (dry run)" if dry_run else "")
         try:
-            written = self._call(
+            written = call(
                 action,
                 lambda: self._calls.patch_cluster_queue(
                     version, name, operations, dry_run="All" if dry_run else None, _request_timeout=self._timeout
                 ),
                 on=(404, 422),
             )
-        except _Answered as answered:
+        except Answered as answered:
             self.read_cluster_queue(namespace, name, flavor, resource)  # KueueObjectMissing when it is gone
             count_error("kubernetes", "conflict")
             log.info("The ClusterQueue %s changed since the bot read it (%s): reading it again", name, answered.said.message)
@@ -155,8 +117,8 @@ class KueueCluster:
             return []
         found: list[PendingWorkload] = []
         for namespace in namespaces:
-            call = partial(self._calls.list_workloads, version, namespace, _request_timeout=self._timeout)
-            listed = self._call(f"list the Kueue Workloads in {namespace}", call)
+            request = partial(self._calls.list_workloads, version, namespace, _request_timeout=self._timeout)
+            listed = call(f"list the Kueue Workloads in {namespace}", request)
             found.extend(w for item in listed.get("items") or [] if (w := pending_workload(item)) is not None)
         return found
 
@@ -167,23 +129,6 @@ class KueueCluster:
         if version is None:
             raise KueueObjectMissing(KueuePart.KUEUE, cluster_queue=name, flavor=flavor, resource=resource, present=self._served)
         return version
-
-    def _call(self, action: str, call: Callable[[], T], *, on: tuple[int, ...] = ()) -> T:
-        """Run a client call; an answer of a status in ``on`` (a 422 only for a JSON Patch operation that did not
-        apply) raises ``_Answered`` for the caller, any other failure the bot's error kind."""
-        try:
-            return call()
-        except ApiException as error:
-            said = _said(error)
-            if said.code in on and (said.code != 422 or said.failed_patch_operation):
-                raise _Answered(said) from None
-            translated = _translate(said, action)
-            count_error("kubernetes", "conflict" if isinstance(translated, QuotaConflict) else _kind(translated))
-            raise translated from None
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            log.warning("Kubernetes API unreachable while trying to %s: %s", action, type(error).__name__)
-            count_error("kubernetes", "temporary")
-            raise TemporaryError(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
 
 
 class KueueCalls(KubeCalls):
@@ -232,16 +177,10 @@ def write_operations(
     if borrowing_limit_delta and previous.borrowing_limit is not None:
         moved = max(0, previous.borrowing_limit + gpus - previous.hard)
         operations.append({"op": "replace", "path": f"{quota_path}/borrowingLimit", "value": moved})
-    applied, applied_by_key = stamp_annotations(previous.resource, qualifier=previous.flavor)
-    stamps = {applied: str(gpus), applied_by_key: applied_by}
-    if not previous.annotated:
-        return [*operations, {"op": "add", "path": "/metadata/annotations", "value": stamps}]
-    return operations + [{"op": "add", "path": f"/metadata/annotations/{_escaped(key)}", "value": v} for key, v in stamps.items()]
-
-
-def _escaped(key: str) -> str:
-    """A key as a JSON Pointer token (RFC 6901): ``~`` as ``~0``, ``/`` as ``~1``."""
-    return key.replace("~", "~0").replace("/", "~1")
+    stamps = stamp_operations(
+        previous.resource, qualifier=previous.flavor, gpus=gpus, applied_by=applied_by, annotated=previous.annotated
+    )
+    return operations + stamps
 
 
 def _snapshot(queue: Mapping[str, Any], *, namespace: str, flavor: str, resource: str, version: str) -> ClusterQueueSnapshot:
@@ -249,25 +188,24 @@ def _snapshot(queue: Mapping[str, Any], *, namespace: str, flavor: str, resource
     name = str(metadata.get("name"))
     group_index, flavor_index, resource_index, quota = _locate(spec, name, flavor, resource)
     annotations = metadata.get("annotations")
-    stamp = (annotations or {}).get(stamp_annotations(resource, qualifier=flavor)[0])
     reserved = _usage(state.get("flavorsReservation"), flavor, resource)
     return ClusterQueueSnapshot(
         namespace=namespace,
         name=name,
-        hard=_count(quota.get("nominalQuota")),
-        used=_count(reserved.get("total")),
+        hard=whole(quota.get("nominalQuota")),
+        used=whole(reserved.get("total")),
         limits=None,
         resource_version=str(metadata.get("resourceVersion")),
-        bot_applied=int(stamp) if isinstance(stamp, str) and stamp.lstrip("-").isdigit() else None,
+        bot_applied=stamped(annotations, resource, qualifier=flavor),
         flavor=flavor,
         resource=resource,
         group_index=group_index,
         flavor_index=flavor_index,
         resource_index=resource_index,
-        borrowing_limit=_count(quota["borrowingLimit"]) if quota.get("borrowingLimit") is not None else None,
+        borrowing_limit=whole(quota["borrowingLimit"]) if quota.get("borrowingLimit") is not None else None,
         cohort=spec.get(COHORT_FIELD[version]) or None,
-        in_use=_count(_usage(state.get("flavorsUsage"), flavor, resource).get("total")),
-        borrowed=_count(reserved.get("borrowed")),
+        in_use=whole(_usage(state.get("flavorsUsage"), flavor, resource).get("total")),
+        borrowed=whole(reserved.get("borrowed")),
         pending_workloads=int(state.get("pendingWorkloads") or 0),
         annotated=annotations is not None,
     )
@@ -335,15 +273,7 @@ def _requests(pod_sets: list[Mapping[str, Any]]) -> dict[str, int]:
 
 def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     requests = (container.get("resources") or {}).get("requests") or {}
-    return {name: _count(value, up=True) for name, value in requests.items() if "/" in name}
-
-
-def _count(quantity: Any, *, up: bool = False) -> int:
-    """A quantity as a whole number (rounded down, or ``up``); 0 when absent."""
-    if quantity in (None, ""):
-        return 0
-    value = parse_quantity(str(quantity))
-    return math.ceil(value) if up else int(value)
+    return {name: whole(value, up=True) for name, value in requests.items() if "/" in name}
 
 
 def _moment(text: Any) -> datetime | None:
@@ -353,42 +283,3 @@ def _moment(text: Any) -> datetime | None:
         return datetime.fromisoformat(text)
     except ValueError:
         return None
-
-
-def _said(error: ApiException) -> _Said:
-    """The Status body of an answer, else its HTTP status and reason."""
-    try:
-        body = json.loads(error.body or "")
-    except (TypeError, ValueError):
-        body = None
-    body = body if isinstance(body, dict) else {}
-    details: dict[str, Any] = body["details"] if isinstance(body.get("details"), dict) else {}
-    message = str(body.get("message") or error.reason or "no reason given")
-    wait = (error.headers or {}).get("Retry-After") or details.get("retryAfterSeconds") or 1
-    try:
-        retry_after = float(wait)
-    except (TypeError, ValueError):
-        retry_after = 1.0
-    return _Said(int(error.status or 0), str(body.get("reason") or ""), message, details, retry_after)
-
-
-def _translate(said: _Said, action: str) -> Exception:
-    log.warning("Kubernetes API answered %s to %s: %s", said.code, action, said.message)
-    if said.code == 409:
-        return QuotaConflict(f"could not {action}: {said.message}")
-    if said.webhook_denied or said.code == 422:
-        return PermanentError(
-            f"the cluster rejected the change when the bot tried to {action} (HTTP {said.code}: {said.message})"
-        )
-    if said.code in (401, 403):
-        return PermanentError(
-            f"the cluster refused to let the bot {action} (HTTP {said.code}: {said.message}). "
-            "Check the bot's ServiceAccount and RBAC (see deploy/)"
-        )
-    if said.code == 429 or said.code >= 500:
-        return TemporaryError(f"the Kubernetes API failed to {action} (HTTP {said.code}: {said.message})", delay=said.retry_after)
-    return PermanentError(f"the Kubernetes API refused to {action} (HTTP {said.code}: {said.message})")
-
-
-def _kind(error: Exception) -> str:
-    return "temporary" if isinstance(error, TemporaryError) else "permanent"

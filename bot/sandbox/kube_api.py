@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -69,6 +69,8 @@ class _Fault:
 
 
 class KubeApiStandIn(KueueObjects):
+    routes: ClassVar[list[tuple[str, re.Pattern[str]]]] = _ROUTES  # a stand-in serving more adds its own (karmada_api)
+
     def __init__(self, *, token: str = "sandbox-token", tls: ssl.SSLContext | None = None) -> None:
         self.token = token
         self.namespaces: dict[str, dict[str, Any]] = {}
@@ -368,7 +370,7 @@ class KubeApiStandIn(KueueObjects):
                 )
         if incoming.headers.get("authorization") != f"Bearer {self.token}":
             return _status(401, "Unauthorized", "Unauthorized")
-        for name, pattern in _ROUTES:
+        for name, pattern in self.routes:
             match = pattern.match(incoming.path)
             if match:
                 handler = getattr(self, f"_{incoming.method.lower()}_{name}", None)
@@ -499,8 +501,12 @@ class KubeApiStandIn(KueueObjects):
 
     def _get_api_groups(self, incoming: Incoming, body: Any) -> Outgoing:
         scheduling = {"name": "scheduling.k8s.io", "versions": [_SCHEDULING], "preferredVersion": _SCHEDULING}
-        groups = [scheduling, *self.kueue_api_groups()]
+        groups = [scheduling, *self.api_groups()]
         return Outgoing.json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+
+    def api_groups(self) -> list[dict[str, Any]]:
+        """The groups of custom resources ``/apis`` lists (a stand-in serving more adds its own)."""
+        return self.kueue_api_groups()
 
     def _get_all_events(self, incoming: Incoming, body: Any) -> Outgoing:
         return self._event_list(self.events, incoming)

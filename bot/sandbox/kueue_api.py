@@ -9,8 +9,9 @@ server does (``/apis/kueue.x-k8s.io`` an ``APIGroup``, ``/apis/kueue.x-k8s.io/<v
 ``APIResourceList``; the stand-in's ``/apis`` lists the group), so a client can tell whether Kueue is
 there and which versions it serves; the resource lists name only the four kinds modelled here.
 
-Writes behave as the API server's: ``metadata.resourceVersion`` moves on each persisted change (a write
-that changes nothing stores nothing, as etcd3's update does) and ``metadata.generation`` on a spec
+Writes behave as the API server's (``bot.sandbox.crd``: what it does for every CRD):
+``metadata.resourceVersion`` moves on each persisted change (a write that changes nothing stores
+nothing, as etcd3's update does) and ``metadata.generation`` on a spec
 change; PATCH takes ``application/json-patch+json`` (RFC 6902: an operation that does not apply, a failed
 ``test`` or a missing path, is a 422 ``Invalid`` saying only "the server rejected our request due to an
 error in our request", as ``handlers/patch.go`` answers it) and ``application/merge-patch+json``; the
@@ -34,37 +35,34 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kubernetes.utils import parse_quantity
-
-from bot.sandbox.apimachinery import (
-    BadSelector,
-    PatchError,
-    fields_match,
-    json_patch,
-    labels_match,
-    merge_patch,
-    now,
-    status,
+from bot.sandbox.apimachinery import now, status
+from bot.sandbox.crd import (
+    Problem,
+    api_group,
+    api_resource_list,
+    api_resources,
+    denied,
+    details,
+    invalid,
+    listed,
+    merged_write,
+    no_such_path,
+    not_found,
+    patched,
+    precondition_failure,
+    quantity,
+    quantity_problem,
+    selected,
+    version_mismatch,
 )
 from bot.sandbox.httpserver import Incoming, Outgoing
 
 GROUP = "kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")  # the versions the stand-in can serve, the preferred first
-JSON_PATCH = "application/json-patch+json"
-MERGE_PATCH = "application/merge-patch+json"
 CLUSTER_QUEUE_WEBHOOK = "vclusterqueue.kb.io"
 RESOURCE_IN_USE_FINALIZER = "kueue.x-k8s.io/resource-in-use"
-# The CRDs' pattern for a resource.Quantity (x-kubernetes-int-or-string), quoted in its 422 message.
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-_QUANTITY = re.compile(QUANTITY_PATTERN)
-_REJECTED = "the server rejected our request due to an error in our request"
-_STALE = "the object has been modified; please apply your changes to the latest version and try again"
-_VERBS = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
 
 KUEUE_ROUTES = [
     ("kueue_group", re.compile(r"^/apis/kueue\.x-k8s\.io/?$")),
@@ -104,7 +102,6 @@ _RENAMED = [
     ("clusterqueues", "spec", "cohortName", "cohort"),
     ("workloads", "status", "accumulatedPastExecutionTimeSeconds", "accumulatedPastExexcutionTimeSeconds"),
 ]
-_SELECTABLE = {"metadata.name": "metadata.name", "metadata.namespace": "metadata.namespace"}
 
 
 class KueueObjects:
@@ -276,84 +273,55 @@ class KueueObjects:
 
     def kueue_api_groups(self) -> list[dict[str, Any]]:
         """The ``kueue.x-k8s.io`` entry of ``/apis`` (an ``APIGroupList``), none when Kueue is not installed."""
-        if not self.kueue_versions:
-            return []
-        versions = [{"groupVersion": f"{GROUP}/{v}", "version": v} for v in self.kueue_versions]
-        return [{"name": GROUP, "versions": versions, "preferredVersion": versions[0]}]
+        return [api_group(GROUP, self.kueue_versions)] if self.kueue_versions else []
 
     # --- HTTP ------------------------------------------------------------------------------------
 
     def _get_kueue_group(self, incoming: Incoming, body: Any) -> Outgoing:
         groups = self.kueue_api_groups()
         if not groups:
-            return _no_such_path()
+            return no_such_path()
         return Outgoing.json(200, {"kind": "APIGroup", "apiVersion": "v1", **groups[0]})
 
     def _get_kueue_resources(self, incoming: Incoming, body: Any, version: str) -> Outgoing:
         if version not in self.kueue_versions:
-            return _no_such_path()
-        resources = []
-        for plural, kind in _KINDS.items():
-            resources.append(
-                {
-                    "name": plural,
-                    "singularName": kind.singular,
-                    "namespaced": kind.namespaced,
-                    "kind": kind.kind,
-                    "verbs": _VERBS,
-                    "shortNames": list(kind.short_names),
-                }
+            return no_such_path()
+        resources = [
+            entry
+            for plural, kind in _KINDS.items()
+            for entry in api_resources(
+                plural,
+                singular=kind.singular,
+                namespaced=kind.namespaced,
+                kind=kind.kind,
+                short_names=kind.short_names,
+                has_status=kind.status,
             )
-            if kind.status:
-                resources.append(
-                    {
-                        "name": f"{plural}/status",
-                        "singularName": "",
-                        "namespaced": kind.namespaced,
-                        "kind": kind.kind,
-                        "verbs": ["get", "patch", "update"],
-                    }
-                )
-        return Outgoing.json(
-            200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{GROUP}/{version}", "resources": resources}
-        )
+        ]
+        return api_resource_list(GROUP, version, resources)
 
     def _get_kueue_collection(self, incoming: Incoming, body: Any, version: str, ns: str | None, plural: str) -> Outgoing:
         kind = self._served(version, plural, ns, listing=True)
         if kind is None:
-            return _no_such_path()
+            return no_such_path()
         items = [obj for (p, namespace, _), obj in sorted(self._kueue.items()) if p == plural and ns in (None, namespace)]
-        try:
-            selected = [
-                obj
-                for obj in items
-                if fields_match(obj, incoming.query.get("fieldSelector", ""), _SELECTABLE)
-                and labels_match(obj["metadata"].get("labels") or {}, incoming.query.get("labelSelector", ""))
-            ]
-        except BadSelector as error:
-            return status(400, str(error), "BadRequest")
-        return Outgoing.json(
-            200,
-            {
-                "apiVersion": f"{GROUP}/{version}",
-                "items": [_to_version(obj, plural, version) for obj in selected],
-                "kind": f"{kind.kind}List",
-                "metadata": {"continue": "", "resourceVersion": self._next_rv()},
-            },
-        )
+        chosen = selected(items, incoming)
+        if isinstance(chosen, Outgoing):
+            return chosen
+        return listed(GROUP, version, kind.kind, [_to_version(obj, plural, version) for obj in chosen], self._next_rv())
 
     def _post_kueue_collection(self, incoming: Incoming, body: Any, version: str, ns: str | None, plural: str) -> Outgoing:
         kind = self._served(version, plural, ns)
         if kind is None:
-            return _no_such_path()
-        mismatch = _version_mismatch(body, version)
+            return no_such_path()
+        mismatch = version_mismatch(body, GROUP, version)
         if mismatch is not None:
             return mismatch
         if ns is not None and ns not in self.namespaces:
             return status(404, f'namespaces "{ns}" not found', "NotFound", {"name": ns, "kind": "namespaces"})
         name = (body.get("metadata") or {}).get("name", "")
         if (plural, ns or "", name) in self._kueue:
-            return status(409, f'{plural}.{GROUP} "{name}" already exists', "AlreadyExists", _details(plural, name))
+            return status(409, f'{plural}.{GROUP} "{name}" already exists', "AlreadyExists", details(GROUP, plural, name))
         created = _to_hub(body, plural, version)
         created.pop("status", None)  # a status subresource: a create never sets it
         if plural == "clusterqueues":
@@ -389,27 +357,10 @@ class KueueObjects:
         found = self._addressed(version, ns, plural, name, subresource)
         if isinstance(found, Outgoing):
             return found
-        content_type = incoming.headers.get("content-type", "").split(";")[0].strip()
-        current = _to_version(found, plural, version)
-        if content_type == JSON_PATCH:
-            if not isinstance(body, list):
-                return status(400, "json: cannot unmarshal object into Go value of type jsonpatch.Patch", "BadRequest")
-            try:
-                patched = json_patch(current, body)
-            except PatchError:
-                return status(422, _REJECTED, "Invalid", {})
-        elif content_type == MERGE_PATCH:
-            if not isinstance(body, dict):
-                return status(400, "Invalid JSON Patch", "BadRequest")
-            patched = merge_patch(current, copy.deepcopy(body))
-        else:
-            return status(
-                415,
-                "the body of the request was in an unknown format - accepted media types include: "
-                f"{JSON_PATCH}, {MERGE_PATCH}, application/apply-patch+yaml",
-                "UnsupportedMediaType",
-            )
-        return self._update(incoming, version, ns, plural, name, subresource, patched)
+        result = patched(incoming, body, _to_version(found, plural, version))
+        if isinstance(result, Outgoing):
+            return result
+        return self._update(incoming, version, ns, plural, name, subresource, result)
 
     def _put_kueue_object(
         self, incoming: Incoming, body: Any, version: str, ns: str | None, plural: str, name: str, subresource: str | None
@@ -417,7 +368,7 @@ class KueueObjects:
         found = self._addressed(version, ns, plural, name, subresource)
         if isinstance(found, Outgoing):
             return found
-        mismatch = _version_mismatch(body, version)
+        mismatch = version_mismatch(body, GROUP, version)
         if mismatch is not None:
             return mismatch
         return self._update(incoming, version, ns, plural, name, subresource, copy.deepcopy(body))
@@ -439,20 +390,10 @@ class KueueObjects:
         resource, validated, and not stored on a dry run."""
         key = (plural, ns or "", name)
         current = self._kueue[key]
-        wanted_name = (wanted.get("metadata") or {}).get("name")
-        if wanted_name != name:
-            return status(
-                400, f"the name of the object ({wanted_name}) does not match the name on the URL ({name})", "BadRequest"
-            )
-        wanted_rv = (wanted.get("metadata") or {}).get("resourceVersion")
-        if not wanted_rv:
-            problem = _Problem("metadata.resourceVersion", "0x0", "must be specified for an update", quoted=False)
-            return _invalid(plural, name, [problem])
-        if wanted_rv != current["metadata"]["resourceVersion"]:
-            return status(
-                409, f'Operation cannot be fulfilled on {plural}.{GROUP} "{name}": {_STALE}', "Conflict", _details(plural, name)
-            )
-        result = _merged_write(current, _to_hub(wanted, plural, version), status_only=subresource is not None)
+        failed = precondition_failure(wanted, current, kind=_KINDS[plural].kind, group=GROUP, plural=plural, name=name)
+        if failed is not None:
+            return failed
+        result = merged_write(current, _to_hub(wanted, plural, version), status_only=subresource is not None)
         refused = None if subresource else _validate(plural, name, result)
         if refused is not None:
             return refused
@@ -481,10 +422,10 @@ class KueueObjects:
     ) -> dict[str, Any] | Outgoing:
         kind = self._served(version, plural, ns)
         if kind is None or (subresource and not kind.status):
-            return _no_such_path()
+            return no_such_path()
         found = self._kueue.get((plural, ns or "", name))
         if found is None:
-            return status(404, f'{plural}.{GROUP} "{name}" not found', "NotFound", _details(plural, name))
+            return not_found(GROUP, plural, name)
         return found
 
     def _seed(self, plural: str, namespace: str, name: str, parts: dict[str, Any]) -> None:
@@ -524,31 +465,6 @@ def resource_group(covered: list[str], flavors: dict[str, dict[str, Any]]) -> di
     }
 
 
-def _merged_write(current: dict[str, Any], wanted: dict[str, Any], *, status_only: bool) -> dict[str, Any]:
-    """What a write stores: the status alone on ``/status``; everything but the status on the main resource,
-    the system fields of the metadata kept and the generation moved when the spec changes."""
-    result = copy.deepcopy(current)
-    if status_only:
-        if "status" in wanted:
-            result["status"] = wanted["status"]
-        else:
-            result.pop("status", None)
-        return result
-    result = copy.deepcopy(wanted)
-    result.pop("status", None)
-    if "status" in current:
-        result["status"] = copy.deepcopy(current["status"])
-    system = {
-        k: current["metadata"][k]
-        for k in ("uid", "creationTimestamp", "generation", "resourceVersion")
-        if k in current["metadata"]
-    }
-    result["metadata"] = {**wanted.get("metadata", {}), **system}
-    if result.get("spec") != current.get("spec"):
-        result["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
-    return result
-
-
 def _to_version(obj: dict[str, Any], plural: str, version: str) -> dict[str, Any]:
     """The stored (``v1beta2``) object as ``version`` serves it."""
     converted = copy.deepcopy(obj)
@@ -586,39 +502,13 @@ def _default_cluster_queue(queue: dict[str, Any]) -> None:
         finalizers.append(RESOURCE_IN_USE_FINALIZER)
 
 
-@dataclass(frozen=True)
-class _Problem:
-    """One ``field.Error`` of ``k8s.io/apimachinery``: ``<field>: Invalid value: "<value>": <detail>``."""
-
-    field: str
-    value: str
-    detail: str
-    quoted: bool = True
-    kind: str = "Invalid value"
-    cause: str = "FieldValueInvalid"
-
-    @property
-    def body(self) -> str:
-        return f"{self.kind}: {self._value}: {self.detail}" if self.detail else f"{self.kind}: {self._value}"
-
-    @property
-    def _value(self) -> str:
-        return f'"{self.value}"' if self.quoted else self.value
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.body}"
-
-
 def _validate(plural: str, name: str, obj: dict[str, Any]) -> Outgoing | None:
     """The CRD schema (422 Invalid), then Kueue's validating webhook (403), as the API server runs them."""
     problems = _schema_problems(plural, obj)
     if problems:
-        return _invalid(plural, name, problems)
-    denied = _webhook_problems(plural, obj)
-    if denied:
-        reasons = str(denied[0]) if len(denied) == 1 else f"[{', '.join(str(p) for p in denied)}]"
-        return status(403, f'admission webhook "{CLUSTER_QUEUE_WEBHOOK}" denied the request: {reasons}', "Forbidden")
-    return None
+        return invalid(_KINDS[plural].kind, GROUP, name, problems)
+    refused = _webhook_problems(plural, obj)
+    return denied(CLUSTER_QUEUE_WEBHOOK, refused) if refused else None
 
 
 def _quota_fields(queue: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]]:
@@ -632,26 +522,26 @@ def _quota_fields(queue: dict[str, Any]) -> list[tuple[str, dict[str, Any], str]
     return found
 
 
-def _schema_problems(plural: str, queue: dict[str, Any]) -> list[_Problem]:
+def _schema_problems(plural: str, queue: dict[str, Any]) -> list[Problem]:
     """What the ClusterQueue CRD's structural schema and CEL rules refuse."""
     if plural != "clusterqueues":
         return []
     problems = []
     for path, quota, field in _quota_fields(queue):
-        if field in quota and _quantity(quota[field]) is None:
-            value = quota[field]
-            problems.append(_Problem(path, str(value), f"{path} in body should match '{QUANTITY_PATTERN}'"))
+        problem = quantity_problem(path, quota[field]) if field in quota else None
+        if problem is not None:
+            problems.append(problem)
     spec = queue.get("spec") or {}
     for g, group in enumerate(spec.get("resourceGroups") or []):
         if any(len(f.get("resources") or []) != len(group.get("coveredResources") or []) for f in group.get("flavors") or []):
             detail = "flavors must have the same number of resources as the coveredResources"
-            problems.append(_Problem(f"spec.resourceGroups[{g}]", "object", detail))
+            problems.append(Problem(f"spec.resourceGroups[{g}]", "object", detail))
     if not spec.get("cohortName") and any(field == "borrowingLimit" and field in q for _, q, field in _quota_fields(queue)):
-        problems.append(_Problem("spec", "object", "borrowingLimit must be nil when cohort is empty"))
+        problems.append(Problem("spec", "object", "borrowingLimit must be nil when cohort is empty"))
     return problems
 
 
-def _webhook_problems(plural: str, queue: dict[str, Any]) -> list[_Problem]:
+def _webhook_problems(plural: str, queue: dict[str, Any]) -> list[Problem]:
     """What Kueue's ClusterQueue webhook (``pkg/webhooks/clusterqueue_webhook.go``) denies."""
     if plural != "clusterqueues":
         return []
@@ -662,7 +552,7 @@ def _webhook_problems(plural: str, queue: dict[str, Any]) -> list[_Problem]:
         for f, flavor in enumerate(group.get("flavors") or []):
             if flavor.get("name") in seen:
                 problems.append(
-                    _Problem(
+                    Problem(
                         f"spec.resourceGroups[{g}].flavors[{f}].name",
                         flavor["name"],
                         "",
@@ -674,61 +564,19 @@ def _webhook_problems(plural: str, queue: dict[str, Any]) -> list[_Problem]:
             for r, quota in enumerate((flavor.get("resources") or [])[: len(covered)]):
                 if quota.get("name") != covered[r]:
                     path = f"spec.resourceGroups[{g}].flavors[{f}].resources[{r}].name"
-                    problems.append(_Problem(path, str(quota.get("name")), "must match the name in coveredResources"))
+                    problems.append(Problem(path, str(quota.get("name")), "must match the name in coveredResources"))
     for path, quota, field in _quota_fields(queue):
-        value = _quantity(quota.get(field)) if field in quota else None
+        value = quantity(quota.get(field)) if field in quota else None
         if value is None:
             continue
         if value < 0:
-            problems.append(_Problem(path, str(quota[field]), "must be greater than or equal to 0"))
+            problems.append(Problem(path, str(quota[field]), "must be greater than or equal to 0"))
         if field != "nominalQuota" and not spec.get("cohortName"):
-            problems.append(_Problem(path, str(quota[field]), "must be nil when cohort is empty"))
-        nominal = _quantity(quota.get("nominalQuota"))
+            problems.append(Problem(path, str(quota[field]), "must be nil when cohort is empty"))
+        nominal = quantity(quota.get("nominalQuota"))
         if field == "lendingLimit" and nominal is not None and value > nominal:
-            problems.append(_Problem(path, str(quota[field]), "must be less than or equal to the nominalQuota"))
+            problems.append(Problem(path, str(quota[field]), "must be less than or equal to the nominalQuota"))
     return problems
-
-
-def _quantity(value: Any) -> Decimal | None:
-    """A quantity as the CRD's int-or-string schema takes it, None when it is not one."""
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        return None
-    if isinstance(value, str) and not _QUANTITY.match(value):
-        return None
-    try:
-        return Decimal(parse_quantity(value))
-    except (ValueError, InvalidOperation):
-        return None
-
-
-def _invalid(plural: str, name: str, problems: list[_Problem]) -> Outgoing:
-    """422 Invalid as ``errors.NewInvalid`` makes it: every problem in the message and as a cause."""
-    kind = _KINDS[plural].kind
-    said = str(problems[0]) if len(problems) == 1 else f"[{', '.join(str(p) for p in problems)}]"
-    causes = [{"reason": p.cause, "message": p.body, "field": p.field} for p in problems]
-    return status(
-        422,
-        f'{kind}.{GROUP} "{name}" is invalid: {said}',
-        "Invalid",
-        {"name": name, "group": GROUP, "kind": kind, "causes": causes},
-    )
-
-
-def _version_mismatch(body: Any, version: str) -> Outgoing | None:
-    """A 400 for a body that is not an object of ``version``, as the create and update handlers answer."""
-    found = body.get("apiVersion") if isinstance(body, dict) else None
-    if found == f"{GROUP}/{version}":
-        return None
-    said = f"the API version in the data ({found}) does not match the expected API version ({GROUP}/{version})"
-    return status(400, said, "BadRequest")
-
-
-def _details(plural: str, name: str) -> dict[str, Any]:
-    return {"name": name, "group": GROUP, "kind": plural}
-
-
-def _no_such_path() -> Outgoing:
-    return status(404, "the server could not find the requested resource", "NotFound", {})
 
 
 def _condition(condition: str, state: str, reason: str, message: str, at: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any, Protocol, TypeVar
 
 from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
+from bot.domain.karmada import FederatedQuotaSnapshot
 from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
@@ -414,4 +415,38 @@ class Directory(Protocol):
 class HomePublisher(Protocol):
     def publish_home(self, view: HomeView) -> None:
         """Publish (replace) the person's App Home tab."""
+        ...
+
+
+class FederatedQuotas(Protocol):
+    """A Karmada plane's side (``bot.adapters.karmada``): a member cluster's assignment of one resource in a
+    FederatedResourceQuota, written together with ``spec.overall``."""
+
+    def api_version(self) -> str | None:
+        """The version of ``policy.karmada.io`` in use (v1alpha1); None: Karmada is not installed on the plane."""
+        ...
+
+    def read_federated_quota(
+        self, namespace_key: str, namespace: str, name: str, member: str, resource: str
+    ) -> FederatedQuotaSnapshot:
+        """``member``'s assignment of ``resource`` in the FederatedResourceQuota ``name`` of ``namespace`` (on the
+        plane), governed for ``namespace_key``; KarmadaObjectMissing when Karmada, the quota, the member's entry
+        or its resource is not there."""
+        ...
+
+    def write_federated_quota(
+        self,
+        namespace_key: str,
+        namespace: str,
+        name: str,
+        member: str,
+        resource: str,
+        *,
+        gpus: int,
+        previous: FederatedQuotaSnapshot,
+        dry_run: bool,
+        applied_by: str,
+    ) -> FederatedQuotaSnapshot:
+        """Set the member's assignment to ``gpus`` and move ``overall`` by as much, in one patch, on the quota
+        exactly as ``previous`` read it; QuotaConflict when it changed since."""
         ...

@@ -7,6 +7,9 @@
   configurable: replicas of either release exclude each other).
 - ``ClusterQueueTarget``: a Kueue ClusterQueue flavor's ``nominalQuota`` of the resource, through
   ``KueueQuotas`` (``bot.adapters.kueue``); its critical section is the queue's.
+- ``FederatedQuotaTarget``: a member cluster's assignment in a Karmada FederatedResourceQuota (moved together
+  with ``spec.overall``), through ``FederatedQuotas`` (``bot.adapters.karmada``) on the plane the scope's
+  ``FederatedQuotaRef`` names; its critical section is the FederatedResourceQuota's, every member's alike.
 - ``PolicyTargets``: each scope to the one the policy names.
 
 Must not: decide what to write; that is ``QuotaSync``'s.
@@ -14,12 +17,15 @@ Must not: decide what to write; that is ``QuotaSync``'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 from bot.domain.commands import format_request_id
+from bot.domain.karmada import FederatedQuotaRef, FederatedQuotaSnapshot
 from bot.domain.kueue import ClusterQueueSnapshot
 from bot.domain.policy import ClusterQueueRef, Policy
 from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
 from bot.errors import KueueObjectMissing, KueuePart
-from bot.services.ports import KueueQuotas, QuotaCluster
+from bot.services.ports import FederatedQuotas, KueueQuotas, QuotaCluster
 
 
 def stamp_for(gpus: int, *, request_id: int | None) -> Stamp:
@@ -149,3 +155,74 @@ class PolicyTargets:
 
     def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
         return self._of(scope).write(scope, stamp, previous=previous)
+
+
+class FederatedQuotaTarget:
+    """Implements ``QuotaTarget`` with a member cluster's assignment of the resource in a Karmada
+    FederatedResourceQuota (``FederatedQuotas``: one JSON Patch setting the assignment and moving
+    ``spec.overall`` by as much, a ``test`` on the member's place, the read's resourceVersion as precondition,
+    a server-side dry run first). The quota lives on the plane in the namespace of the scope's name (the key's
+    name part: Karmada propagates a namespace under its own name); it is never created: a missing one is
+    refused. Every member's scope of one FederatedResourceQuota writes the same object, so they share its
+    critical section, in every replica."""
+
+    def __init__(
+        self,
+        *,
+        refs: Callable[[QuotaScope], FederatedQuotaRef | None],
+        planes: Mapping[str, FederatedQuotas],
+        name_of: Callable[[str], str],
+    ) -> None:
+        """``refs``: the policy's FederatedResourceQuota of a scope; ``planes``: each Karmada plane the policy
+        names, by name; ``name_of``: a namespace key's namespace name (``us-2/ns`` -> ``ns``)."""
+        self._refs = refs
+        self._planes = planes
+        self._name_of = name_of
+
+    def lock_name(self, scope: QuotaScope) -> str:
+        return f"federatedresourcequota/{self._name_of(scope.namespace)}/{self._ref(scope).name}"
+
+    def name(self, scope: QuotaScope) -> str:
+        return self._ref(scope).name
+
+    def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
+        ref = self._ref(scope)
+        return self._plane(ref).read_federated_quota(
+            scope.namespace, self._name_of(scope.namespace), ref.name, ref.member, scope.resource
+        )
+
+    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
+        return stamp_for(gpus, request_id=request_id)
+
+    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._write(scope, stamp, previous, dry_run=True)
+
+    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._write(scope, stamp, previous, dry_run=False)
+
+    def _write(self, scope: QuotaScope, stamp: Stamp, previous: QuotaSnapshot | None, *, dry_run: bool) -> QuotaSnapshot:
+        ref = self._ref(scope)
+        assert isinstance(previous, FederatedQuotaSnapshot), (
+            "a FederatedResourceQuota is read before it is written, never created"
+        )
+        return self._plane(ref).write_federated_quota(
+            scope.namespace,
+            self._name_of(scope.namespace),
+            ref.name,
+            ref.member,
+            scope.resource,
+            gpus=stamp.gpus,
+            previous=previous,
+            dry_run=dry_run,
+            applied_by=stamp.applied_by,
+        )
+
+    def _ref(self, scope: QuotaScope) -> FederatedQuotaRef:
+        ref = self._refs(scope)
+        assert ref is not None, "only scopes the policy keeps in a FederatedResourceQuota are routed here"
+        return ref
+
+    def _plane(self, ref: FederatedQuotaRef) -> FederatedQuotas:
+        plane = self._planes.get(ref.plane)
+        assert plane is not None, f"every Karmada plane the policy names is built in the bootstrap ({ref.plane})"
+        return plane
