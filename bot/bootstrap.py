@@ -21,6 +21,7 @@ from bot.adapters.clusters import ClusterSet
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
+from bot.adapters.karmada import KarmadaPlane
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.kueue import KueueCluster
 from bot.adapters.prometheus import PrometheusMetrics
@@ -30,8 +31,8 @@ from bot.adapters.slack.reasons import plain_text as reason_text
 from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
-from bot.domain.clusters import HOME
-from bot.domain.policy import Cluster, Policy
+from bot.domain.clusters import HOME, split_key
+from bot.domain.policy import KARMADA_PLANE, Cluster, Policy
 from bot.executor import TrackingExecutor
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -50,12 +51,21 @@ from bot.services.ledger import CostLookup, Ledger
 from bot.services.lifecycle import Lifecycle
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
-from bot.services.ports import Directory, HomePublisher, KueueQuotas, MetricsSource, Notifier, QuotaCluster, Workloads
+from bot.services.ports import (
+    Directory,
+    FederatedQuotas,
+    HomePublisher,
+    KueueQuotas,
+    MetricsSource,
+    Notifier,
+    QuotaCluster,
+    Workloads,
+)
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
 from bot.services.quota_sync import QuotaSync, ReasonedError
-from bot.services.quota_target import ClusterQueueTarget, PolicyTargets, ResourceQuotaTarget
+from bot.services.quota_target import ClusterQueueTarget, FederatedQuotaTarget, PolicyTargets, ResourceQuotaTarget
 from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.refusals import Refused
@@ -113,6 +123,15 @@ def connect_clusters(
     return ClusterSet(members, retry_after=retry_after)
 
 
+def connect_karmada(policy: Policy, kubeconfig: Path | None) -> KarmadaPlane | None:
+    """The Karmada control plane the policy names (``karmada.context`` of ``kubeconfig``); None without one."""
+    if policy.karmada is None:
+        return None
+    timeout = (5.0, policy.karmada.timeout_seconds)
+    plane = connect_cluster(kubeconfig, context=policy.karmada.context, timeout=timeout)
+    return KarmadaPlane(plane.api_client, timeout=timeout)
+
+
 def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | None:
     """Prometheus when PROMETHEUS_URL is set; without it there are no digests, budgets or nudges."""
     if not settings.prometheus_url:
@@ -161,10 +180,12 @@ def build_services(
     metrics: MetricsSource | None = None,
     workloads: Workloads | None = None,
     queues: KueueQuotas | None = None,
+    federation: FederatedQuotas | None = None,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
-    """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota."""
+    """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota;
+    ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota."""
     # One cached capacity view for every service, so the bot's own quota writes keep it exact.
     cluster = CapacityCachingCluster(
         cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
@@ -174,6 +195,13 @@ def build_services(
         policy=policy,
         quotas=ResourceQuotaTarget(policy=policy, cluster=cluster),
         queues=ClusterQueueTarget(policy=policy, kueue=queues) if queues is not None else None,
+        federated=FederatedQuotaTarget(
+            refs=lambda scope: policy.federated_quota(scope.namespace, scope.resource),
+            planes={KARMADA_PLANE: federation},
+            name_of=lambda key: split_key(key)[1],
+        )
+        if federation is not None
+        else None,
     )
     sync = QuotaSync(
         policy=policy,

@@ -33,6 +33,7 @@ from bot.bootstrap import (
     build_bolt_app,
     build_services,
     connect_clusters,
+    connect_karmada,
     connect_metrics,
     open_database,
     slack_client,
@@ -72,6 +73,7 @@ def serve() -> int:
     database = open_database(settings.database_url)
     try:
         cluster = connect_clusters(policy, settings.kubeconfig)
+        federation = connect_karmada(policy, settings.kubeconfig)
     except GpuQuotaError as error:
         return fail(f"KUBECONFIG / in-cluster config: {error}")
     client = slack_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
@@ -97,6 +99,7 @@ def serve() -> int:
         cluster=cluster,
         workloads=cluster,
         queues=cluster,
+        federation=federation,
         slack=slack_ports(client),
         clock=SystemClock(),
         metrics=metrics,

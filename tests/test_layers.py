@@ -111,6 +111,7 @@ ADAPTER_CONSTRUCTORS = {
     "KubernetesCluster",
     "KueueCluster",
     "ClusterSet",
+    "KarmadaPlane",
     "PrometheusMetrics",
 }
 

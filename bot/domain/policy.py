@@ -30,6 +30,7 @@ from pydantic import (
 
 from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, split_key
 from bot.domain.durations import format_duration, parse_duration
+from bot.domain.karmada import FederatedQuotaRef
 from bot.domain.quota import QuotaScope
 from bot.domain.resources import GPU, MIG_SLICES, is_resource_name, mig_profile, short_name
 
@@ -146,6 +147,16 @@ class ClusterQueueRef(_Frozen):
     )
 
 
+class FederatedQuota(_Frozen):
+    """A Karmada FederatedResourceQuota keeps this resource's quota: the bot changes the member cluster's
+    ``spec.staticAssignments`` entry and ``spec.overall`` together."""
+
+    name: ObjectName = Field(description="The FederatedResourceQuota, in the namespace of the same name on the Karmada plane.")
+    member: str | None = Field(
+        default=None, description="The member cluster's name in Karmada; unset: the namespace's cluster's name in clusters."
+    )
+
+
 class GovernedResource(_Frozen):
     """An extended resource a namespace's quota governs, with its own limits and, optionally, its Kueue ClusterQueue."""
 
@@ -166,6 +177,16 @@ class GovernedResource(_Frozen):
         default=None,
         description="Keep this resource's quota in a Kueue ClusterQueue instead of the namespace's ResourceQuota; unset: the ResourceQuota.",
     )
+    federated_quota: FederatedQuota | None = Field(
+        default=None,
+        description="Keep this resource's quota in a Karmada FederatedResourceQuota (needs karmada); unset: the cluster's own.",
+    )
+
+    @model_validator(mode="after")
+    def _one_place(self) -> GovernedResource:
+        if self.cluster_queue is not None and self.federated_quota is not None:
+            raise ValueError(f"{self.name}: a quota lives in one place: cluster_queue or federated_quota, not both")
+        return self
 
     def __str__(self) -> str:
         return self.name  # how the configuration reference shows a default list
@@ -473,6 +494,13 @@ class Cluster(_Frozen):
     )
 
 
+class KarmadaPlaneAccess(_Frozen):
+    """How to reach the Karmada control plane."""
+
+    context: str = Field(description="The kubeconfig context of the Karmada API server (in KUBECONFIG or ~/.kube/config).")
+    timeout_seconds: float = Field(default=20.0, gt=0, le=300, description="How long one call to it may take.")
+
+
 class Metrics(_Frozen):
     """How GPU usage is read from Prometheus."""
 
@@ -537,6 +565,9 @@ class Shifts(_Frozen):
     )
 
 
+KARMADA_PLANE = "karmada"  # the one Karmada plane a policy names (``karmada:``)
+
+
 class Policy(_Frozen):
     """The whole policy file."""
 
@@ -551,6 +582,9 @@ class Policy(_Frozen):
         default=None, description="Organisation-wide notices (hand edits adopted, digests, proposals); unset: none."
     )
     shifts: Shifts = Field(default=Shifts(), description="How a shift is approved, and where its card goes.")
+    karmada: KarmadaPlaneAccess | None = Field(
+        default=None, description="The Karmada control plane, for resources kept in a FederatedResourceQuota; unset: none."
+    )
     clusters: dict[str, Cluster] = Field(
         default={},
         description=(
@@ -589,6 +623,16 @@ class Policy(_Frozen):
                 if where not in self.clusters:
                     known = ", ".join(self.clusters) or "none (no clusters: key)"
                     raise ValueError(f"{namespace.name}: no cluster {where} in clusters (known: {known})")
+        return self
+
+    @model_validator(mode="after")
+    def _federation_has_a_plane(self) -> Policy:
+        if self.karmada is None and any(
+            entry.federated_quota is not None
+            for team in self.teams.values()
+            for entry in (*team.resources, *(r for ns in team.namespaces for r in ns.resources or ()))
+        ):
+            raise ValueError("a resource kept in a federated_quota needs karmada: {context: ...}")
         return self
 
     @model_validator(mode="after")
@@ -694,6 +738,15 @@ class Policy(_Frozen):
     def governed(self, namespace: str, resource: str) -> GovernedResource | None:
         """The policy entry of ``resource`` in the namespace; None when the namespace does not govern it."""
         return next((entry for entry in self._resources_of(namespace) if entry.name == resource), None)
+
+    def federated_quota(self, namespace: str, resource: str = GPU) -> FederatedQuotaRef | None:
+        """The Karmada FederatedResourceQuota that keeps the namespace's quota of ``resource``: its name and the
+        member cluster whose assignment the bot changes; None: not federated."""
+        governed = self.governed(namespace, resource)
+        if governed is None or governed.federated_quota is None:
+            return None
+        member = governed.federated_quota.member or self.cluster_label(cluster_of(namespace))
+        return FederatedQuotaRef(governed.federated_quota.name, member, KARMADA_PLANE)
 
     def cluster_queue(self, namespace: str, resource: str = GPU) -> ClusterQueueRef | None:
         """The Kueue ClusterQueue that keeps the namespace's quota of ``resource``; None: its ResourceQuota."""

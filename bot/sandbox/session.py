@@ -15,7 +15,15 @@ from slack_bolt import App, BoltResponse
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import bolt_request
-from bot.bootstrap import build_bolt_app, build_services, connect_clusters, open_database, slack_client, slack_ports
+from bot.bootstrap import (
+    build_bolt_app,
+    build_services,
+    connect_clusters,
+    connect_karmada,
+    open_database,
+    slack_client,
+    slack_ports,
+)
 from bot.clock import Clock, ShiftedClock
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
@@ -86,6 +94,7 @@ class Sandbox:
             cluster=cluster,
             workloads=cluster,
             queues=cluster,
+            federation=connect_karmada(self.policy, kubeconfig),
             slack=slack_ports(client),
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),

@@ -24,7 +24,7 @@ from bot.domain.karmada import FederatedQuotaRef, FederatedQuotaSnapshot
 from bot.domain.kueue import ClusterQueueSnapshot
 from bot.domain.policy import ClusterQueueRef, Policy
 from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
-from bot.errors import KueueObjectMissing, KueuePart
+from bot.errors import KarmadaObjectMissing, KarmadaPart, KueueObjectMissing, KueuePart
 from bot.services.ports import FederatedQuotas, KueueQuotas, QuotaCluster
 
 
@@ -122,15 +122,36 @@ class ClusterQueueTarget:
 
 class PolicyTargets:
     """Implements ``QuotaTarget`` by the policy: a scope the policy keeps in a Kueue ClusterQueue goes to
-    ``ClusterQueueTarget``, every other to ``ResourceQuotaTarget``."""
+    ``ClusterQueueTarget``, one kept in a Karmada FederatedResourceQuota to ``FederatedQuotaTarget``, every
+    other to ``ResourceQuotaTarget``."""
 
-    def __init__(self, *, policy: Policy, quotas: ResourceQuotaTarget, queues: ClusterQueueTarget | None) -> None:
-        """``queues`` None: the bot has no Kueue client (a scope the policy keeps in a ClusterQueue is refused)."""
+    def __init__(
+        self,
+        *,
+        policy: Policy,
+        quotas: ResourceQuotaTarget,
+        queues: ClusterQueueTarget | None,
+        federated: FederatedQuotaTarget | None = None,
+    ) -> None:
+        """``queues`` / ``federated`` None: the bot has no Kueue / Karmada client (a scope the policy keeps there
+        is refused)."""
         self._policy = policy
         self._quotas = quotas
         self._queues = queues
+        self._federated = federated
 
-    def _of(self, scope: QuotaScope) -> ResourceQuotaTarget | ClusterQueueTarget:
+    def _of(self, scope: QuotaScope) -> ResourceQuotaTarget | ClusterQueueTarget | FederatedQuotaTarget:
+        federated = self._policy.federated_quota(scope.namespace, scope.resource)
+        if federated is not None:
+            if self._federated is None:
+                raise KarmadaObjectMissing(
+                    KarmadaPart.KARMADA,
+                    namespace=scope.namespace,
+                    federated_quota=federated.name,
+                    member=federated.member,
+                    resource=scope.resource,
+                )
+            return self._federated
         ref = self._policy.cluster_queue(scope.namespace, scope.resource)
         if ref is None:
             return self._quotas

@@ -16,7 +16,7 @@ from enum import Enum
 
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import RequestState, Verdict
-from bot.errors import KueueObjectMissing, KueuePart, UserError, WordedError
+from bot.errors import KarmadaObjectMissing, KarmadaPart, KueueObjectMissing, KueuePart, UserError, WordedError
 
 
 class Reading(Enum):
@@ -229,6 +229,23 @@ class QueueMissing(Refusal):
     @classmethod
     def of(cls, namespace: str, error: KueueObjectMissing, reading: Reading) -> QueueMissing:
         return cls(namespace, error.resource, error.missing, error.cluster_queue, error.flavor, error.present, reading)
+
+
+@dataclass(frozen=True)
+class FederationMissing(Refusal):
+    """The Karmada objects that hold ``namespace``'s quota of ``resource`` are not all there: ``missing`` says
+    which (Karmada, the FederatedResourceQuota, the member's assignment, the resource in it)."""
+
+    namespace: str
+    resource: str
+    missing: KarmadaPart
+    federated_quota: str
+    member: str
+    present: tuple[str, ...]
+
+    @classmethod
+    def of(cls, namespace: str, error: KarmadaObjectMissing) -> FederationMissing:
+        return cls(namespace, error.resource, error.missing, error.federated_quota, error.member, error.present)
 
 
 @dataclass(frozen=True)

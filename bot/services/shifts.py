@@ -20,7 +20,7 @@ from bot.domain.policy import Policy, ShiftApproval, Team, limit_problems
 from bot.domain.prices import CostBasis
 from bot.domain.quota import QuotaScope, QuotaSnapshot, change_cost
 from bot.domain.resources import Unresolved, resolve
-from bot.errors import GpuQuotaError, KueueObjectMissing, NamespaceNotFound
+from bot.errors import GpuQuotaError, KarmadaObjectMissing, KueueObjectMissing, NamespaceNotFound
 from bot.services.access import Access
 from bot.services.announce import Announcer
 from bot.services.outcomes import Submitted
@@ -28,6 +28,7 @@ from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer
 from bot.services.quota_sync import QuotaSync
 from bot.services.refusals import (
+    FederationMissing,
     NoSharedResource,
     NoSuchNamespace,
     NotAShiftMember,
@@ -181,6 +182,8 @@ class ShiftService:
             snapshot = self._sync.current(scope)
         except NamespaceNotFound:
             raise Refused(NoSuchNamespace(namespace, Reading.SHIFT)) from None
+        except KarmadaObjectMissing as missing:
+            raise Refused(FederationMissing.of(namespace, missing)) from None
         except KueueObjectMissing as missing:
             raise Refused(QueueMissing.of(namespace, missing, Reading.SHIFT)) from None
         except GpuQuotaError as error:

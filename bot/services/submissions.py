@@ -29,7 +29,7 @@ from bot.domain.policy import (
 from bot.domain.prices import CostBasis
 from bot.domain.quota import CapacityImpact, QuotaScope, QuotaSnapshot, change_cost
 from bot.domain.resources import Unresolved, resolve
-from bot.errors import GpuQuotaError, KueueObjectMissing, NamespaceNotFound
+from bot.errors import GpuQuotaError, KarmadaObjectMissing, KueueObjectMissing, NamespaceNotFound
 from bot.logs import request_context
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -40,6 +40,7 @@ from bot.services.ports import QuotaCluster, Repository, Transactions
 from bot.services.pricing import Pricer, on_nvidia_nodes
 from bot.services.quota_sync import QuotaSync
 from bot.services.refusals import (
+    FederationMissing,
     GrantTooLong,
     Incomplete,
     NoActiveGrant,
@@ -364,6 +365,8 @@ class Submissions:
             return self._sync.current(scope, max_age=max_age)
         except NamespaceNotFound:
             raise Refused(NoSuchNamespace(namespace, Reading.REQUEST)) from None
+        except KarmadaObjectMissing as missing:
+            raise Refused(FederationMissing.of(namespace, missing)) from None
         except KueueObjectMissing as missing:
             raise Refused(QueueMissing.of(namespace, missing, Reading.REQUEST)) from None
         except GpuQuotaError as error:

@@ -19,6 +19,7 @@ import yaml
 from bot.clock import ManualClock
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy, parse_policy
+from bot.sandbox.karmada_api import KarmadaApiStandIn
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import seed_cluster
@@ -37,9 +38,9 @@ def two_cluster_policy() -> Policy:
     return parse_policy(policy, source="the two-cluster test policy")
 
 
-def kubeconfig(path: Path, home: KubeApiStandIn, remote: KubeApiStandIn) -> Path:
+def kubeconfig(path: Path, home: KubeApiStandIn, remote: KubeApiStandIn, **more: KubeApiStandIn) -> Path:
     """One kubeconfig with a context per cluster, the home cluster's current (as an operator would merge them)."""
-    clusters = [("eu-1", home), ("us-2", remote)]
+    clusters = [("eu-1", home), ("us-2", remote), *more.items()]
     path.write_text(
         yaml.safe_dump(
             {
@@ -173,3 +174,41 @@ def test_a_shift_moves_gpus_from_one_cluster_to_another_source_first(
     assert (remote.hard(RESEARCH, QUOTA), home.hard("biz-model-serving", QUOTA)) == ("1", "17")
     assert remote.quota_writes(RESEARCH) == 1 and home.quota_writes("biz-model-serving") == 1
     assert f"*{REMOTE}* 2 GPUs → *1 GPU*" in slack.thread(card)[-1]
+
+
+@pytest.mark.parametrize("named", ["frontier-gpus", "frontier-gpu"])  # the second: a typo, no such quota
+def test_a_federated_quota_moves_the_members_assignment_and_overall_together(
+    database_url: str, clock: ManualClock, tmp_path: Path, clusters: tuple[KubeApiStandIn, KubeApiStandIn], named: str
+) -> None:
+    home, remote = clusters
+    plane = KarmadaApiStandIn().start()
+    try:
+        key = "requests.nvidia.com/gpu"
+        plane.add_namespace(RESEARCH)
+        plane.add_federated_quota(
+            RESEARCH, "frontier-gpus", overall={key: "8"}, assignments={"eu-1": {key: "4"}, "us-2": {key: "2"}}
+        )
+        plane.sync_members({"eu-1": home, "us-2": remote})
+        policy = yaml.safe_load(SANDBOX_POLICY.read_text())
+        policy["clusters"] = {"eu-1": {"home": True}, "us-2": {"context": "us-2"}}
+        policy["karmada"] = {"context": "karmada"}
+        policy["teams"]["frontier"]["namespaces"].append(
+            {"name": REMOTE, "resources": [{"name": "nvidia.com/gpu", "federated_quota": {"name": named}}]}
+        )
+        config = kubeconfig(tmp_path / "kubeconfig", home, remote, karmada=plane)
+        box = Sandbox(policy=parse_policy(policy), clock=clock, kubeconfig=config, database_url=database_url).start()
+        with served(box) as slack:
+            if named != "frontier-gpus":
+                slack.command(ALICE, f"request {REMOTE} +2 for 1d federated sweep")
+                assert "the FederatedResourceQuota `frontier-gpu` does not exist on the Karmada plane" in slack.responses()[-1]
+                assert plane.federated_quota_writes() == 0
+                return
+            assert approve(slack, f"request {REMOTE} +2 for 1d federated sweep").endswith("it is applied.")
+            assert (plane.assignment(RESEARCH, "frontier-gpus", "us-2", key), plane.overall(RESEARCH, "frontier-gpus", key)) == (
+                "4",
+                "10",
+            )  # one patch: the unassigned part of overall stays 2
+            assert plane.assignment(RESEARCH, "frontier-gpus", "eu-1", key) == "4" and plane.federated_quota_writes() == 1
+            assert remote.quota_writes(RESEARCH) == 0  # the member's quota is Karmada's to propagate, not the bot's
+    finally:
+        plane.stop()

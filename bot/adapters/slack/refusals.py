@@ -16,7 +16,7 @@ from bot.domain.commands import format_request_id
 from bot.domain.durations import format_duration
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.domain.resources import short_name
-from bot.errors import KueuePart
+from bot.errors import KarmadaPart, KueuePart
 from bot.services import refusals as r
 from bot.services.requests import AUTO_APPROVER
 from bot.services.text import Notice, Part, User, Words, gpus, plain
@@ -263,6 +263,30 @@ def _(refusal: r.QueueMissing) -> Notice:
         fill("Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but ", **values),
         what,
         fill(". A platform admin needs to fix the policy or the queue (`gpu-quota-bot check-config` names it)."),
+    )
+
+
+_FEDERATION_PARTS = {
+    KarmadaPart.KARMADA: "the Karmada plane does not serve FederatedResourceQuotas (policy.karmada.io serves {present})",
+    KarmadaPart.FEDERATED_QUOTA: "the FederatedResourceQuota `{quota}` does not exist on the Karmada plane",
+    KarmadaPart.MEMBER: "the FederatedResourceQuota `{quota}` has no assignment for member `{member}` (it has {present})",
+    KarmadaPart.RESOURCE: "the assignment of member `{member}` in `{quota}` has no {resource} (it lists {present})",
+}
+
+
+@notice.register
+def _(refusal: r.FederationMissing) -> Notice:
+    values = {
+        "namespace": refusal.namespace,
+        "resource": refusal.resource,
+        "quota": refusal.federated_quota,
+        "member": refusal.member,
+        "present": ", ".join(refusal.present) or "none",
+    }
+    return join(
+        fill("Not submitted: the policy keeps {resource} of `{namespace}` in Karmada, but ", **values),
+        fill(_FEDERATION_PARTS[refusal.missing], **values),
+        fill(". A platform admin needs to fix the policy or the quota (`gpu-quota-bot check-config` names it)."),
     )
 
 
