@@ -22,11 +22,11 @@ from slack_sdk import WebClient
 
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import slack_call
-from bot.bootstrap import connect_kueue, connect_metrics, slack_client
+from bot.bootstrap import connect_karmada, connect_kueue, connect_metrics, slack_client
 from bot.domain.clusters import HOME, cluster_of, split_key
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
-from bot.errors import GpuQuotaError, KueueObjectMissing, KueuePart
+from bot.errors import GpuQuotaError, KarmadaObjectMissing, KueueObjectMissing, KueuePart
 from bot.settings import Settings, SettingsError, load_settings
 from bot.startup_checks import SettingsProblem, check_database, load_cluster
 
@@ -91,7 +91,8 @@ def _kubernetes(settings: Settings, policy: Policy, out: Callable[[str], None]) 
             out(f"skipped the namespaces of cluster {name}: cannot reach it ({error})")
             continue
         problems += [f"namespace {key} (policy) does not exist in cluster {name}" for key in missing]
-    return problems
+        problems += _cluster_queues(cluster, policy, part)
+    return problems + _federated_quotas(settings, policy)
 
 
 def _home_cluster(cluster: KubernetesCluster, policy: Policy, keys: list[str], out: Callable[[str], None]) -> list[str]:
@@ -141,20 +142,46 @@ def unadvertised_resources(policy: Policy, offered: Mapping[str, int]) -> list[s
     return lines
 
 
-def _cluster_queues(cluster: KubernetesCluster, policy: Policy) -> list[str]:
-    """The ClusterQueues the policy keeps quota in, read as the bot's writes read them."""
-    if not policy.cluster_queues():
+def _cluster_queues(cluster: KubernetesCluster, policy: Policy, part: str = HOME) -> list[str]:
+    """The ClusterQueues the policy keeps quota in in cluster ``part``, read as the bot's writes read them."""
+    if not any(cluster_of(ns) == part for ns, _, _ in policy.cluster_queues()):
         return []
     try:
-        return cluster_queue_problems(connect_kueue(cluster), policy)
+        return cluster_queue_problems(connect_kueue(cluster), policy, cluster=part)
     except GpuQuotaError as error:
         return [f"cannot read the ClusterQueues the policy names: {error}"]
 
 
-def cluster_queue_problems(kueue: KueueQuotas, policy: Policy) -> list[str]:
-    """What is wrong with the ClusterQueues the policy keeps quota in: Kueue missing, a queue, a flavor or a
-    resource missing, or a borrowingLimit to move on a queue without a cohort (Kueue refuses one there)."""
-    targets = policy.cluster_queues()
+def _federated_quotas(settings: Settings, policy: Policy) -> list[str]:
+    """The FederatedResourceQuotas the policy keeps quota in, on the Karmada plane, read as the writes read them."""
+    targets = [
+        (ns, resource, ref)
+        for ns in policy.managed_namespaces()
+        for resource in policy.governed_resources(ns)
+        if (ref := policy.federated_quota(ns, resource)) is not None
+    ]
+    if not targets:
+        return []
+    try:
+        plane = connect_karmada(policy, settings.kubeconfig)
+    except GpuQuotaError as error:
+        return [f"Karmada (karmada.context): {error}"]
+    assert plane is not None
+    problems = []
+    for ns, resource, ref in targets:
+        try:
+            plane.read_federated_quota(ns, split_key(ns)[1], ref.name, ref.member, resource)
+        except KarmadaObjectMissing as missing:
+            problems.append(f"{missing} (policy: {resource} of {ns})")
+        except GpuQuotaError as error:
+            return problems + [f"cannot read the Karmada plane: {error}"]
+    return problems
+
+
+def cluster_queue_problems(kueue: KueueQuotas, policy: Policy, *, cluster: str = HOME) -> list[str]:
+    """What is wrong with the ClusterQueues the policy keeps quota in, in ``cluster``: Kueue missing, a queue, a
+    flavor or a resource missing, or a borrowingLimit to move on a queue without a cohort (Kueue refuses one there)."""
+    targets = [(ns, resource, ref) for ns, resource, ref in policy.cluster_queues() if cluster_of(ns) == cluster]
     if not targets:
         return []
     if kueue.api_version() is None:
