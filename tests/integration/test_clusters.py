@@ -212,3 +212,31 @@ def test_a_federated_quota_moves_the_members_assignment_and_overall_together(
             assert remote.quota_writes(RESEARCH) == 0  # the member's quota is Karmada's to propagate, not the bot's
     finally:
         plane.stop()
+
+
+def test_check_config_reads_the_federated_quotas_on_the_karmada_plane(
+    tmp_path: Path, stand_ins: tuple, clusters: tuple[KubeApiStandIn, KubeApiStandIn]
+) -> None:
+    slack, _ = stand_ins
+    home, remote = clusters
+    plane = KarmadaApiStandIn().start()
+    try:
+        plane.add_namespace(RESEARCH)
+        plane.add_federated_quota(RESEARCH, "frontier-gpus", overall={"requests.nvidia.com/gpu": "8"})  # no assignments
+        policy = yaml.safe_load(SANDBOX_POLICY.read_text())
+        policy["clusters"] = {"eu-1": {"home": True}, "us-2": {"context": "us-2"}}
+        policy["karmada"] = {"context": "karmada"}
+        policy["teams"]["frontier"]["namespaces"].append(
+            {"name": REMOTE, "resources": [{"name": "nvidia.com/gpu", "federated_quota": {"name": "frontier-gpus"}}]}
+        )
+        path = tmp_path / "policy.yaml"
+        path.write_text(yaml.safe_dump(policy))
+        env = run_env(tmp_path, slack, home, GPU_QUOTA_CONFIG=str(path))
+        env["KUBECONFIG"] = str(kubeconfig(tmp_path / "clusters.kubeconfig", home, remote, karmada=plane))
+        result = run_bot("check-config", env=env)
+        assert result.returncode == 1
+        problems = [line for line in result.stderr.splitlines() if line.startswith("problem:")]
+        assert len(problems) == 1 and "frontier-gpus" in problems[0] and "us-2" in problems[0], problems
+        assert f"(policy: nvidia.com/gpu of {REMOTE})" in problems[0]
+    finally:
+        plane.stop()
