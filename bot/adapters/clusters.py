@@ -10,13 +10,16 @@ Workloads) ask each cluster and leave out, with a log line, one that fails.
 One cluster down delays only itself. A cluster that fails with a temporary fault (refused, timed out,
 5xx) is *down* from then on: for ``retry_after`` seconds every call to it fails at once
 (``ClusterDown``, a TemporaryError: the apply waits and the reconcile tries again) instead of waiting
-out its timeout again, and at most ``in_flight`` calls to a cluster run at a time, so a hanging cluster
-never holds more than that many of the bot's threads. The first answer after that makes it up again.
+out its timeout again. Before its first timeout ends, a cluster that is slow to answer (its oldest call
+in flight has waited ``slow_after`` seconds) gets no more than ``in_flight`` calls at a time, so a
+hanging cluster never holds more than that many of the bot's threads; a cluster that answers quickly is
+never limited. The first answer after that makes it up again.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import threading
 import time
@@ -55,7 +58,7 @@ class _Health:
     down_since: datetime | None = None
     cause: str = ""
     tried_at: float = 0.0
-    calls: threading.BoundedSemaphore | None = None
+    calls: dict[int, float] = dataclasses.field(default_factory=dict)  # the calls in flight: when each began
 
 
 @dataclass(frozen=True)
@@ -77,16 +80,20 @@ class ClusterSet:
         *,
         retry_after: float = 10.0,
         in_flight: int = 4,
+        slow_after: float = 2.0,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ) -> None:
         self._kube = {cluster: kube for cluster, (kube, _) in members.items()}
         self._kueue = {cluster: kueue for cluster, (_, kueue) in members.items()}
         self._retry_after = retry_after
+        self._in_flight = in_flight
+        self._slow_after = slow_after
+        self._tokens = itertools.count()
         self._monotonic = monotonic
         self._now = now
         self._lock = threading.Lock()
-        self._health = {cluster: _Health(calls=threading.BoundedSemaphore(in_flight)) for cluster in self._kube}
+        self._health = {cluster: _Health() for cluster in self._kube}
 
     @property
     def clusters(self) -> list[str]:
@@ -229,9 +236,7 @@ class ClusterSet:
         """``call`` to ``cluster``, unless it is down and not due for another try; its temporary faults make it down."""
         health = self._health[cluster]
         self._refuse_while_down(cluster, health)
-        assert health.calls is not None
-        if not health.calls.acquire(blocking=False):
-            raise TemporaryError(f"cluster {cluster or 'home'} has too many calls in flight (it is slow to answer)", delay=2.0)
+        token = self._begin(cluster, health)
         try:
             result = call()
         except QuotaConflict:
@@ -241,9 +246,23 @@ class ClusterSet:
             self._down(cluster, health, str(error))
             raise
         finally:
-            health.calls.release()
+            with self._lock:
+                del health.calls[token]
         self._up(cluster, health)
         return result
+
+    def _begin(self, cluster: str, health: _Health) -> int:
+        """Count a call in; refused when the cluster is slow to answer and already has its share of calls."""
+        with self._lock:
+            now = self._monotonic()
+            slow = bool(health.calls) and now - min(health.calls.values()) >= self._slow_after
+            if slow and len(health.calls) >= self._in_flight:
+                raise TemporaryError(
+                    f"cluster {cluster or 'home'} is slow to answer; it has {len(health.calls)} calls waiting", delay=2.0
+                )
+            token = next(self._tokens)
+            health.calls[token] = now
+            return token
 
     def _refuse_while_down(self, cluster: str, health: _Health) -> None:
         with self._lock:

@@ -95,18 +95,24 @@ def test_a_conflict_is_an_answer_not_a_cluster_down() -> None:
 
 
 def test_a_hanging_cluster_holds_at_most_its_share_of_threads() -> None:
-    home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
-    clusters = cluster_set(home, remote, Clock(), in_flight=1)
+    home, remote, clock = FakeKube({"research": 4}), FakeKube({"research": 2}), Clock()
+    clusters = cluster_set(home, remote, clock, in_flight=1)
     remote.hold = threading.Event()
     hanging = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
     hanging.start()
     while remote.calls == 0:
         pass
-    with pytest.raises(TemporaryError, match="too many calls in flight"):
+    second = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
+    second.start()  # a cluster that answers quickly is never limited: a second call goes in
+    while remote.calls < 2:
+        pass
+    clock.now += 3  # the oldest call has waited past slow_after: the cluster is slow to answer
+    with pytest.raises(TemporaryError, match="slow to answer"):
         clusters.read_quota("us-2/research", "q", "nvidia.com/gpu")  # refused at once, not queued behind the hang
     assert clusters.read_quota("research", "q", "nvidia.com/gpu").hard == 4
     remote.hold.set()
     hanging.join()
+    second.join()
 
 
 def test_what_spans_the_clusters_leaves_out_one_that_fails() -> None:
