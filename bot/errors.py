@@ -57,6 +57,11 @@ class TemporaryError(GpuQuotaError):
         self.delay = delay
 
 
+class Unreachable(TemporaryError):
+    """The service did not answer at all: the connection was refused, reset or timed out (a server that answers
+    5xx is not this: it answered)."""
+
+
 class RateLimited(TemporaryError):
     """The service asked to be called again only after ``delay`` seconds (HTTP 429 with Retry-After):
     waited exactly that long, never more by a backoff of ours."""

@@ -7,8 +7,8 @@ client per cluster: it splits the key, calls that cluster with the bare name, an
 answered with the key in every namespace field. Calls that span the clusters (quota refusals, scheduling failures,
 Workloads) ask each cluster and leave out, with a log line, one that fails.
 
-One cluster down delays only itself. A cluster that fails with a temporary fault (refused, timed out,
-5xx) is *down* from then on: for ``retry_after`` seconds every call to it fails at once
+One cluster down delays only itself. A cluster that does not answer (refused, reset, timed out:
+``Unreachable``) is *down* from then on: for ``retry_after`` seconds every call to it fails at once
 (``ClusterDown``, a TemporaryError: the apply waits and the reconcile tries again) instead of waiting
 out its timeout again. Before its first timeout ends, a cluster that is slow to answer (its oldest call
 in flight has waited ``slow_after`` seconds) gets no more than ``in_flight`` calls at a time, so a
@@ -35,7 +35,7 @@ from bot.domain.clusters import HOME, namespace_key, split_key
 from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot
-from bot.errors import PermanentError, QuotaConflict, TemporaryError
+from bot.errors import GpuQuotaError, PermanentError, TemporaryError, Unreachable
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
 
 log = logging.getLogger(__name__)
@@ -239,11 +239,11 @@ class ClusterSet:
         token = self._begin(cluster, health)
         try:
             result = call()
-        except QuotaConflict:
-            self._up(cluster, health)  # it answered
-            raise
-        except TemporaryError as error:
+        except Unreachable as error:  # refused, reset or timed out: a cluster that answers (even 5xx) is up
             self._down(cluster, health, str(error))
+            raise
+        except GpuQuotaError:
+            self._up(cluster, health)  # it answered
             raise
         finally:
             with self._lock:

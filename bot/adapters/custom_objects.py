@@ -24,7 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.utils import parse_quantity
 
 from bot.domain.quota import stamp_annotations
-from bot.errors import PermanentError, QuotaConflict, TemporaryError
+from bot.errors import PermanentError, QuotaConflict, TemporaryError, Unreachable
 from bot.observability import count_error
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,7 @@ def call(action: str, request: Callable[[], T], *, on: tuple[int, ...] = ()) -> 
     except (urllib3.exceptions.HTTPError, OSError) as error:
         log.warning("Kubernetes API unreachable while trying to %s: %s", action, type(error).__name__)
         count_error("kubernetes", "temporary")
-        raise TemporaryError(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
+        raise Unreachable(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
 
 
 def pointer_token(key: str) -> str:

@@ -29,7 +29,7 @@ from kubernetes.utils import parse_quantity
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot, stamp_annotations
 from bot.domain.resources import GPU, limits_key, quota_key
-from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError
+from bot.errors import NamespaceNotFound, PermanentError, QuotaConflict, TemporaryError, Unreachable
 from bot.observability import count_error
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
 
@@ -281,7 +281,7 @@ class KubernetesCluster:
         except (urllib3.exceptions.HTTPError, OSError) as error:
             log.warning("Kubernetes API unreachable while trying to %s: %s", action, type(error).__name__)
             count_error("kubernetes", "temporary")
-            raise TemporaryError(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
+            raise Unreachable(f"the Kubernetes API did not answer when the bot tried to {action}", delay=2.0) from None
 
 
 class KubeCalls:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.adapters.clusters import ClusterDown, ClusterSet
 from bot.domain.quota import QuotaSnapshot
-from bot.errors import QuotaConflict, TemporaryError
+from bot.errors import QuotaConflict, TemporaryError, Unreachable
 from bot.services.ports import QuotaRefusal
 
 AT = datetime(2026, 12, 1, 9, 0, tzinfo=timezone.utc)
@@ -70,7 +70,7 @@ def test_a_key_reaches_its_cluster_with_the_bare_name_and_comes_back_keyed() -> 
 def test_a_cluster_that_fails_is_down_fails_fast_and_is_tried_again_later() -> None:
     home, remote, clock = FakeKube({"research": 4}), FakeKube({"research": 2}), Clock()
     clusters = cluster_set(home, remote, clock)
-    remote.fail = TemporaryError("connection refused")
+    remote.fail = Unreachable("connection refused")
     with pytest.raises(TemporaryError):
         clusters.read_quota("us-2/research", "q", "nvidia.com/gpu")
     with pytest.raises(ClusterDown) as down:
@@ -85,13 +85,15 @@ def test_a_cluster_that_fails_is_down_fails_fast_and_is_tried_again_later() -> N
     assert all(state.up for state in clusters.states())
 
 
-def test_a_conflict_is_an_answer_not_a_cluster_down() -> None:
+@pytest.mark.parametrize("answer", [QuotaConflict("the object has been modified"), TemporaryError("the API server answered 503")])
+def test_an_answer_even_an_error_is_not_a_cluster_down(answer: Exception) -> None:
     home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
     clusters = cluster_set(home, remote, Clock())
-    remote.fail = QuotaConflict("the object has been modified")
-    with pytest.raises(QuotaConflict):
-        clusters.read_quota("us-2/research", "q", "nvidia.com/gpu")
-    assert all(state.up for state in clusters.states())
+    remote.fail = answer
+    for _ in range(2):  # tried again at once, not held back
+        with pytest.raises(type(answer)):
+            clusters.read_quota("us-2/research", "q", "nvidia.com/gpu")
+    assert remote.calls == 2 and all(state.up for state in clusters.states())
 
 
 def test_a_hanging_cluster_holds_at_most_its_share_of_threads() -> None:
@@ -119,5 +121,5 @@ def test_what_spans_the_clusters_leaves_out_one_that_fails() -> None:
     home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
     clusters = cluster_set(home, remote, Clock())
     assert [r.namespace for r in clusters.quota_refusals()] == ["research", "us-2/research"]
-    remote.fail = TemporaryError("timed out")
+    remote.fail = Unreachable("timed out")
     assert [r.namespace for r in clusters.quota_refusals()] == ["research"]
