@@ -333,37 +333,38 @@ class Shell:
         return self._sandbox.services
 
     def _quota(self, only: str | None = None) -> None:
-        """Every stand-in's quotas (and the policy's ClusterQueues), by namespace key; ``only``: one namespace."""
-        kubes = self._sandbox.kubes
-        if not kubes:
+        """Every stand-in's quotas, then the policy's ClusterQueues, by namespace key; ``only``: one namespace."""
+        if not self._sandbox.kubes:
             self._say("`quota` reads the sandbox clusters only; use kubectl against your cluster.")
             return
         wanted = self._key(only) if only is not None else None
         self._say(f"{'NAMESPACE':<28}{'NAME':<30}{'RESOURCE':<30}{'USED/HARD':<11}{'LIMITS':<8}APPLIED BY")
-        for part, kube in kubes.items():
+        for part, kube in self._sandbox.kubes.items():
             for (namespace, name), quota in sorted(kube.quotas.items()):
-                key = namespace_key(part, namespace)
-                if wanted not in (None, key):
-                    continue
-                hard, used = quota["spec"]["hard"], quota["status"]["used"]
-                annotations = quota["metadata"].get("annotations") or {}
-                for quantity in sorted(k for k in hard if k.startswith("requests.") and "/" in k):
-                    resource = quantity.removeprefix("requests.")
-                    by = annotations.get(stamp_annotations(resource)[1], "(by hand)")
-                    self._say(
-                        f"{key:<28}{name:<30}{resource:<30}{used.get(quantity, '0') + '/' + hard[quantity]:<11}"
-                        f"{hard.get(limits_key(resource), '-'):<8}{by}"
-                    )
+                if wanted in (None, namespace_key(part, namespace)):
+                    self._quota_rows(namespace_key(part, namespace), name, quota)
         for key, resource, ref in self._sandbox.policy.cluster_queues():
-            kube = kubes.get(cluster_of(key))
-            queue = kube.cluster_queue(ref.name) if kube is not None and wanted in (None, key) else None
-            if kube is not None and queue is not None:
-                nominal = kube.nominal_quota(ref.name, ref.flavor, resource)
-                by = (queue["metadata"].get("annotations") or {}).get(
-                    stamp_annotations(resource, qualifier=ref.flavor)[1], "(by hand)"
-                )
-                where = f"clusterqueue/{ref.name}"
-                self._say(f"{key:<28}{where:<30}{resource + ' (' + ref.flavor + ')':<30}{'-/' + str(nominal):<11}{'-':<8}{by}")
+            holder = self._sandbox.kubes.get(cluster_of(key))
+            queue = holder.cluster_queue(ref.name) if holder is not None and wanted in (None, key) else None
+            if holder is None or queue is None:
+                continue
+            nominal = holder.nominal_quota(ref.name, ref.flavor, resource)
+            annotations = queue["metadata"].get("annotations") or {}
+            by = annotations.get(stamp_annotations(resource, qualifier=ref.flavor)[1], "(by hand)")
+            where, what = f"clusterqueue/{ref.name}", f"{resource} ({ref.flavor})"
+            self._say(f"{key:<28}{where:<30}{what:<30}{'-/' + str(nominal):<11}{'-':<8}{by}")
+
+    def _quota_rows(self, key: str, name: str, quota: dict[str, Any]) -> None:
+        """A row per extended resource the ResourceQuota ``name`` of namespace ``key`` governs."""
+        hard, used = quota["spec"]["hard"], quota["status"]["used"]
+        annotations = quota["metadata"].get("annotations") or {}
+        for quantity in sorted(k for k in hard if k.startswith("requests.") and "/" in k):
+            resource = quantity.removeprefix("requests.")
+            by = annotations.get(stamp_annotations(resource)[1], "(by hand)")
+            self._say(
+                f"{key:<28}{name:<30}{resource:<30}{used.get(quantity, '0') + '/' + hard[quantity]:<11}"
+                f"{hard.get(limits_key(resource), '-'):<8}{by}"
+            )
 
     def _take_down(self, args: list[str]) -> None:
         """The cluster's API server refuses connections, until ``up`` or for a while of the sandbox's time."""
@@ -519,7 +520,9 @@ class Shell:
         kube, bare = place
         finished = kube.finish_pods(bare, int(args[1]))
         ended = f"{', '.join(finished)} finished; " if finished else ""
-        self._say(f"Jobs finished in {args[0]}: {ended}{kube.used[bare]} GPU(s) in use now. Type `tick` to run the scheduled jobs.")
+        self._say(
+            f"Jobs finished in {args[0]}: {ended}{kube.used[bare]} GPU(s) in use now. Type `tick` to run the scheduled jobs."
+        )
 
     def _users(self) -> None:
         for person in PEOPLE:

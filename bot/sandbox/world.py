@@ -7,9 +7,9 @@ policy of ``policy.yaml``, as the tests and ``shell --kubeconfig`` use it."""
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
-from collections.abc import Mapping
 from importlib import resources
 
 import yaml
