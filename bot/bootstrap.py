@@ -107,11 +107,17 @@ def connect_kueue(cluster: KubernetesCluster) -> KueueCluster:
 
 
 def connect_clusters(
-    policy: Policy, kubeconfig: Path | None, *, timeout: tuple[float, float] = (5.0, 20.0), retry_after: float = 10.0
+    policy: Policy,
+    kubeconfig: Path | None,
+    *,
+    timeout: tuple[float, float] = (5.0, 20.0),
+    retry_after: float = 10.0,
+    clock: Clock | None = None,
 ) -> ClusterSet:
     """Every cluster of the policy, each with its own client (``clusters.<name>.context`` of ``kubeconfig``,
     the home cluster's without one from the kubeconfig's current context or in-cluster), Kueue on the same
-    connection; without ``clusters:`` the one cluster, as ``connect_cluster`` reaches it."""
+    connection; without ``clusters:`` the one cluster, as ``connect_cluster`` reaches it. ``clock``: the time
+    a cluster is down since and tried again after (default: the wall clock; the sandbox's moves with ``time +1m``)."""
     members: dict[str, tuple[KubernetesCluster, KueueCluster]] = {}
     home = policy.home_cluster()
     clusters: dict[str, Cluster | None] = {**policy.clusters} or {HOME: None}
@@ -120,7 +126,9 @@ def connect_clusters(
         own = (timeout[0], access.timeout_seconds) if access is not None else timeout
         kube = connect_cluster(kubeconfig, context=context, timeout=own)
         members[HOME if name == home else name] = (kube, connect_kueue(kube))
-    return ClusterSet(members, retry_after=retry_after)
+    if clock is None:
+        return ClusterSet(members, retry_after=retry_after)
+    return ClusterSet(members, retry_after=retry_after, monotonic=lambda: clock.now().timestamp(), now=clock.now)
 
 
 def connect_karmada(policy: Policy, kubeconfig: Path | None) -> KarmadaPlane | None:

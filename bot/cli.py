@@ -142,6 +142,7 @@ def _shell(args: argparse.Namespace) -> int:
     from bot.logs import configure_logging
     from bot.sandbox.history import HistoryMetrics, sandbox_history
     from bot.sandbox.session import Sandbox
+    from bot.sandbox.world import sandbox_policy
     from bot.shell import DEMO, Shell
 
     if args.kubeconfig is not None:
@@ -150,9 +151,14 @@ def _shell(args: argparse.Namespace) -> int:
         check_database(args.database, setting="--database")
     configure_logging(level="WARNING", fmt="text")
     logging.getLogger("bot").setLevel(logging.ERROR)
+    logging.getLogger("urllib3").setLevel(logging.ERROR)  # its retries of a cluster that is `down`: the bot says what it means
     clock = ShiftedClock()
     history = sandbox_history(clock.now())  # the shell's `idle` command changes it
-    sandbox = Sandbox(kubeconfig=args.kubeconfig, database_url=args.database, clock=clock, metrics=HistoryMetrics(history))
+    # The sandbox's own clusters are two (eu-1 and us-2); a real kubeconfig is governed as one cluster.
+    policy = sandbox_policy(two_clusters=args.kubeconfig is None)
+    sandbox = Sandbox(
+        policy=policy, kubeconfig=args.kubeconfig, database_url=args.database, clock=clock, metrics=HistoryMetrics(history)
+    )
     sandbox.start()
     try:
         Shell(sandbox, echo=not sys.stdin.isatty(), history=history).run(DEMO if args.demo else None)

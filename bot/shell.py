@@ -1,8 +1,9 @@
 """``gpu-quota-bot shell``: the real bot, driven from a terminal instead of Slack.
 
 Typed ``/gpu-quota ...`` lines and button presses become signed Slack requests into the real Bolt
-app; what the bot sends to Slack is caught by the Slack stand-in and printed as text. The cluster
-is the sandbox's Kubernetes API stand-in (or a real cluster with ``--kubeconfig``).
+app; what the bot sends to Slack is caught by the Slack stand-in and printed as text. The clusters
+are the sandbox's Kubernetes API stand-ins, eu-1 (home) and us-2, which ``down``/``up`` take away and
+bring back (or one real cluster with ``--kubeconfig``).
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.domain.clusters import cluster_of, namespace_key, split_key
 from bot.domain.durations import parse_duration
 from bot.domain.quota import stamp_annotations
 from bot.domain.resources import limits_key
 from bot.errors import GpuQuotaError
 from bot.sandbox.history import A100, History, PodRun
-from bot.sandbox.kube_api import quota_refusal_event, scheduling_failure_event
+from bot.sandbox.kube_api import KubeApiStandIn, quota_refusal_event, scheduling_failure_event
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import CHANNELS, PEOPLE, QUOTA
@@ -40,7 +42,10 @@ SHELL_HELP = """\
   click <n>               press button [n]
   time +<duration>        move the clock forward (e.g. time +3d) and run the scheduled reconcile
   tick                    run the scheduled reconcile now
-  quota                   what the cluster's ResourceQuotas say now (also: kubectl get quota [-n <ns>])
+  quota                   what the clusters' ResourceQuotas say now (also: kubectl get quota [-n <ns>])
+  down <cluster> [<for>]  a cluster refuses connections until `up` (or for a while, e.g. down us-2 1h):
+                          its approved changes wait, the other cluster's go on
+  up <cluster>            it answers again; the next reconcile (`time +1m`) applies what waited for it
   digest [YYYY-MM-DD]     post the daily cost digest (sandbox metrics), default yesterday
   jobs                    run the budget warnings, idle-GPU nudges and blocked-workload jobs now
   idle <ns>               the namespace's GPUs go quiet for the idle window (then `jobs` nudges)
@@ -52,6 +57,7 @@ SHELL_HELP = """\
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
   quit                    leave
+<ns> is a namespace as the bot names it: ai-frontier-research (in eu-1, the home cluster), us-2/biz-model-serving-us.
 Up/Down recall earlier lines; the line can be edited (readline)."""
 
 DEMO = [
@@ -95,6 +101,26 @@ DEMO = [
     "# A day later both grants have ended: the slice and the queue's GPUs are back where they were.",
     "time +1d",
     "quota",
+    "# Business also serves models in a second cluster, us-2: there its namespace is us-2/biz-model-serving-us.",
+    "as bob",
+    "/gpu-quota request us-2/biz-model-serving-us +2 for 1d canary of the new ranker",
+    "as maya",
+    "click 11",
+    "# Bob asks for more there; then us-2 stops answering, before Maya approves.",
+    "as bob",
+    "/gpu-quota request us-2/biz-model-serving-us +2 for 2d US traffic peak",
+    "down us-2",
+    "as maya",
+    "click 13",
+    "# The approval is kept and waits for us-2. A change in the home cluster, eu-1, is applied at once.",
+    "as bob",
+    "/gpu-quota request biz-model-serving +2 for 2d EU traffic peak",
+    "as maya",
+    "click 15",
+    "# us-2 answers again: the next reconcile applies the change that waited, once.",
+    "up us-2",
+    "time +1m",
+    "quota",
 ]
 
 
@@ -135,6 +161,8 @@ class Shell:
         # Charts the bot uploads during the session, removed when it ends.
         self._charts: tempfile.TemporaryDirectory[str] | None = None
         self._blocked = 0
+        # Clusters taken away with `down`, by their part of a key: when `time` brings each back (None: at `up`).
+        self._down: dict[str, datetime | None] = {}
 
     # --- loop ------------------------------------------------------------------------------
 
@@ -189,6 +217,8 @@ class Shell:
             "time": self._advance,
             "tick": lambda _: self._tick(),
             "quota": lambda _: self._quota(),
+            "down": self._take_down,
+            "up": self._bring_up,
             "digest": self._digest,
             "jobs": lambda _: self._metric_jobs(),
             "kubectl": self._kubectl,
@@ -251,12 +281,20 @@ class Shell:
 
     def _tick(self) -> None:
         assert self._sandbox.services is not None
+        for part, back in list(self._down.items()):
+            if back is not None and back <= self._sandbox.clock.now():
+                self._bring_up([self._cluster_name(part)])
         report = self._sandbox.services.reconciler.tick()
         reclaimed = self._sandbox.services.reclaims.check().finished
         self._show_new()
         done = [
             f"{name}: {', '.join(f'GQ-{i}' for i in ids)}"
-            for name, ids in (("expired", report.expired), ("reminded", report.reminded), ("grants ended", report.grants_ended))
+            for name, ids in (
+                ("expired", report.expired),
+                ("reminded", report.reminded),
+                ("grants ended", report.grants_ended),
+                ("applies resumed", report.resumed),
+            )
             if ids
         ]
         if reclaimed:
@@ -295,48 +333,111 @@ class Shell:
         return self._sandbox.services
 
     def _quota(self, only: str | None = None) -> None:
-        kube = self._sandbox.kube
-        if kube is None:
-            self._say("`quota` reads the sandbox cluster only; use kubectl against your cluster.")
+        """Every stand-in's quotas, then the policy's ClusterQueues, by namespace key; ``only``: one namespace."""
+        if not self._sandbox.kubes:
+            self._say("`quota` reads the sandbox clusters only; use kubectl against your cluster.")
             return
-        self._say(f"{'NAMESPACE':<24}{'NAME':<30}{'RESOURCE':<30}{'USED/HARD':<11}{'LIMITS':<8}APPLIED BY")
-        for (namespace, name), quota in sorted(kube.quotas.items()):
-            if only is not None and namespace != only:
+        wanted = self._key(only) if only is not None else None
+        self._say(f"{'NAMESPACE':<28}{'NAME':<30}{'RESOURCE':<30}{'USED/HARD':<11}{'LIMITS':<8}APPLIED BY")
+        for part, kube in self._sandbox.kubes.items():
+            for (namespace, name), quota in sorted(kube.quotas.items()):
+                if wanted in (None, namespace_key(part, namespace)):
+                    self._quota_rows(namespace_key(part, namespace), name, quota)
+        for key, resource, ref in self._sandbox.policy.cluster_queues():
+            holder = self._sandbox.kubes.get(cluster_of(key))
+            queue = holder.cluster_queue(ref.name) if holder is not None and wanted in (None, key) else None
+            if holder is None or queue is None:
                 continue
-            hard, used = quota["spec"]["hard"], quota["status"]["used"]
-            annotations = quota["metadata"].get("annotations") or {}
-            for key in sorted(k for k in hard if k.startswith("requests.") and "/" in k):
-                resource = key.removeprefix("requests.")
-                by = annotations.get(stamp_annotations(resource)[1], "(by hand)")
-                self._say(
-                    f"{namespace:<24}{name:<30}{resource:<30}{used.get(key, '0') + '/' + hard[key]:<11}"
-                    f"{hard.get(limits_key(resource), '-'):<8}{by}"
-                )
-        for namespace, resource, ref in self._sandbox.policy.cluster_queues():
-            queue = kube.cluster_queue(ref.name) if only in (None, namespace) else None
-            if queue is not None:
-                nominal = kube.nominal_quota(ref.name, ref.flavor, resource)
-                by = (queue["metadata"].get("annotations") or {}).get(
-                    stamp_annotations(resource, qualifier=ref.flavor)[1], "(by hand)"
-                )
-                where = f"clusterqueue/{ref.name}"
-                self._say(
-                    f"{namespace:<24}{where:<30}{resource + ' (' + ref.flavor + ')':<30}{'-/' + str(nominal):<11}{'-':<8}{by}"
-                )
+            nominal = holder.nominal_quota(ref.name, ref.flavor, resource)
+            annotations = queue["metadata"].get("annotations") or {}
+            by = annotations.get(stamp_annotations(resource, qualifier=ref.flavor)[1], "(by hand)")
+            where, what = f"clusterqueue/{ref.name}", f"{resource} ({ref.flavor})"
+            self._say(f"{key:<28}{where:<30}{what:<30}{'-/' + str(nominal):<11}{'-':<8}{by}")
+
+    def _quota_rows(self, key: str, name: str, quota: dict[str, Any]) -> None:
+        """A row per extended resource the ResourceQuota ``name`` of namespace ``key`` governs."""
+        hard, used = quota["spec"]["hard"], quota["status"]["used"]
+        annotations = quota["metadata"].get("annotations") or {}
+        for quantity in sorted(k for k in hard if k.startswith("requests.") and "/" in k):
+            resource = quantity.removeprefix("requests.")
+            by = annotations.get(stamp_annotations(resource)[1], "(by hand)")
+            self._say(
+                f"{key:<28}{name:<30}{resource:<30}{used.get(quantity, '0') + '/' + hard[quantity]:<11}"
+                f"{hard.get(limits_key(resource), '-'):<8}{by}"
+            )
+
+    def _take_down(self, args: list[str]) -> None:
+        """The cluster's API server refuses connections, until ``up`` or for a while of the sandbox's time."""
+        part = self._cluster_part(args[0]) if args else None
+        try:
+            delta = parse_duration(args[1]) if part is not None and len(args) == 2 else None
+        except ValueError as error:
+            self._say(str(error))
+            return
+        if part is None or len(args) > 2:
+            self._say(f"Usage (sandbox only): down <cluster> [duration], e.g. down us-2 1h; the clusters: {self._clusters()}")
+            return
+        name = self._cluster_name(part)
+        if part not in self._down:
+            self._sandbox.kubes[part].refuse_connections()
+        self._down[part] = self._sandbox.clock.now() + delta if delta is not None else None
+        until = f" for {args[1]} (of `time`)" if delta is not None else f" until `up {name}`"
+        self._say(
+            f"🔌 Cluster {name} refuses connections{until}: approvals of its changes are kept and wait for it; "
+            "the other cluster's go on."
+        )
+
+    def _bring_up(self, args: list[str]) -> None:
+        part = self._cluster_part(args[0]) if args else None
+        if part is None:
+            self._say(f"Usage (sandbox only): up <cluster>; the clusters: {self._clusters()}")
+            return
+        name = self._cluster_name(part)
+        if part not in self._down:
+            self._say(f"Cluster {name} is up.")
+            return
+        del self._down[part]
+        self._sandbox.kubes[part].accept_connections()
+        self._say(f"🔌 Cluster {name} answers again. The next reconcile (`time +1m`) applies what waits for it.")
+
+    def _cluster_part(self, name: str) -> str | None:
+        """The key part of the sandbox cluster ``name`` (the home cluster's: HOME), or None for no such cluster."""
+        return next((part for part in self._sandbox.kubes if self._cluster_name(part) == name), None)
+
+    def _cluster_name(self, part: str) -> str:
+        return self._sandbox.policy.cluster_label(part) or "home"
+
+    def _clusters(self) -> str:
+        return ", ".join(self._cluster_name(part) for part in self._sandbox.kubes) or "none (a real cluster)"
+
+    def _key(self, typed: str) -> str:
+        """The namespace key ``typed`` names: as the policy resolves it, else as typed (``eu-1/x``: ``x``)."""
+        resolved = self._sandbox.policy.namespace_key(typed)
+        if isinstance(resolved, str):
+            return resolved
+        cluster, name = split_key(typed)
+        return name if cluster and cluster == self._sandbox.policy.home_cluster() else typed
+
+    def _place(self, typed: str) -> tuple[KubeApiStandIn, str] | None:
+        """The stand-in that holds namespace ``typed`` and its bare name there; None: no sandbox cluster has it."""
+        part, name = split_key(self._key(typed))
+        kube = self._sandbox.kubes.get(part)
+        return (kube, name) if kube is not None and name in kube.namespaces else None
 
     def _kubectl(self, args: list[str]) -> None:
-        kube = self._sandbox.kube
         if args[:1] == ["get"] and len(args) >= 2 and args[1] in QUOTA_NAMES:
             self._kubectl_get_quota(args[2:])
             return
-        if kube is None or len(args) != 3 or args[0] != "edit" or not args[2].isdigit():
+        if len(args) != 3 or args[0] != "edit" or not args[2].isdigit() or not self._sandbox.kubes:
             self._say("Usage (sandbox only): kubectl get quota [-n <namespace> | -A], kubectl edit <namespace> <gpus>")
             return
-        if (args[1], QUOTA) not in kube.quotas:
+        place = self._place(args[1])
+        if place is None or (place[1], QUOTA) not in place[0].quotas:
             self._say(f"No quota {QUOTA} in {args[1]}.")
             return
+        kube, namespace = place
         for resource in ("requests.nvidia.com/gpu", "limits.nvidia.com/gpu"):
-            kube.edit_quota(args[1], QUOTA, resource, args[2])
+            kube.edit_quota(namespace, QUOTA, resource, args[2])
         self._say(f"resourcequota/{QUOTA} edited in {args[1]}: GPUs set to {args[2]} by hand.")
 
     def _kubectl_get_quota(self, flags: list[str]) -> None:
@@ -374,12 +475,12 @@ class Shell:
 
     def _block(self, args: list[str]) -> None:
         """A FailedCreate event, as the ReplicaSet controller records it when the GPU quota refuses a pod."""
-        kube = self._sandbox.kube
-        if kube is None or not args or (args[0], QUOTA) not in kube.quotas or (len(args) > 1 and not args[1].isdigit()):
+        place = self._place(args[0]) if args else None
+        if place is None or (place[1], QUOTA) not in place[0].quotas or (len(args) > 1 and not args[1].isdigit()):
             self._say("Usage (sandbox only): block <namespace> [gpus], e.g. block ai-frontier-research 2")
             return
-        namespace = args[0]
-        quota = kube.quotas[(namespace, QUOTA)]
+        (kube, bare), namespace = place, args[0]
+        quota = kube.quotas[(bare, QUOTA)]
         hard = int(quota["spec"]["hard"].get("requests.nvidia.com/gpu", "0"))
         used = int(quota["status"]["used"].get("requests.nvidia.com/gpu", "0"))
         wanted = int(args[1]) if len(args) > 1 else max(1, hard - used + 1)
@@ -388,7 +489,7 @@ class Shell:
             return
         self._blocked += 1
         name = f"train-{self._blocked}-6d5f8b"
-        kube.add_event(quota_refusal_event(namespace, "ReplicaSet", name, requested=wanted, used=used, limited=hard))
+        kube.add_event(quota_refusal_event(bare, "ReplicaSet", name, requested=wanted, used=used, limited=hard))
         self._say(
             f"ReplicaSet {name} in {namespace} asks for {wanted} GPU(s) with {used} of {hard} in use: its pods are refused "
             "(`exceeded quota`). Type `jobs` to run the blocked-workload check."
@@ -396,15 +497,15 @@ class Shell:
 
     def _wait(self, args: list[str]) -> None:
         """A pending GPU pod and the scheduler's FailedScheduling event: no node has the GPUs, nothing to preempt."""
-        kube = self._sandbox.kube
-        if kube is None or not args or args[0] not in kube.namespaces or (len(args) > 1 and not args[1].isdigit()):
+        place = self._place(args[0]) if args else None
+        if place is None or (len(args) > 1 and not args[1].isdigit()):
             self._say("Usage (sandbox only): wait <namespace> [gpus], e.g. wait ai-frontier-research 2")
             return
-        namespace, gpus = args[0], int(args[1]) if len(args) > 1 else 1
+        (kube, bare), namespace, gpus = place, args[0], int(args[1]) if len(args) > 1 else 1
         self._blocked += 1
         name = f"sweep-{self._blocked}-0"
-        kube.add_pod(namespace, name, gpus=gpus, priority_class="low-priority-experiment", phase="Pending")
-        kube.add_event(scheduling_failure_event(namespace, name, nodes=len(kube.nodes)))
+        kube.add_pod(bare, name, gpus=gpus, priority_class="low-priority-experiment", phase="Pending")
+        kube.add_event(scheduling_failure_event(bare, name, nodes=len(kube.nodes)))
         self._say(
             f"Pod {name} in {namespace} (low-priority-experiment) asks for {gpus} GPU(s); the scheduler finds none free "
             "(`Insufficient nvidia.com/gpu`). Type `jobs` to run the blocked-workload check."
@@ -412,14 +513,15 @@ class Shell:
 
     def _finish(self, args: list[str]) -> None:
         """Running pods end: the quota controller's ``status.used`` drops (nothing is evicted by the bot)."""
-        kube = self._sandbox.kube
-        if kube is None or len(args) != 2 or (args[0], QUOTA) not in kube.quotas or not args[1].isdigit():
+        place = self._place(args[0]) if len(args) == 2 else None
+        if place is None or (place[1], QUOTA) not in place[0].quotas or not args[1].isdigit():
             self._say("Usage (sandbox only): finish <namespace> <gpus still in use>, e.g. finish ai-frontier-research 1")
             return
-        finished = kube.finish_pods(args[0], int(args[1]))
+        kube, bare = place
+        finished = kube.finish_pods(bare, int(args[1]))
         ended = f"{', '.join(finished)} finished; " if finished else ""
         self._say(
-            f"Jobs finished in {args[0]}: {ended}{kube.used[args[0]]} GPU(s) in use now. Type `tick` to run the scheduled jobs."
+            f"Jobs finished in {args[0]}: {ended}{kube.used[bare]} GPU(s) in use now. Type `tick` to run the scheduled jobs."
         )
 
     def _users(self) -> None:
@@ -517,12 +619,14 @@ class Shell:
             self._say("  " + line)
 
     def _banner(self) -> None:
-        real = self._sandbox.kube is None
+        real, several = not self._sandbox.kubes, len(self._sandbox.kubes) > 1
         self._say(
             BANNER.format(
-                cluster="a REAL cluster" if real else "sandbox cluster",
+                cluster="a REAL cluster" if real else "sandbox clusters" if several else "sandbox cluster",
                 cluster_note="changes go to the cluster of --kubeconfig!"
                 if real
+                else "eu-1 frontier 4 GPUs, business 16; us-2 business 8"
+                if several
                 else "frontier 4 GPUs, business 16, 24 allocatable",
                 people=", ".join(f"@{p.name}" for p in PEOPLE),
                 user=self._names[self._user],

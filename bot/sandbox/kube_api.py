@@ -20,6 +20,7 @@ import re
 import ssl
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -111,22 +112,7 @@ class KubeApiStandIn(KueueObjects):
 
     def write_kubeconfig(self, path: Path, *, certificate_authority: Path | None = None) -> Path:
         """A kubeconfig for this server; over HTTPS the client trusts ``certificate_authority``."""
-        cluster: dict[str, str] = {"server": self.url}
-        if certificate_authority is not None:
-            cluster["certificate-authority"] = str(certificate_authority)
-        path.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "clusters": [{"name": "sandbox", "cluster": cluster}],
-                    "users": [{"name": "gpu-quota-bot", "user": {"token": self.token}}],
-                    "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "gpu-quota-bot"}}],
-                    "current-context": "sandbox",
-                }
-            )
-        )
-        return path
+        return write_kubeconfig(path, {"sandbox": self}, current="sandbox", certificate_authority=certificate_authority)
 
     def add_namespace(self, name: str, labels: dict[str, str] | None = None) -> None:
         with self._lock:
@@ -336,12 +322,18 @@ class KubeApiStandIn(KueueObjects):
                 )
             )
 
-    def refuse_connections(self, seconds: float) -> None:
-        """The API server goes away for ``seconds``: connections are refused, then it is back."""
+    def refuse_connections(self, seconds: float | None = None) -> None:
+        """The API server goes away for ``seconds`` (None: until ``accept_connections()``): connections are
+        refused, then it is back."""
         self._server.refuse()
-        timer = threading.Timer(seconds, self._server.resume)
-        timer.daemon = True
-        timer.start()
+        if seconds is not None:
+            timer = threading.Timer(seconds, self._server.resume)
+            timer.daemon = True
+            timer.start()
+
+    def accept_connections(self) -> None:
+        """The API server is back after ``refuse_connections()``."""
+        self._server.resume()
 
     def quota_writes(self, namespace: str | None = None) -> int:
         """Creates and patches of ResourceQuotas that were persisted (dry runs and refusals not counted)."""
@@ -677,3 +669,27 @@ def _list(kind: str, items: list[dict[str, Any]], rv: str) -> Outgoing:
 def _pod_gpus(pod: dict[str, Any]) -> int:
     """The ``nvidia.com/gpu`` a stand-in pod requests (its one container, as ``add_pod`` makes it)."""
     return int(pod["spec"]["containers"][0]["resources"].get("requests", {}).get("nvidia.com/gpu", 0))
+
+
+def write_kubeconfig(
+    path: Path, contexts: Mapping[str, KubeApiStandIn], *, current: str, certificate_authority: Path | None = None
+) -> Path:
+    """One kubeconfig with a context (its cluster and user of the same name) per stand-in, ``current`` the
+    current context, as an operator merges the kubeconfigs of several clusters; over HTTPS every cluster
+    is trusted through ``certificate_authority``."""
+    clusters = []
+    for name, kube in contexts.items():
+        cluster: dict[str, str] = {"server": kube.url}
+        if certificate_authority is not None:
+            cluster["certificate-authority"] = str(certificate_authority)
+        clusters.append({"name": name, "cluster": cluster})
+    document = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": clusters,
+        "users": [{"name": name, "user": {"token": kube.token}} for name, kube in contexts.items()],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name in contexts],
+        "current-context": current,
+    }
+    path.write_text(yaml.safe_dump(document))
+    return path

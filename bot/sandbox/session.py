@@ -2,7 +2,9 @@
 
 ``Sandbox.send(body)`` signs a Slack request, hands it to the real Bolt app, waits until the work
 after ``ack()`` is done, and returns the acknowledgement; the stand-ins then hold what the bot did.
-The shell and the integration tests both drive the bot through this.
+The shell and the integration tests both drive the bot through this. Without a ``kubeconfig`` each
+cluster of the policy is a Kubernetes API stand-in (``kubes``, by the cluster's part of a namespace key;
+``kube`` is the home cluster's), reached through one kubeconfig with a context per cluster.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ from bot.bootstrap import (
     slack_ports,
 )
 from bot.clock import Clock, ShiftedClock
+from bot.domain.clusters import HOME
 from bot.domain.policy import Policy
 from bot.executor import TrackingExecutor
 from bot.sandbox.certificate import Certificate
 from bot.sandbox.history import HistoryMetrics, sandbox_history
-from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.kube_api import KubeApiStandIn, write_kubeconfig
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
-from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_cluster
+from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_clusters
 from bot.services.container import Services
 from bot.services.ports import MetricsSource
 
@@ -60,7 +63,10 @@ class Sandbox:
         self._tls = tls
         server_tls = tls.server_context() if tls else None
         self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN, tls=server_tls)
-        self.kube: KubeApiStandIn | None = None if kubeconfig else KubeApiStandIn(tls=server_tls)
+        self.kubes: dict[str, KubeApiStandIn] = (
+            {} if kubeconfig else {part: KubeApiStandIn(tls=server_tls) for part in self.policy.cluster_names()}
+        )
+        self.kube: KubeApiStandIn | None = self.kubes.get(HOME)
         self._kubeconfig = kubeconfig
         self._seed = seed
         self._tmp = tempfile.TemporaryDirectory(prefix="gpu-quota-sandbox-")
@@ -76,18 +82,15 @@ class Sandbox:
 
     def start(self) -> Sandbox:
         self.slack.start()
-        kubeconfig = self._kubeconfig
-        if self.kube is not None:
-            self.kube.start()
-            if self._seed:
-                seed_cluster(self.kube)
-            kubeconfig = self.kube.write_kubeconfig(
-                Path(self._tmp.name) / "kubeconfig", certificate_authority=self._tls.cert if self._tls else None
-            )
+        for kube in self.kubes.values():
+            kube.start()
+        if self._seed:
+            seed_clusters(self.kubes)
+        kubeconfig = self._kubeconfig or self._write_kubeconfig()
         self.database = open_database(self._database_url, migrate=upgrade)
         client = slack_client(BOT_TOKEN, base_url=self.slack.api_url, context=self._tls.client_context() if self._tls else None)
-        # A cluster that stopped answering is tried again after a second here (10 in a deployment).
-        cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout, retry_after=1.0)
+        # A cluster that stopped answering is tried again after a second of the sandbox's time (10 in a deployment).
+        cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout, retry_after=1.0, clock=self.clock)
         self.services = build_services(
             policy=self.policy,
             database=self.database,
@@ -108,6 +111,18 @@ class Sandbox:
         )
         return self
 
+    def _write_kubeconfig(self) -> Path:
+        """A context per stand-in, named as the policy's ``context`` (or the cluster's name); the home cluster's current."""
+        contexts = {self._context(part): kube for part, kube in self.kubes.items()}
+        certificate = self._tls.cert if self._tls else None
+        path = Path(self._tmp.name) / "kubeconfig"
+        return write_kubeconfig(path, contexts, current=self._context(HOME), certificate_authority=certificate)
+
+    def _context(self, part: str) -> str:
+        name = self.policy.cluster_label(part)  # "" for the one cluster of a policy without clusters:
+        access = self.policy.clusters.get(name)
+        return (access.context if access is not None else None) or name or "sandbox"
+
     def send(self, body: str, *, timestamp: int | None = None, wait: float = 30.0) -> BoltResponse:
         """Sign ``body`` as Slack would, dispatch it to the app, and wait for the work after ack."""
         assert self.app is not None and self.side is not None, "start() first"
@@ -120,6 +135,6 @@ class Sandbox:
         if self.database is not None:
             self.database.dispose()
         self.slack.stop()
-        if self.kube is not None:
-            self.kube.stop()
+        for kube in self.kubes.values():
+            kube.stop()
         self._tmp.cleanup()

@@ -1,14 +1,20 @@
-"""The sandbox's people, channels and cluster, seeded from the source document's scenario."""
+"""The sandbox's people, channels and clusters, seeded from the source document's scenario.
+
+The shell's sandbox has two clusters: eu-1, the home cluster (``seed_cluster``), and us-2, where the
+business team also serves its models (``seed_us_cluster``). ``sandbox_policy()`` alone is the one-cluster
+policy of ``policy.yaml``, as the tests and ``shell --kubeconfig`` use it."""
 
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from importlib import resources
 
 import yaml
 
+from bot.domain.clusters import HOME, namespace_key
 from bot.domain.policy import Policy, parse_policy
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.kueue_api import resource_group
@@ -40,11 +46,18 @@ USERGROUPS = {"S0PLATFORM": ["U0PAT", "U0DANA"]}
 QUOTA = "compute-quota"
 MIG_SLICE = "nvidia.com/mig-1g.10gb"
 BATCH_QUEUE = "frontier-batch"
+HOME_CLUSTER, US_CLUSTER = "eu-1", "us-2"
+US_SERVING = "biz-model-serving-us"  # in us-2 only, so no bare name of the sandbox names two namespaces
+PRIORITY_CLASSES = (("high-priority-business", 1000000), ("low-priority-experiment", 100))
 
 
-def sandbox_policy() -> Policy:
-    text = resources.files("bot.sandbox").joinpath("policy.yaml").read_text(encoding="utf-8")
-    return parse_policy(yaml.safe_load(text), source="sandbox policy")
+def sandbox_policy(*, two_clusters: bool = False) -> Policy:
+    """``policy.yaml``; ``two_clusters``: with eu-1 (home) and us-2, and business's ``us-2/biz-model-serving-us``."""
+    document = yaml.safe_load(resources.files("bot.sandbox").joinpath("policy.yaml").read_text(encoding="utf-8"))
+    if two_clusters:
+        document["clusters"] = {HOME_CLUSTER: {"home": True}, US_CLUSTER: {"context": US_CLUSTER, "timeout_seconds": 2}}
+        document["teams"]["business"]["namespaces"].append(namespace_key(US_CLUSTER, US_SERVING))
+    return parse_policy(document, source="sandbox policy")
 
 
 def sandbox_slack(token: str, *, tls: ssl.SSLContext | None = None) -> SlackApiStandIn:
@@ -72,8 +85,7 @@ def seed_cluster(kube: KubeApiStandIn) -> None:
             {"requests.nvidia.com/gpu": str(gpus), "limits.nvidia.com/gpu": str(gpus), "requests.cpu": "20", "pods": "20"},
             used_gpus=used,
         )
-    kube.add_priority_class("high-priority-business", 1000000, preemption_policy="PreemptLowerPriority")
-    kube.add_priority_class("low-priority-experiment", 100)
+    _add_priority_classes(kube)
     started = datetime.now(timezone.utc)
     for namespace, pod, gpus, priority_class, age in (
         ("ai-frontier-research", "llm-sweep-0", 2, "low-priority-experiment", timedelta(hours=7)),
@@ -82,6 +94,33 @@ def seed_cluster(kube: KubeApiStandIn) -> None:
         ("biz-model-serving", "ranker-train-nightly", 4, "high-priority-business", timedelta(hours=3)),
     ):
         kube.add_pod(namespace, pod, gpus=gpus, priority_class=priority_class, started=started - age)
+
+
+def seed_us_cluster(kube: KubeApiStandIn) -> None:
+    """us-2: business serves models in biz-model-serving-us, 8 GPUs (6 in use) on two 8-GPU H100 nodes."""
+    for node in ("us-gpu-node-a", "us-gpu-node-b"):
+        kube.add_node(node, 8, product="NVIDIA-H100-80GB-HBM3")
+    _add_priority_classes(kube)
+    kube.add_namespace(US_SERVING, {"team": "business", "cost-center": "core-business"})
+    hard = {"requests.nvidia.com/gpu": "8", "limits.nvidia.com/gpu": "8", "requests.cpu": "20", "pods": "20"}
+    kube.add_quota(US_SERVING, QUOTA, hard, used_gpus=6)
+    started = datetime.now(timezone.utc) - timedelta(days=5)
+    kube.add_pod(US_SERVING, "ranker-serving-us-0", gpus=6, priority_class="high-priority-business", started=started)
+
+
+def seed_clusters(kubes: Mapping[str, KubeApiStandIn]) -> None:
+    """Each stand-in by its key part: the home cluster's (HOME) and us-2's; another cluster's is left empty."""
+    for part, kube in kubes.items():
+        if part == HOME:
+            seed_cluster(kube)
+        elif part == US_CLUSTER:
+            seed_us_cluster(kube)
+
+
+def _add_priority_classes(kube: KubeApiStandIn) -> None:
+    """The source document's two PriorityClasses."""
+    for name, value in PRIORITY_CLASSES:
+        kube.add_priority_class(name, value)
 
 
 def _seed_inference_and_batch(kube: KubeApiStandIn) -> None:

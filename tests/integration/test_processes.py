@@ -31,6 +31,13 @@ def test_shell_demo_tells_the_whole_story() -> None:
     assert "over quota by 2, reclaiming since" in out  # frontier's jobs still hold 3 GPUs
     assert "*2 GPUs freed over 2 days as jobs finished* in *ai-frontier-research*" in out  # then the reclaim ends
     assert "quota_patched" in out and "reclaim_ended" in out  # the audit trail
+    # The second cluster: us-2 down delays only its own change, which is applied once it is back.
+    assert "GQ-5 is applied: *us-2/biz-model-serving-us* now has 10 GPUs" in out
+    down, back = out.split("> down us-2", 1)[1].split("> up us-2", 1)
+    assert down.count("waiting for cluster us-2") == 1 and "You approved GQ-6; it is approved." in down
+    assert "GQ-7 is applied: *biz-model-serving* now has 21 GPUs" in down and "GQ-6 is applied" not in down
+    assert "GQ-6 is applied: *us-2/biz-model-serving-us* now has 12 GPUs" in back and "applies resumed: GQ-6" in back
+    assert re.search(r"us-2/biz-model-serving-us +compute-quota +nvidia.com/gpu +6/12 +12 +GQ-6", back)
     assert "Traceback" not in out + result.stderr
 
 

@@ -1,6 +1,7 @@
 """``gpu-quota-bot shell`` as a person uses it, in real processes: line editing and history on a
 terminal (a pty), ``kubectl get quota``, making GPUs idle and a workload blocked so the idle nudge and
-the blocked-workload alert can be tried, and no chart folders left behind."""
+the blocked-workload alert can be tried, the second sandbox cluster (us-2) taken down and brought back,
+and no chart folders left behind."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ import time
 from pathlib import Path
 
 from tests.integration.processes import ROOT, bot_command, run_bot
+
+US = "us-2/biz-model-serving-us"
+APPLIED_IN_US = f"Applied: `requests.nvidia.com/gpu` in *{US}* (compute-quota)"
 
 
 def shell(tmp_path: Path, *lines: str) -> subprocess.CompletedProcess[str]:
@@ -122,3 +126,54 @@ def test_a_quota_lowered_below_usage_is_followed_until_jobs_finish(tmp_path: Pat
     lowered, finished = out.split("finish ai-frontier-research 1", 1)
     assert "over quota by 2, reclaiming since" in lowered and "freed" not in lowered
     assert "2 GPUs freed over 1 day as jobs finished" in finished and "reclaimed: ai-frontier-research" in finished
+
+
+def test_a_cluster_that_is_down_delays_only_its_own_change(tmp_path: Path) -> None:
+    out = shell(
+        tmp_path,
+        "quota",
+        "as bob",
+        f"/gpu-quota request {US} +2 for 1d canary",
+        "down us-2",
+        "as maya",
+        "click 1",
+        "as bob",
+        "/gpu-quota request biz-model-serving +2 for 1d peak",
+        "as maya",
+        "click 3",
+        "quota",
+        "up us-2",
+        "time +1m",
+        "quota",
+    ).stdout
+    before, down = out.split("> down us-2", 1)
+    down, back = down.split("> up us-2", 1)
+    assert re.search(r"biz-model-serving +compute-quota +nvidia.com/gpu +12/16 ", before)  # the home cluster, eu-1
+    assert re.search(rf"{US} +compute-quota +nvidia.com/gpu +6/8 ", before)  # us-2's, by its key
+    assert down.count("waiting for cluster us-2") == 1 and "You approved GQ-1; it is approved." in down
+    assert "You approved GQ-2; it is applied." in down and APPLIED_IN_US not in down
+    assert re.search(r"biz-model-serving +compute-quota +nvidia.com/gpu +12/18 +18 +GQ-2", down)
+    assert re.search(rf"{US} +compute-quota +nvidia.com/gpu +6/8 ", down)
+    assert back.count(APPLIED_IN_US) == 1 and "8 GPUs → *10 GPUs*" in back and "applies resumed: GQ-1" in back
+    assert re.search(rf"{US} +compute-quota +nvidia.com/gpu +6/10 +10 +GQ-1", back)
+
+
+def test_a_cluster_down_for_a_while_is_back_when_that_time_has_passed(tmp_path: Path) -> None:
+    out = shell(
+        tmp_path,
+        "down ap-3",
+        "down us-2 1h",
+        "as bob",
+        f"/gpu-quota request {US} +1 for 1d while us-2 is away",
+        "time +1h",
+        f"/gpu-quota request {US} +1 for 1d once it is back",
+        "kubectl edit us-2/biz-model-serving-us 9",
+        "kubectl get quota -n biz-model-serving-us",  # the bare name us-2 alone has
+    ).stdout
+    away, back = out.split("> time +1h", 1)
+    assert "Usage (sandbox only): down <cluster> [duration], e.g. down us-2 1h; the clusters: eu-1, us-2" in away
+    assert f"Could not read the quota of `{US}` from the cluster" in away and "Nothing was submitted" in away
+    assert "Cluster us-2 answers again" in back and "GQ-1 submitted and posted in #biz-approvals" in back
+    assert "resourcequota/compute-quota edited in us-2/biz-model-serving-us: GPUs set to 9 by hand." in back
+    listed = back.rsplit("kubectl get quota -n biz-model-serving-us", 1)[1]
+    assert re.search(rf"{US} +compute-quota +nvidia.com/gpu +6/9 +9 +\(by hand\)", listed) and "ai-frontier" not in listed
