@@ -47,8 +47,8 @@ class ClusterDown(TemporaryError):
     """A cluster has not answered since ``since``; calls to it wait until it is tried again."""
 
     def __init__(self, cluster: str, since: datetime, cause: str, *, delay: float) -> None:
-        name = cluster or "the home cluster"
-        super().__init__(f"waiting for cluster {name}: {cause} (since {since:%Y-%m-%d %H:%M} UTC)", delay=delay)
+        name = f"cluster {cluster}" if cluster else "the home cluster"
+        super().__init__(f"waiting for {name}: {cause} (since {since:%Y-%m-%d %H:%M} UTC)", delay=delay)
         self.cluster = cluster
         self.since = since
 

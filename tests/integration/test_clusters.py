@@ -131,7 +131,7 @@ def test_a_cluster_that_refuses_connections_delays_only_its_own_change(
     status = slack.command(ALICE, f"status {REMOTE}") and slack.responses()[-1]
     assert "waiting for cluster us-2" in status and "since" in status
 
-    remote._server.resume()  # us-2 is back
+    remote.accept_connections()  # us-2 is back
     services = slack.sandbox.services
     assert services is not None
     time.sleep(1.1)  # the sandbox tries a cluster that stopped answering again after a second
