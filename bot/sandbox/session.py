@@ -66,7 +66,6 @@ class Sandbox:
         self.kubes: dict[str, KubeApiStandIn] = (
             {} if kubeconfig else {part: KubeApiStandIn(tls=server_tls) for part in self.policy.cluster_names()}
         )
-        self.kube: KubeApiStandIn | None = self.kubes.get(HOME)
         self._kubeconfig = kubeconfig
         self._seed = seed
         self._tmp = tempfile.TemporaryDirectory(prefix="gpu-quota-sandbox-")
@@ -79,6 +78,16 @@ class Sandbox:
         self.services: Services | None = None
         self.app: App | None = None
         self.side: SlackSide | None = None
+
+    @property
+    def kube(self) -> KubeApiStandIn | None:
+        """The home cluster's stand-in (None: the sandbox talks to a real cluster)."""
+        return self.kubes.get(HOME)
+
+    @kube.setter
+    def kube(self, stand_in: KubeApiStandIn) -> None:
+        """A test's own stand-in for the home cluster (set before ``start``)."""
+        self.kubes[HOME] = stand_in
 
     def start(self) -> Sandbox:
         self.slack.start()
