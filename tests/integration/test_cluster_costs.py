@@ -16,7 +16,6 @@ Served as one shared Prometheus (all three) and as one Prometheus per cluster (e
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -32,11 +31,11 @@ from bot.bootstrap import build_digest, connect_cluster_metrics
 from bot.clock import ManualClock
 from bot.domain.policy import Policy, parse_policy
 from bot.errors import PartialMetrics
-from bot.sandbox.history import A100, H100, History, PodRun, write_openmetrics
+from bot.sandbox.history import A100, H100, History, PodRun
 from bot.services.ledger import NO_DATA, RECORDED, Ledger, export_rows
 from bot.services.ports import MetricsSource
 from bot.settings import Settings
-from tests.prometheus_server import PrometheusServer, binaries_available
+from tests.prometheus_server import PrometheusServer, binaries_available, with_labels
 
 UTC = timezone.utc
 START, END = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 4, tzinfo=UTC)
@@ -102,20 +101,10 @@ TRUTH = {
 }
 
 
-def labelled(history: History, labels: dict[str, str]) -> str:
-    """The history as its exporters exposed it, every series with ``labels`` added (a cluster's external labels)."""
-    out = io.StringIO()
-    write_openmetrics(history, out)
-    extra = "".join(f'{name}="{value}",' for name, value in labels.items())
-    return "".join(
-        line if line.startswith("#") else line.replace("{", "{" + extra, 1) for line in out.getvalue().splitlines(True)
-    )
-
-
 def serve(workdir: Path, *clusters: tuple[History, dict[str, str]]) -> PrometheusServer:
     server = PrometheusServer(workdir)
     for index, (history, labels) in enumerate(clusters):
-        server.add_openmetrics(labelled(history, labels), name=f"cluster-{index}")
+        server.add_openmetrics(with_labels(history, labels), name=f"cluster-{index}")
     return server.start()
 
 
