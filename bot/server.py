@@ -92,7 +92,9 @@ def serve() -> int:
 
     metrics = connect_cluster_metrics(settings, policy)
     if metrics is None:
-        log.warning("PROMETHEUS_URL is not set: no cost digests, budget warnings or idle-GPU nudges")
+        log.warning(
+            "PROMETHEUS_URL (or clusters.<name>.prometheus_url) is not set: no cost digests, budget warnings or idle-GPU nudges"
+        )
     services = build_services(
         policy=policy,
         database=database,

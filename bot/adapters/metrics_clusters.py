@@ -40,6 +40,8 @@ class ClusterMetrics:
         self._sources = list(sources)
         self._names = dict(names)
         self._unread = dict(unread or {})
+        for why in self._unread.values():
+            log.warning("%s: its GPU costs are not recorded", why)
 
     @property
     def queries(self) -> int:

@@ -299,3 +299,14 @@ def test_one_prometheus_down_the_others_figures_are_recorded_and_its_days_wait(
 
 def recorded_at(database: Database) -> dict[tuple[date, str], datetime]:
     return database.run(lambda repo: {(row.day, row.cluster): row.recorded_at for row in repo.session.query(LedgerDay)})
+
+
+@pytest.mark.prometheus
+def test_a_cluster_with_no_prometheus_is_said_in_every_run(servers: dict[str, PrometheusServer], database: Database) -> None:
+    policy = two_clusters(servers["us-2"].url)  # and no PROMETHEUS_URL for eu-1
+    metrics = connect_cluster_metrics(Settings(prometheus_url=None), policy)
+    assert isinstance(metrics, ClusterMetrics)
+    done = Ledger(policy=policy, metrics=metrics, database=database, clock=ManualClock(NOW)).catch_up(DAYS[-1])
+    assert done.errors == ["no Prometheus for cluster eu-1: set clusters.eu-1.prometheus_url or PROMETHEUS_URL"]
+    assert done.recorded == DAYS and set(done.unavailable) == {""}
+    assert connect_cluster_metrics(Settings(prometheus_url=None), parse_policy({**POLICY, "clusters": {}, "teams": {}})) is None
