@@ -6,7 +6,9 @@ share (``PROMETHEUS_URL``, a Thanos or Mimir), where ``metrics.cluster_label`` t
 home cluster's bare), so its answers are merged as they are: no two sources hold one cluster.
 
 All sources are asked at once, each on its own thread: a Prometheus that hangs costs a call its own
-timeout, never one per source. One that fails leaves the others' figures standing: the call raises ``PartialMetrics``
+timeout, never one per source, and once it has failed with a temporary fault (refused, timed out, 5xx)
+it is not asked again for ``retry_after`` seconds (its error is given at once), so the several calls
+of one run do not each wait for it. One that fails leaves the others' figures standing: the call raises ``PartialMetrics``
 with them and, for each cluster of the failing Prometheus, why (``days_by_cluster`` returns that in its
 ``Coverage`` instead). When no source answers the call fails as one Prometheus would.
 """
@@ -14,6 +16,8 @@ with them and, for each cluster of the failing Prometheus, why (``days_by_cluste
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timedelta
@@ -22,7 +26,7 @@ from typing import TypeVar
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
-from bot.errors import GpuQuotaError, PartialMetrics
+from bot.errors import GpuQuotaError, PartialMetrics, TemporaryError
 from bot.services.ports import ClusterCoverage, Coverage
 
 log = logging.getLogger(__name__)
@@ -35,11 +39,21 @@ class ClusterMetrics:
     ``unread``: the clusters no source holds, with why (said unavailable in every answer)."""
 
     def __init__(
-        self, sources: Sequence[PrometheusMetrics], *, names: Mapping[str, str], unread: Mapping[str, str] | None = None
+        self,
+        sources: Sequence[PrometheusMetrics],
+        *,
+        names: Mapping[str, str],
+        unread: Mapping[str, str] | None = None,
+        retry_after: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self._sources = list(sources)
         self._names = dict(names)
         self._unread = dict(unread or {})
+        self._retry_after = retry_after
+        self._monotonic = monotonic
+        self._failed: dict[int, tuple[float, TemporaryError]] = {}  # source index -> when it failed, how
+        self._lock = threading.Lock()
         for why in self._unread.values():
             log.warning("%s: its GPU costs are not recorded", why)
 
@@ -104,7 +118,7 @@ class ClusterMetrics:
         """Every source at once: the answers, and why each cluster of a source that failed has none. When none
         answers, the first source's error is raised as it is."""
         with ThreadPoolExecutor(max_workers=len(self._sources), thread_name_prefix="prometheus") as pool:
-            futures = [(source, pool.submit(call, source)) for source in self._sources]
+            futures = [(source, pool.submit(self._call, index, call)) for index, source in enumerate(self._sources)]
             answers: list[T] = []
             errors: list[tuple[PrometheusMetrics, GpuQuotaError]] = []
             for source, future in futures:
@@ -120,6 +134,22 @@ class ClusterMetrics:
             log.warning("metrics unavailable: %s", why)
             unavailable.update(dict.fromkeys(source.clusters, why))
         return answers, unavailable
+
+    def _call(self, index: int, call: Callable[[PrometheusMetrics], T]) -> T:
+        """``call`` on source ``index``, unless it failed with a temporary fault less than ``retry_after`` ago."""
+        with self._lock:
+            failed = self._failed.get(index)
+        if failed is not None and self._monotonic() - failed[0] < self._retry_after:
+            raise failed[1]
+        try:
+            answer = call(self._sources[index])
+        except TemporaryError as error:
+            with self._lock:
+                self._failed[index] = (self._monotonic(), error)
+            raise
+        with self._lock:
+            self._failed.pop(index, None)
+        return answer
 
 
 def _partial(figures: T, unavailable: Mapping[str, str]) -> T:
