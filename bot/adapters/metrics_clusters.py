@@ -8,9 +8,10 @@ home cluster's bare), so its answers are merged as they are: no two sources hold
 All sources are asked at once, each on its own thread: a Prometheus that hangs costs a call its own
 timeout, never one per source, and once it has failed with a temporary fault (refused, timed out, 5xx)
 it is not asked again for ``retry_after`` seconds (its error is given at once), so the several calls
-of one run do not each wait for it. One that fails leaves the others' figures standing: the call raises ``PartialMetrics``
-with them and, for each cluster of the failing Prometheus, why (``days_by_cluster`` returns that in its
-``Coverage`` instead). When no source answers the call fails as one Prometheus would.
+of one run do not each wait for it. One that fails leaves the others' figures standing: the call
+raises ``PartialMetrics`` with them and, for each cluster of the failing Prometheus, why
+(``days_by_cluster`` returns that in its ``Coverage`` instead). When no source answers the call fails
+as one Prometheus would.
 """
 
 from __future__ import annotations
