@@ -1,6 +1,6 @@
 """The one place that wires everything: settings, database, cluster, Slack, services, Bolt app.
 
-Every adapter is built here (``open_database``, ``connect_cluster``, ``connect_metrics``,
+Every adapter is built here (``open_database``, ``connect_cluster``, ``connect_cluster_metrics``,
 ``slack_client`` and ``slack_ports``), and every service (``build_services``, ``build_digest``,
 ``build_ledger``): ``run``, the shell, ``digest``, ``ledger``, ``cost`` and ``check-config`` use these,
 and so do the tests, with whatever adapters they need. It builds the ``Services`` container
@@ -24,7 +24,8 @@ from bot.adapters.db.models import Base
 from bot.adapters.karmada import KarmadaPlane
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.kueue import KueueCluster
-from bot.adapters.prometheus import PrometheusMetrics
+from bot.adapters.metrics_clusters import ClusterMetrics
+from bot.adapters.prometheus import ClusterLabels, PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.adapters.slack.reasons import plain_text as reason_text
@@ -144,11 +145,62 @@ def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | N
     """Prometheus when PROMETHEUS_URL is set; without it there are no digests, budgets or nudges."""
     if not settings.prometheus_url:
         return None
+    return connect_prometheus(settings, policy, settings.prometheus_url)
+
+
+def connect_cluster_metrics(settings: Settings, policy: Policy) -> MetricsSource | None:
+    """The metrics of every cluster of the policy; without ``clusters:``, ``connect_metrics``. Each cluster is
+    read from ``clusters.<name>.prometheus_url``, else PROMETHEUS_URL; a Prometheus several clusters are read
+    from tells their series apart by ``metrics.cluster_label`` (series without a label there are the home
+    cluster's, when it is one of them). One Prometheus is the source itself, several are asked together
+    (``ClusterMetrics``); a cluster with neither URL has its metrics said unavailable in every answer. None
+    when no cluster has a Prometheus. Every Prometheus gets the same credentials (PROMETHEUS_BEARER_TOKEN or
+    the basic auth, PROMETHEUS_CA_BUNDLE)."""
+    if not policy.clusters:
+        return connect_metrics(settings, policy)
+    home = policy.home_cluster()
+    read_from: dict[str, list[str]] = {}  # URL -> the clusters read from it
+    for name, cluster in sorted(policy.clusters.items()):
+        if url := cluster.prometheus_url or settings.prometheus_url:
+            read_from.setdefault(url.rstrip("/"), []).append(name)
+    part = {name: HOME if name == home else name for name in policy.clusters}
+    sources = [
+        connect_prometheus(settings, policy, url, cluster=part[names[0]])
+        if len(names) == 1
+        else connect_prometheus(
+            settings,
+            policy,
+            url,
+            labels=ClusterLabels(
+                policy.metrics.cluster_label,
+                {policy.metrics_name(name): part[name] for name in names},
+                unlabelled=HOME if home in names else None,
+            ),
+        )
+        for url, names in read_from.items()
+    ]
+    unread = {
+        part[name]: f"no Prometheus for cluster {name}: set clusters.{name}.prometheus_url or PROMETHEUS_URL"
+        for name in policy.clusters
+        if not any(name in names for names in read_from.values())
+    }
+    if not sources:
+        return None
+    if len(sources) == 1 and not unread:
+        return sources[0]
+    return ClusterMetrics(sources, names={part[name]: name for name in policy.clusters}, unread=unread)
+
+
+def connect_prometheus(
+    settings: Settings, policy: Policy, url: str, *, cluster: str = HOME, labels: ClusterLabels | None = None
+) -> PrometheusMetrics:
+    """The Prometheus at ``url`` with the settings' credentials, holding ``cluster``'s series (or, with
+    ``labels``, those of the clusters they name)."""
     basic = None
     if settings.prometheus_username and settings.prometheus_password:
         basic = (settings.prometheus_username, settings.prometheus_password.get_secret_value())
     return PrometheusMetrics.connect(
-        settings.prometheus_url,
+        url,
         interval=policy.metrics.sample_interval,
         idle_threshold=policy.metrics.idle_threshold_percent / 100,
         bearer_token=settings.prometheus_bearer_token.get_secret_value() if settings.prometheus_bearer_token else None,
@@ -156,6 +208,8 @@ def connect_metrics(settings: Settings, policy: Policy) -> PrometheusMetrics | N
         ca_bundle=settings.prometheus_ca_bundle,
         timeout=settings.prometheus_timeout_seconds,
         resources=policy.all_governed_resources(),
+        cluster=cluster,
+        labels=labels,
     )
 
 

@@ -20,13 +20,15 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 
+from bot.adapters.metrics_clusters import label_problems
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import slack_call
-from bot.bootstrap import connect_karmada, connect_kueue, connect_metrics, slack_client
+from bot.bootstrap import connect_cluster_metrics, connect_karmada, connect_kueue, connect_metrics, slack_client
 from bot.domain.clusters import HOME, cluster_of, split_key
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
 from bot.errors import GpuQuotaError, KarmadaObjectMissing, KueueObjectMissing, KueuePart
+from bot.services.ports import ClusterCoverage
 from bot.settings import Settings, SettingsError, load_settings
 from bot.startup_checks import SettingsProblem, check_database, load_cluster
 
@@ -262,9 +264,10 @@ def _channel(client: WebClient, channel: str) -> list[str]:
 
 
 def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:
+    problems = _cluster_metrics(settings, policy)
     if not settings.prometheus_url:
         out("skipped Prometheus: PROMETHEUS_URL is not set (no digests, budgets or idle nudges)")
-        return []
+        return problems
     metrics = connect_metrics(settings, policy)
     assert metrics is not None
     try:
@@ -273,16 +276,35 @@ def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) 
         )
         intervals = interval_problems(metrics, policy, datetime.now(timezone.utc))
     except GpuQuotaError as error:
-        return [f"PROMETHEUS_URL: {error}"]
-    return intervals + [
-        f"Prometheus has no {name} series: is {source} scraped?"
-        for name, source in (
-            ("kube_pod_status_phase", "kube-state-metrics"),
-            ("kube_pod_container_resource_requests", "kube-state-metrics"),
-            ("DCGM_FI_DEV_GPU_UTIL", "the NVIDIA DCGM exporter"),
-        )
-        if not present.get(name)
-    ]
+        return [*problems, f"PROMETHEUS_URL: {error}"]
+    return (
+        problems
+        + intervals
+        + [
+            f"Prometheus has no {name} series: is {source} scraped?"
+            for name, source in (
+                ("kube_pod_status_phase", "kube-state-metrics"),
+                ("kube_pod_container_resource_requests", "kube-state-metrics"),
+                ("DCGM_FI_DEV_GPU_UTIL", "the NVIDIA DCGM exporter"),
+            )
+            if not present.get(name)
+        ]
+    )
+
+
+def _cluster_metrics(settings: Settings, policy: Policy) -> list[str]:
+    """With clusters: each cluster's metrics over the last hour (a cluster label a shared Prometheus lacks, a
+    cluster's own Prometheus that does not answer, a cluster with none), one line each."""
+    if not policy.clusters:
+        return []
+    metrics = connect_cluster_metrics(settings, policy)
+    if not isinstance(metrics, ClusterCoverage):
+        return []
+    names = {part: policy.cluster_label(part) for part in policy.cluster_names()}
+    try:
+        return label_problems(metrics, at=datetime.now(timezone.utc), names=names)
+    except GpuQuotaError as error:
+        return [f"the clusters' Prometheus: {error}"]
 
 
 EXPORTERS = {"ksm": "kube-state-metrics", "dcgm": "the DCGM exporter"}

@@ -17,7 +17,7 @@ from pathlib import Path
 from bot.adapters.db.database import Database
 from bot.adapters.slack.blocks import report_blocks
 from bot.adapters.slack.reports import Report, digest_report
-from bot.bootstrap import build_digest, connect_metrics, open_database, scratch_database, slack_client, slack_ports
+from bot.bootstrap import build_digest, connect_cluster_metrics, open_database, scratch_database, slack_client, slack_ports
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError, UserError
@@ -25,6 +25,7 @@ from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.render import TextRenderer
 from bot.sandbox.world import CHANNELS, PEOPLE, sandbox_policy
 from bot.services.digest import NoMetrics
+from bot.services.ledger import answered
 from bot.services.ports import MetricsSource
 from bot.settings import Settings, SettingsError, load_settings
 
@@ -44,18 +45,18 @@ def run(args: argparse.Namespace) -> int:
     except SettingsError as error:
         print(f"gpu-quota-bot: {error}", file=sys.stderr)
         return 2
-    if args.post and (not settings.prometheus_url or not settings.gpu_quota_config):
+    policy = load_policy(settings.gpu_quota_config) if settings.gpu_quota_config else sandbox_policy()
+    clock = SystemClock()
+    metrics: MetricsSource | None = connect_cluster_metrics(settings, policy)
+    if args.post and (metrics is None or not settings.gpu_quota_config):
         missing = " and ".join(
-            n for n, v in (("PROMETHEUS_URL", settings.prometheus_url), ("GPU_QUOTA_CONFIG", settings.gpu_quota_config)) if not v
+            n for n, v in (("PROMETHEUS_URL", metrics is not None), ("GPU_QUOTA_CONFIG", settings.gpu_quota_config)) if not v
         )
         print(
             f"gpu-quota-bot: digest --post needs {missing} (the sandbox's synthetic figures are for --print only)",
             file=sys.stderr,
         )
         return 2
-    policy = load_policy(settings.gpu_quota_config) if settings.gpu_quota_config else sandbox_policy()
-    clock = SystemClock()
-    metrics: MetricsSource | None = connect_metrics(settings, policy)
     notes = []
     if metrics is None:
         metrics = HistoryMetrics(sandbox_history(clock.now()), idle_threshold=policy.metrics.idle_threshold_percent / 100)
@@ -82,7 +83,8 @@ def _print(
     service = build_digest(
         policy=policy, metrics=metrics, database=_database(settings, sandbox=settings.gpu_quota_config is None)
     )
-    digest = service.build(day)
+    unavailable: dict[str, str] = {}
+    digest = answered(lambda: service.build(day), unavailable)
     for note in notes:
         print(f"# {note}")
     reports = [digest_report(t) for t in digest.teams if team in (None, t.team.name)]
@@ -92,7 +94,14 @@ def _print(
     chart_dir.mkdir(parents=True, exist_ok=True)
     for report in reports:
         _print_report(report, renderer, chart_dir)
-    return 0
+    return _unread(unavailable)
+
+
+def _unread(unavailable: dict[str, str]) -> int:
+    """The clusters whose days could not be read (the digest said they are not counted): a line each, exit 1."""
+    for why in sorted(set(unavailable.values())):
+        print(f"gpu-quota-bot: {why}", file=sys.stderr)
+    return 1 if unavailable else 0
 
 
 def _print_report(report: Report, renderer: TextRenderer, chart_dir: Path) -> None:
@@ -113,9 +122,10 @@ def _post(settings: Settings, policy: Policy, metrics: MetricsSource, day: date,
     service = build_digest(
         policy=policy, metrics=metrics, database=_database(settings, sandbox=False), notifier=slack_ports(client).notifier
     )
-    posted = service.publish(day, teams=[team] if team else None)
+    unavailable: dict[str, str] = {}
+    posted = answered(lambda: service.publish(day, teams=[team] if team else None), unavailable)
     print(f"posted the digests of {day}: {', '.join(posted) or 'nothing new (already posted)'}")
-    return 0
+    return _unread(unavailable)
 
 
 def _database(settings: Settings, *, sandbox: bool) -> Database:

@@ -11,7 +11,7 @@ Messages of all three are safe to show to people: they never contain secrets.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -60,6 +60,17 @@ class TemporaryError(GpuQuotaError):
 class Unreachable(TemporaryError):
     """The service did not answer at all: the connection was refused, reset or timed out (a server that answers
     5xx is not this: it answered)."""
+
+
+class PartialMetrics(TemporaryError):
+    """The metrics of some clusters could not be read: ``unavailable`` says why (a sentence naming the cluster),
+    by the namespace key's cluster part; ``figures`` is what the call returns, from the clusters that answered
+    (none of the others' namespaces in it: unknown, not zero)."""
+
+    def __init__(self, figures: Any, unavailable: Mapping[str, str]) -> None:
+        super().__init__("; ".join(sorted(set(unavailable.values()))), delay=30)
+        self.figures = figures
+        self.unavailable = dict(unavailable)
 
 
 class RateLimited(TemporaryError):

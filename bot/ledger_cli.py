@@ -1,7 +1,8 @@
 """``gpu-quota-bot ledger backfill`` and ``gpu-quota-bot cost export``: the cost ledger from the command line.
 
 ``ledger backfill --from DATE`` records (again) every finished day from DATE from Prometheus, for a
-new install or after a long outage; days Prometheus no longer holds are recorded as "no data".
+new install or after a long outage; days Prometheus no longer holds are recorded as "no data" (for each
+cluster on its own; a cluster whose Prometheus does not answer keeps its days unrecorded: exit code 1).
 ``cost export --month YYYY-MM --format csv|json`` writes the month's ledger for finance, one row per
 day x namespace x resource x GPU model, from the database alone. Every problem is one line and an exit code.
 """
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.db.database import Database
-from bot.bootstrap import build_ledger, connect_metrics, open_database
+from bot.bootstrap import build_ledger, connect_cluster_metrics, open_database
 from bot.clock import SystemClock
 from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
@@ -37,7 +38,8 @@ EXPORT_FIELDS = (
     "cost",
     "idle_cost",
     "currency",
-    "resource",  # added last (2026-12): the columns before it keep their names and order
+    "resource",  # added in 2026-12: the columns before it keep their names and order
+    "cluster",  # added last (#21): the namespace's cluster as the policy names it
 )
 
 
@@ -59,10 +61,11 @@ def add_cost_arguments(parser: argparse.ArgumentParser) -> None:
 def run_ledger(args: argparse.Namespace) -> int:
     try:
         settings, policy = _setup()
-        if not settings.prometheus_url:
-            return _fail("ledger backfill needs PROMETHEUS_URL (it records what Prometheus holds)")
-        metrics = connect_metrics(settings, policy)
-        assert metrics is not None
+        metrics = connect_cluster_metrics(settings, policy)
+        if metrics is None:
+            return _fail(
+                "ledger backfill needs PROMETHEUS_URL or clusters.<name>.prometheus_url (it records what Prometheus holds)"
+            )
         clock = SystemClock()
         yesterday = (clock.now().astimezone(policy.schedules.zone) - timedelta(days=1)).date()
         last = min(args.last or yesterday, yesterday)
@@ -78,8 +81,14 @@ def run_ledger(args: argparse.Namespace) -> int:
     print(
         f"recorded {len(done.recorded)} days from {args.first} to {last}"
         + (f"; no metrics for {day_ranges(done.no_data)}" if done.no_data else "")
+        + "".join(
+            f"; no metrics for {policy.cluster_label(cluster)} on {day_ranges(days)}"
+            for cluster, days in sorted(done.missing.items())
+        )
     )
-    return 0
+    for line in done.errors:  # a cluster whose metrics could not be read: its days stay unrecorded
+        print(f"gpu-quota-bot: {line}", file=sys.stderr)
+    return 1 if done.errors else 0
 
 
 def run_cost(args: argparse.Namespace) -> int:

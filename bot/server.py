@@ -32,9 +32,9 @@ from bot.adapters.slack.socket_mode import SocketModeConnection, bolt_handler
 from bot.bootstrap import (
     build_bolt_app,
     build_services,
+    connect_cluster_metrics,
     connect_clusters,
     connect_karmada,
-    connect_metrics,
     open_database,
     slack_client,
     slack_ports,
@@ -90,9 +90,11 @@ def serve() -> int:
         except GpuQuotaError as error:
             return fail(f"SLACK_APP_TOKEN / SLACK_API_URL: {error}")
 
-    metrics = connect_metrics(settings, policy)
+    metrics = connect_cluster_metrics(settings, policy)
     if metrics is None:
-        log.warning("PROMETHEUS_URL is not set: no cost digests, budget warnings or idle-GPU nudges")
+        log.warning(
+            "PROMETHEUS_URL (or clusters.<name>.prometheus_url) is not set: no cost digests, budget warnings or idle-GPU nudges"
+        )
     services = build_services(
         policy=policy,
         database=database,

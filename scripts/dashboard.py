@@ -1,6 +1,7 @@
 """Writes deploy/grafana-dashboard.json: the bot's own health, and GPU cost per team from the same
-PromQL the digest uses (bot.adapters.prometheus). Run it after changing either; a test checks the
-committed file is up to date.
+PromQL the digest uses (bot.adapters.prometheus), of the clusters chosen in the ``cluster`` variable
+(their ``$cluster_label``, the policy's metrics.cluster_label; a series without it, a home cluster's
+own, counts under All). Run it after changing either; a test checks the committed file is up to date.
 
     .venv/bin/python scripts/dashboard.py
 """
@@ -18,8 +19,14 @@ from bot.adapters.prometheus import running_gpu_samples  # noqa: E402
 
 TARGET = Path(__file__).resolve().parents[1] / "deploy" / "grafana-dashboard.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-# The digest's allocated GPU-hours per namespace over one day, as Grafana evaluates it at each point.
-DAILY_GPU_HOURS = f"sum by (namespace) ({running_gpu_samples(86400)}) * $sample_interval / 3600"
+CLUSTER = "$cluster_label"
+# The clusters chosen: a filter for ``and on (CLUSTER)`` (All is ".*", which the empty value matches too).
+CHOSEN = f'count by ({CLUSTER}) (kube_pod_status_phase{{{CLUSTER}=~"$cluster"}})'
+# The digest's allocated GPU-hours per cluster and namespace over one day, as Grafana evaluates it at each point.
+DAILY_GPU_HOURS = (
+    f"sum by ({CLUSTER}, namespace) ({running_gpu_samples(86400, by=(CLUSTER,))}) * $sample_interval / 3600"
+    f" and on ({CLUSTER}) {CHOSEN}"
+)
 
 
 def panel(
@@ -117,9 +124,10 @@ def dashboard() -> dict[str, Any]:
     cost = [
         panel(
             9,
-            "GPU-hours allocated per namespace (last 24 h, as in the digest)",
+            "GPU-hours allocated per namespace and cluster (last 24 h, as in the digest)",
             "timeseries",
-            [(DAILY_GPU_HOURS, "{{namespace}}")],
+            # The chosen label copied to "cluster", the one the legend can name whatever the label is.
+            [(f'label_replace({DAILY_GPU_HOURS}, "cluster", "$1", "{CLUSTER}", "(.*)")', "{{cluster}} {{namespace}}")],
             (0, 25, 12, 9),
         ),
         panel(
@@ -128,8 +136,8 @@ def dashboard() -> dict[str, Any]:
             "timeseries",
             [
                 (
-                    f"sum by (label_$team_label) (({DAILY_GPU_HOURS}) * on (namespace) group_left (label_$team_label) "
-                    f"max by (namespace, label_$team_label) (kube_namespace_labels)) * $price",
+                    f"sum by (label_$team_label) (({DAILY_GPU_HOURS}) * on ({CLUSTER}, namespace) group_left (label_$team_label) "
+                    f"max by ({CLUSTER}, namespace, label_$team_label) (kube_namespace_labels)) * $price",
                     "{{label_$team_label}}",
                 )
             ],
@@ -164,6 +172,25 @@ def dashboard() -> dict[str, Any]:
                 },
                 {"name": "price", "type": "textbox", "query": "0.95", "label": "price per GPU-hour"},
                 {"name": "team_label", "type": "textbox", "query": "team", "label": "namespace label naming the team"},
+                {
+                    "name": "cluster_label",
+                    "type": "textbox",
+                    "query": "cluster",
+                    "label": "label naming the cluster (metrics.cluster_label)",
+                },
+                {
+                    "name": "cluster",
+                    "type": "query",
+                    "label": "cluster",
+                    "datasource": DATASOURCE,
+                    "query": {"query": f"label_values(kube_pod_status_phase, {CLUSTER})", "refId": "clusters"},
+                    "definition": f"label_values(kube_pod_status_phase, {CLUSTER})",
+                    "refresh": 2,
+                    "multi": True,
+                    "includeAll": True,
+                    "allValue": ".*",
+                    "current": {"text": "All", "value": "$__all"},
+                },
             ]
         },
         "panels": [

@@ -10,6 +10,7 @@ meaning live scraping gives it.
 
 from __future__ import annotations
 
+import io
 import shutil
 import socket
 import subprocess
@@ -120,6 +121,17 @@ class PrometheusServer:
             except subprocess.TimeoutExpired:
                 self._process.kill()
             self._process = None
+
+
+def with_labels(history: History, labels: dict[str, str]) -> str:
+    """The history as OpenMetrics (``write_openmetrics``), every series with ``labels`` added: what a cluster's
+    Prometheus sends to a shared Thanos or Mimir with its external labels."""
+    out = io.StringIO()
+    write_openmetrics(history, out)
+    extra = "".join(f'{name}="{value}",' for name, value in labels.items())
+    return "".join(
+        line if line.startswith("#") else line.replace("{", "{" + extra, 1) for line in out.getvalue().splitlines(True)
+    )
 
 
 def _free_port() -> int:

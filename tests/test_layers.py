@@ -113,6 +113,7 @@ ADAPTER_CONSTRUCTORS = {
     "ClusterSet",
     "KarmadaPlane",
     "PrometheusMetrics",
+    "ClusterMetrics",
 }
 
 

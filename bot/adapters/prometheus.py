@@ -54,25 +54,28 @@ import math
 import re
 import statistics
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta, timezone
 from itertools import pairwise
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from bot.domain.clusters import HOME, namespace_key
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.resources import GPU, metrics_label, mig_resource
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
+from bot.services.ports import Coverage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RUNNING = 'kube_pod_status_phase{phase="Running"}'
 PROF = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
@@ -91,17 +94,23 @@ def requests_selector(resources: Sequence[str]) -> str:
 GPU_REQUESTS = requests_selector((GPU,))
 
 
+def _labels(*names: str, by: Sequence[str] = ()) -> str:
+    """A ``by`` or ``on`` clause's labels: the cluster labels ``by`` (a Prometheus shared by several clusters) first."""
+    return ", ".join([*by, *names])
+
+
 def pod_namespace(expression: str) -> str:
     """DCGM results with the pod's namespace in ``namespace``, whichever spelling was scraped."""
     return f'label_replace({expression}, "namespace", "$1", "exported_namespace", "(.+)")'
 
 
-def running_gpu_samples(seconds: int, resources: Sequence[str] = (GPU,)) -> str:
+def running_gpu_samples(seconds: int, resources: Sequence[str] = (GPU,), *, by: Sequence[str] = ()) -> str:
     """Per pod and resource: running samples in the window times what the pod requests of the resource."""
+    pod = _labels("namespace", "pod", "uid", by=by)
     return (
-        f"sum by (namespace, pod, uid, resource) (max_over_time({requests_selector(resources)}[{seconds}s]))"
-        f" * on (namespace, pod, uid) group_left ()"
-        f" sum by (namespace, pod, uid) (sum_over_time({RUNNING}[{seconds}s]))"
+        f"sum by ({_labels('namespace', 'pod', 'uid', 'resource', by=by)}) (max_over_time({requests_selector(resources)}[{seconds}s]))"
+        f" * on ({pod}) group_left ()"
+        f" sum by ({pod}) (sum_over_time({RUNNING}[{seconds}s]))"
     )
 
 
@@ -112,16 +121,21 @@ def utilisation(function: str, seconds: int, *, whole_gpus: bool = False) -> str
     return f"({function}({PROF}{only}[{seconds}s]) or ({function}({DEV}{only}[{seconds}s]) / 100))"
 
 
-def allocated_samples_query(seconds: int, resources: Sequence[str] = (GPU,)) -> str:
+def allocated_samples_query(seconds: int, resources: Sequence[str] = (GPU,), *, by: Sequence[str] = ()) -> str:
     """Samples of running pods times what they request, by namespace and resource (times the kube-state-metrics
     spacing: GPU-seconds, or slice-seconds of a MIG profile)."""
-    return f"sum by (namespace, resource) ({running_gpu_samples(seconds, resources)})"
+    return f"sum by ({_labels('namespace', 'resource', by=by)}) ({running_gpu_samples(seconds, resources, by=by)})"
 
 
-def peak_allocated_query(seconds: int, step: int) -> str:
+def allocated_now_query(*, by: Sequence[str] = ()) -> str:
+    """The GPUs running pods request at an instant, by namespace."""
+    pod = _labels("namespace", "pod", "uid", by=by)
+    return f"sum by ({_labels('namespace', by=by)}) ({GPU_REQUESTS} * on ({pod}) group_left () ({RUNNING} == 1))"
+
+
+def peak_allocated_query(seconds: int, step: int, *, by: Sequence[str] = ()) -> str:
     """The most GPUs requested by running pods at any sample of the range, by namespace."""
-    allocated = f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))"
-    return f"max_over_time(({allocated})[{seconds}s:{step}s])"
+    return f"max_over_time(({allocated_now_query(by=by)})[{seconds}s:{step}s])"
 
 
 IDLE_RULE = "gpu_quota:gpu_idle:bool"
@@ -132,11 +146,10 @@ def idle_rule(idle_threshold: float) -> str:
     return f'{IDLE_RULE}{{threshold="{idle_threshold:g}"}}'
 
 
-def measure_query(name: str, expression: str) -> str:
+def measure_query(name: str, expression: str, *, by: Sequence[str] = ()) -> str:
     """``expression`` summed by namespace, model and MIG profile (none: whole GPUs), labelled ``measure=name``."""
-    return (
-        f'label_replace(sum by (namespace, modelName, {MIG_PROFILE}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
-    )
+    labels = _labels("namespace", "modelName", MIG_PROFILE, by=by)
+    return f'label_replace(sum by ({labels}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
 
 
 def samples_count(seconds: int) -> str:
@@ -145,21 +158,22 @@ def samples_count(seconds: int) -> str:
     return f'(count_over_time({DEV}[{seconds}s]) or count_over_time({PROF}{{{MIG_PROFILE}!=""}}[{seconds}s]))'
 
 
-def dcgm_queries(seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True) -> list[str]:
+def dcgm_queries(
+    seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True, by: Sequence[str] = ()
+) -> list[str]:
     """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and model
     (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds). ``with_rule``: count the idle
     samples from the recording rule, in the same query; without it the idle subquery is a query of its own,
     so that it runs beside the others (it costs more than all of them). ``idle=False``: the samples only
     (what prices a day needs no idle count nor utilisation)."""
-    samples = measure_query("hours", samples_count(seconds))
+    samples = measure_query("hours", samples_count(seconds), by=by)
     if not idle:
         return [samples]
-    util = measure_query("util_hours", utilisation("sum_over_time", seconds))
+    util = measure_query("util_hours", utilisation("sum_over_time", seconds), by=by)
     if with_rule:
-        return [
-            " or ".join([samples, measure_query("idle_hours", f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])"), util])
-        ]
-    return [f"{samples} or {util}", measure_query("idle_hours", idle_samples_query(seconds, step, idle_threshold))]
+        rule = measure_query("idle_hours", f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])", by=by)
+        return [" or ".join([samples, rule, util])]
+    return [f"{samples} or {util}", measure_query("idle_hours", idle_samples_query(seconds, step, idle_threshold), by=by)]
 
 
 def idle_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
@@ -189,13 +203,14 @@ MIN_SPACING_DIFFERENCES = 3
 EXPORTER_LABEL = "gpu_quota_exporter"
 
 
-def spacing_query(seconds: int, idle_threshold: float, *, rule: bool = True) -> str:
+def spacing_query(seconds: int, idle_threshold: float, *, rule: bool = True, by: Sequence[str] = ()) -> str:
     """The ``SPACING_SAMPLE_SERIES`` series of each exporter (and, with ``rule``, of the idle recording rule)
-    with the most samples in the window, with their counts (the rule's top count says whether it covers the
-    day); plain range functions: cheap, unlike a subquery over every series."""
+    with the most samples in the window (of each cluster, ``by`` its labels), with their counts (the rule's top
+    count says whether it covers the day); plain range functions: cheap, unlike a subquery over every series."""
     series = {**SPACING_SERIES, **({"rule": idle_rule(idle_threshold)} if rule else {})}
+    top = f"topk by ({_labels(by=by)})" if by else "topk"
     return " or ".join(
-        f'label_replace(topk({SPACING_SAMPLE_SERIES}, count_over_time({selector}[{seconds}s])), "{EXPORTER_LABEL}", "{name}", "", "")'
+        f'label_replace({top}({SPACING_SAMPLE_SERIES}, count_over_time({selector}[{seconds}s])), "{EXPORTER_LABEL}", "{name}", "", "")'
         for name, selector in series.items()
     )
 
@@ -233,13 +248,14 @@ def spacing_of(raw: float) -> float:
     return float(nearest) if abs(nearest - raw) <= 0.03 * nearest else raw
 
 
-def idle_query(window: int, interval: int, threshold: float) -> str:
+def idle_query(window: int, interval: int, threshold: float, *, by: Sequence[str] = ()) -> str:
     """Namespaces whose whole GPUs all stayed under ``threshold`` while one of their pods ran the whole window
     (the nudge counts the GPUs they hold: a busy or idle MIG slice is not one)."""
     samples = int(window / interval * 0.95)  # tolerate a few missed scrapes
+    namespace = _labels("namespace", by=by)
     return (
-        f"max by (namespace) ({pod_namespace(utilisation('max_over_time', window, whole_gpus=True))}) < {threshold}"
-        f" and on (namespace) max by (namespace) (sum_over_time({RUNNING}[{window}s])) >= {samples}"
+        f"max by ({namespace}) ({pod_namespace(utilisation('max_over_time', window, whole_gpus=True))}) < {threshold}"
+        f" and on ({namespace}) max by ({namespace}) (sum_over_time({RUNNING}[{window}s])) >= {samples}"
     )
 
 
@@ -249,7 +265,7 @@ def idle_query(window: int, interval: int, threshold: float) -> str:
 SATURATION_STEP = 300
 
 
-def quota_saturation_query(seconds: int, step: int) -> str:
+def quota_saturation_query(seconds: int, step: int, *, by: Sequence[str] = ()) -> str:
     """The share of the window's points at which each GPU quota was full (kube-state-metrics' used equal to
     a non-zero hard), by namespace and quota. A point without the quota's series (not created yet, not
     scraped) counts as not full: the sum is divided by the window's points, not averaged over the points
@@ -257,18 +273,59 @@ def quota_saturation_query(seconds: int, step: int) -> str:
     back. A subquery, since "used == hard" compares two series point by point; it reads only the two
     ``kube_resourcequota`` series of each GPU quota (never the pods), so it costs (window / step) x 2
     samples per quota: 8,064 for 14 days."""
-    quota = 'max by (namespace, resourcequota) (kube_resourcequota{resource="requests.nvidia.com/gpu", type="%s"})'
-    full = f"{quota % 'used'} == bool on (namespace, resourcequota) ({quota % 'hard'} > 0)"
+    labels = _labels("namespace", "resourcequota", by=by)
+    quota = f'max by ({labels}) (kube_resourcequota{{resource="requests.nvidia.com/gpu", type="%s"}})'
+    full = f"{quota % 'used'} == bool on ({labels}) ({quota % 'hard'} > 0)"
     return f"sum_over_time(({full})[{seconds}s:{step}s]) / {seconds // step}"
 
 
-Part = tuple[str, str]  # (namespace, resource)
-DcgmRow = tuple[dict[str, str], str, float]  # (labels, resource, hours) of a DCGM measure
+Part = tuple[str, str]  # (namespace key, resource)
+DcgmRow = tuple[str, dict[str, str], str, float]  # (namespace key, labels, resource, hours) of a DCGM measure
+Spacing = dict[date, dict[str, dict[str, float]]]  # day -> cluster part -> exporter -> seconds between samples
+
+# OpenCost's and Kubecost's cluster label: a series without ``metrics.cluster_label`` is taken by it.
+OPENCOST_LABEL = "cluster_id"
+
+
+@dataclass(frozen=True)
+class ClusterLabels:
+    """How the series of a Prometheus (Thanos, Mimir) that several clusters share are told apart. A series
+    belongs to the cluster its ``label`` names; one without that label, to the cluster its OpenCost
+    ``cluster_id`` names; one with neither, to ``unlabelled`` (the home cluster, when it shares this
+    Prometheus: its own series often carry no label there), else to none. ``parts`` maps each label value
+    (the policy's metrics name of a cluster) to the cluster's part of a namespace key; a value it does not
+    list is a cluster the policy does not govern: not counted."""
+
+    label: str
+    parts: Mapping[str, str]
+    unlabelled: str | None = None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The labels every query keeps (``by``, ``on``)."""
+        return (self.label,) if self.label == OPENCOST_LABEL else (self.label, OPENCOST_LABEL)
+
+    @property
+    def clusters(self) -> tuple[str, ...]:
+        return tuple(sorted({*self.parts.values(), *([self.unlabelled] if self.unlabelled is not None else [])}))
+
+    def cluster_of(self, metric: Mapping[str, str]) -> str | None:
+        value = metric.get(self.label) or metric.get(OPENCOST_LABEL)
+        return self.parts.get(value) if value else self.unlabelled
+
+    def series_of(self, cluster: str) -> str:
+        """The series that belong to ``cluster``, in words (for a line saying none are there)."""
+        values = sorted(value for value, part in self.parts.items() if part == cluster)
+        said = " or ".join(f'{name}="{value}"' for value in values for name in self.names)
+        return said + (" or neither label" if cluster == self.unlabelled else "")
 
 
 class PrometheusMetrics:
-    """Implements ``MetricsSource``; ``queries`` counts the HTTP queries issued (for the benchmark). ``resources``:
-    the extended resources ``usage`` counts (every one the policy governs, in any namespace); whole GPUs always."""
+    """Implements ``MetricsSource`` and ``ClusterCoverage``; ``queries`` counts the HTTP queries issued (for the
+    benchmark). ``resources``: the extended resources ``usage`` counts (every one the policy governs, in any
+    namespace); whole GPUs always. Namespaces are keys: every series is ``cluster``'s (a Prometheus of one
+    cluster, the home cluster by default: bare names, the queries as they always were), or, with ``labels``
+    (a Prometheus several clusters share), the cluster its labels name, which every query then keeps."""
 
     def __init__(
         self,
@@ -278,16 +335,28 @@ class PrometheusMetrics:
         idle_threshold: float,
         timeout: float = 30.0,
         resources: Sequence[str] = (GPU,),
+        cluster: str = HOME,
+        labels: ClusterLabels | None = None,
     ) -> None:
         self._client = client
         self._resources = tuple(sorted({GPU, *resources}))
         self._by_label = {metrics_label(resource): resource for resource in self._resources}
         self._interval = int(interval.total_seconds())
-        self.spacings: dict[date, dict[str, float]] = {}  # measured per day: {"ksm": s, "dcgm": s}, no guess
+        self._cluster = cluster
+        self._labels = labels
+        self._by = labels.names if labels else ()
+        self.clusters = labels.clusters if labels else (cluster,)  # the key parts whose series it holds
+        # Measured per cluster and day: {"ksm": s, "dcgm": s}, no guess.
+        self.cluster_spacings: dict[str, dict[date, dict[str, float]]] = {part: {} for part in self.clusters}
         self._idle_threshold = idle_threshold
         self._timeout = timeout
         self.queries = 0
         self._count_lock = threading.Lock()
+
+    @property
+    def spacings(self) -> dict[date, dict[str, float]]:
+        """The spacing measured on each day for the source's own cluster (the home cluster's when shared)."""
+        return self.cluster_spacings.setdefault(self._cluster, {})
 
     @classmethod
     def connect(
@@ -301,6 +370,8 @@ class PrometheusMetrics:
         ca_bundle: Path | None = None,
         timeout: float = 30.0,
         resources: Sequence[str] = (GPU,),
+        cluster: str = HOME,
+        labels: ClusterLabels | None = None,
     ) -> PrometheusMetrics:
         session = requests.Session()
         session.verify = str(ca_bundle) if ca_bundle else True
@@ -308,7 +379,27 @@ class PrometheusMetrics:
         retry = Retry(total=2, backoff_factor=0.5, status_forcelist=(429, 502, 503, 504), allowed_methods=("GET", "POST"))
         session.mount(url, HTTPAdapter(max_retries=retry))
         client = PrometheusConnect(url=url, headers=headers, auth=basic_auth, session=session, timeout=timeout, method="POST")
-        return cls(client, interval=interval, idle_threshold=idle_threshold, timeout=timeout, resources=resources)
+        return cls(
+            client,
+            interval=interval,
+            idle_threshold=idle_threshold,
+            timeout=timeout,
+            resources=resources,
+            cluster=cluster,
+            labels=labels,
+        )
+
+    def _cluster_of(self, metric: Mapping[str, str]) -> str | None:
+        """The key part of the cluster a series belongs to; None: a cluster not counted here."""
+        return self._labels.cluster_of(metric) if self._labels else self._cluster
+
+    def _namespace_key(self, metric: Mapping[str, str]) -> str | None:
+        cluster = self._cluster_of(metric)
+        return namespace_key(cluster, metric.get("namespace", "")) if cluster is not None else None
+
+    def _by_namespace(self, rows: Iterable[tuple[dict[str, str], T]]) -> dict[str, T]:
+        """Instant answers keyed by namespace key (a cluster not counted here left out)."""
+        return {key: value for metric, value in rows if (key := self._namespace_key(metric)) is not None}
 
     # --- MetricsSource -----------------------------------------------------------------------
 
@@ -319,25 +410,32 @@ class PrometheusMetrics:
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
             spacing = self._spacing_or_fallback(run, rule=idle)
-            # The idle subquery steps at the DCGM spacing; a run whose days differ uses its first day's.
-            # The recording rule replaces it when it covers every day of the run.
-            step = int(round(spacing[run[0].day]["dcgm"]))
-            with_rule = all("rule" in spacing[w.day] for w in run)
+            # The idle subquery steps at the DCGM spacing; a run whose days (or clusters) differ uses its first
+            # day's (finest). The recording rule replaces it when it covers every day of the run.
+            step = int(round(min(exporters["dcgm"] for exporters in spacing[run[0].day].values())))
+            with_rule = all("rule" in exporters for w in run for exporters in spacing[w.day].values())
             queries = [
-                allocated_samples_query(seconds, self._resources),
-                *dcgm_queries(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle),
+                allocated_samples_query(seconds, self._resources, by=self._by),
+                *dcgm_queries(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle, by=self._by),
             ]
             # Two at a time: Prometheus evaluates each query on one core, and the slowest (the idle subquery)
             # then runs beside the others instead of after them.
             with ThreadPoolExecutor(max_workers=PARALLEL_QUERIES) as pool:
                 answers = list(pool.map(self._per_window, queries, [run] * len(queries)))
             for day, metric, value in answers[0]:
+                cluster = self._cluster_of(metric)
+                if cluster is None:
+                    continue
                 resource = self._by_label[metric.get("resource", "")]  # the selector names exactly these
-                allocated.setdefault(day, {})[(metric.get("namespace", ""), resource)] = value * spacing[day]["ksm"] / 3600
+                part = (namespace_key(cluster, metric.get("namespace", "")), resource)
+                per_day = allocated.setdefault(day, {})
+                per_day[part] = per_day.get(part, 0.0) + value * spacing[day][cluster]["ksm"] / 3600
             for day, metric, value in (row for answer in answers[1:] for row in answer):
-                idle_by_rule = with_rule and metric.get("measure") == "idle_hours"
-                hours = value * spacing[day]["rule" if idle_by_rule else "dcgm"] / 3600
-                if (row := self._dcgm_row(metric, hours, unknown)) is not None:
+                cluster = self._cluster_of(metric)
+                if cluster is None:
+                    continue
+                hours = value * self._sample_seconds(metric, spacing[day][cluster], step=step, with_rule=with_rule) / 3600
+                if (row := self._dcgm_row(metric, cluster, hours, unknown)) is not None:
                     dcgm_rows.setdefault(day, []).append(row)
         if unknown:
             log.warning(
@@ -345,72 +443,96 @@ class PrometheusMetrics:
             )
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
 
-    def _dcgm_row(self, metric: dict[str, str], hours: float, unknown: set[str]) -> DcgmRow | None:
-        """A DCGM answer with its resource; None for a MIG profile nobody governs (neither allocated nor priced)
-        and for a profile label that names no profile (noted in ``unknown``)."""
+    def _sample_seconds(self, metric: Mapping[str, str], spacing: dict[str, float], *, step: int, with_rule: bool) -> float:
+        """What one counted DCGM sample stands for: the rule's spacing for its idle samples, else the DCGM spacing;
+        in a shared Prometheus the idle subquery's points are counted at its one ``step``, whatever each cluster's
+        spacing (a point takes the latest sample, so a count at any step times that step is the idle time)."""
+        if metric.get("measure") != "idle_hours":
+            return spacing["dcgm"]
+        if with_rule:
+            return spacing["rule"]
+        return float(step) if self._labels else spacing["dcgm"]
+
+    def _dcgm_row(self, metric: dict[str, str], cluster: str, hours: float, unknown: set[str]) -> DcgmRow | None:
+        """A DCGM answer with its namespace key and resource; None for a MIG profile nobody governs (neither
+        allocated nor priced) and for a profile label that names no profile (noted in ``unknown``)."""
         resource = dcgm_resource(metric)
         if resource is None:
             unknown.add(metric.get(MIG_PROFILE, ""))
             return None
-        return (metric, resource, hours) if resource in self._resources else None
+        key = namespace_key(cluster, metric.get("namespace", ""))
+        return (key, metric, resource, hours) if resource in self._resources else None
 
-    def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> dict[date, dict[str, float]]:
-        """``sample_spacing``, with the configured interval for an exporter it could not measure: said in a
-        log line (and the ledger keeps no spacing for it). An exporter without any sample needs none."""
+    def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> Spacing:
+        """``sample_spacing`` of every cluster, with the configured interval for an exporter it could not measure:
+        said in a log line (and the ledger keeps no spacing for it). An exporter without any sample needs none."""
         spacing, unmeasured = self._measure_spacing(run, rule=rule)
-        for day, exporters in unmeasured.items():
-            for exporter in exporters:
-                log.warning(
-                    "%s: too few %s samples to measure their spacing; counted at metrics.sample_interval (%ss)",
-                    day.isoformat(),
-                    EXPORTER_NAMES[exporter],
-                    self._interval,
-                )
-        for per_exporter in spacing.values():
-            for exporter in SPACING_SERIES:
-                per_exporter.setdefault(exporter, float(self._interval))
+        for day, clusters in unmeasured.items():
+            for cluster, exporters in clusters.items():
+                for exporter in exporters:
+                    log.warning(
+                        "%s: too few %s samples%s to measure their spacing; counted at metrics.sample_interval (%ss)",
+                        day.isoformat(),
+                        EXPORTER_NAMES[exporter],
+                        f" of cluster {cluster or 'home'}" if self._labels else "",
+                        self._interval,
+                    )
+        for per_cluster in spacing.values():
+            for per_exporter in per_cluster.values():
+                for exporter in SPACING_SERIES:
+                    per_exporter.setdefault(exporter, float(self._interval))
         return spacing
 
-    def sample_spacing(self, run: Sequence[Window]) -> dict[date, dict[str, float]]:
-        """See ``_measure_spacing``."""
-        return self._measure_spacing(run)[0]
+    def sample_spacing(self, run: Sequence[Window], cluster: str | None = None) -> dict[date, dict[str, float]]:
+        """See ``_measure_spacing``: of ``cluster`` (default: the source's own)."""
+        wanted = self._cluster if cluster is None else cluster
+        return {day: per_cluster.get(wanted, {}) for day, per_cluster in self._measure_spacing(run)[0].items()}
 
-    def _measure_spacing(
-        self, run: Sequence[Window], *, rule: bool = True
-    ) -> tuple[dict[date, dict[str, float]], dict[date, list[str]]]:
-        """Each exporter's sample spacing (seconds) on each day of ``run``, measured from the raw samples of its
-        few series with the most samples that day: ``spacing_query`` names them (one query), one query per
-        exporter reads their samples over the run. An exporter with too few samples to tell is left out;
-        "rule" (the idle recording rule) only for a day it covers whole (not the day it was deployed). Second:
-        per day, the exporters left out although they had samples. ``rule=False``: not the rule's (what only
-        idle hours need): its series are neither counted nor read."""
+    def _measure_spacing(self, run: Sequence[Window], *, rule: bool = True) -> tuple[Spacing, dict[date, dict[str, list[str]]]]:
+        """Each exporter's sample spacing (seconds) in each cluster on each day of ``run``, measured from the raw
+        samples of its few series with the most samples that day: ``spacing_query`` names them (one query), one
+        query per exporter reads their samples over the run. An exporter with too few samples to tell is left
+        out; "rule" (the idle recording rule) only for a day it covers whole (not the day it was deployed).
+        Second: per day and cluster, the exporters left out although they had samples. ``rule=False``: not the
+        rule's (what only idle hours need): its series are neither counted nor read."""
         seconds = run[0].seconds
-        chosen: dict[str, dict[date, list[dict[str, str]]]] = {}
-        rule_samples: dict[date, float] = {}
-        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold, rule=rule), run):
-            exporter = metric.get(EXPORTER_LABEL, "")
+        chosen: dict[str, dict[tuple[date, str], list[dict[str, str]]]] = {}
+        rule_samples: dict[tuple[date, str], float] = {}
+        for day, metric, value in self._per_window(spacing_query(seconds, self._idle_threshold, rule=rule, by=self._by), run):
+            exporter, cluster = metric.get(EXPORTER_LABEL, ""), self._cluster_of(metric)
+            if cluster is None:
+                continue
             if exporter in SPACING_METRICS:
                 labels = {name: text for name, text in metric.items() if name != EXPORTER_LABEL}
-                chosen.setdefault(exporter, {}).setdefault(day, []).append(labels)
+                chosen.setdefault(exporter, {}).setdefault((day, cluster), []).append(labels)
             if exporter == "rule":
-                rule_samples[day] = max(rule_samples.get(day, 0.0), value)
-        found: dict[date, dict[str, float]] = {w.day: {} for w in run}
+                rule_samples[(day, cluster)] = max(rule_samples.get((day, cluster), 0.0), value)
+        found: Spacing = {w.day: {cluster: {} for cluster in self.clusters} for w in run}
         for exporter, per_day in chosen.items():
             every_series = [labels for of_day in per_day.values() for labels in of_day]
             stamps = self._raw_timestamps(SPACING_METRICS[exporter], every_series, run)
             for window in run:
                 end = _eval_time(window).timestamp()
-                series = [
-                    [t for t in stamps.get(_key(labels), []) if end - window.seconds <= t <= end]
-                    for labels in per_day.get(window.day, [])
-                ]
-                if (spacing := median_spacing(series)) is not None:
-                    found[window.day][exporter] = spacing
-        for day, per_exporter in found.items():
-            if "rule" in per_exporter and rule_samples.get(day, 0) * per_exporter["rule"] < 0.98 * seconds:
-                del per_exporter["rule"]
-            self.spacings[day] = {k: v for k, v in per_exporter.items() if k in SPACING_SERIES}
-        unmeasured = {w.day: [e for e in SPACING_SERIES if e not in found[w.day] and w.day in chosen.get(e, {})] for w in run}
+                for cluster in self.clusters:
+                    series = [
+                        [t for t in stamps.get(_key(labels), []) if end - window.seconds <= t <= end]
+                        for labels in per_day.get((window.day, cluster), [])
+                    ]
+                    if (spacing := median_spacing(series)) is not None:
+                        found[window.day][cluster][exporter] = spacing
+        for day, per_cluster in found.items():
+            for cluster, per_exporter in per_cluster.items():
+                if "rule" in per_exporter and rule_samples.get((day, cluster), 0) * per_exporter["rule"] < 0.98 * seconds:
+                    del per_exporter["rule"]
+                measured = {k: v for k, v in per_exporter.items() if k in SPACING_SERIES}
+                self.cluster_spacings.setdefault(cluster, {})[day] = measured
+        unmeasured = {
+            w.day: {
+                cluster: [e for e in SPACING_SERIES if e not in found[w.day][cluster] and (w.day, cluster) in chosen.get(e, {})]
+                for cluster in self.clusters
+            }
+            for w in run
+        }
         return found, unmeasured
 
     def _raw_timestamps(
@@ -430,34 +552,47 @@ class PrometheusMetrics:
         return found
 
     def days_with_data(self, windows: Sequence[Window]) -> set[date]:
-        days: set[date] = set()
+        return {day for days in self.days_by_cluster(windows).held.values() for day in days}
+
+    def days_by_cluster(self, windows: Sequence[Window]) -> Coverage:
+        """The days each cluster holds kube-state-metrics samples of: one query per run of days (by the cluster
+        labels in a shared Prometheus). There, a cluster without any of the days that others have is ``absent``."""
+        held: dict[str, set[date]] = {cluster: set() for cluster in self.clusters}
+        count = f"count by ({_labels(by=self._by)})" if self._by else "count"
         for run in _runs_of_equal_length(windows):
-            query = f"count(count_over_time({RUNNING}[{run[0].seconds}s]))"
-            days.update(day for day, _, value in self._per_window(query, run) if value > 0)
-        return days
+            query = f"{count}(count_over_time({RUNNING}[{run[0].seconds}s]))"
+            for day, metric, value in self._per_window(query, run):
+                if value > 0 and (cluster := self._cluster_of(metric)) is not None:
+                    held[cluster].add(day)
+        absent = {}
+        if self._labels is not None and any(held.values()):
+            absent = {
+                cluster: f"no kube-state-metrics series with {self._labels.series_of(cluster)} while other clusters' are there"
+                for cluster, days in held.items()
+                if not days
+            }
+        return Coverage(held, absent=absent)
 
     def allocated_at(self, moment: datetime) -> dict[str, float]:
-        rows = self._instant(
-            f"sum by (namespace) ({GPU_REQUESTS} * on (namespace, pod, uid) group_left () ({RUNNING} == 1))", at=moment
-        )
-        return {metric.get("namespace", ""): value for metric, value in rows if value > 0}
+        rows = self._instant(allocated_now_query(by=self._by), at=moment)
+        return self._by_namespace((metric, value) for metric, value in rows if value > 0)
 
     def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
         # The ledger keeps GPU-hours, not maxima: a subquery at the sample spacing, once a week.
-        rows = self._instant(
-            peak_allocated_query(int((end - start).total_seconds()), self._interval), at=end - timedelta(seconds=1)
-        )
-        return {metric.get("namespace", ""): value for metric, value in rows if value > 0}
+        seconds = int((end - start).total_seconds())
+        rows = self._instant(peak_allocated_query(seconds, self._interval, by=self._by), at=end - timedelta(seconds=1))
+        return self._by_namespace((metric, value) for metric, value in rows if value > 0)
 
     def idle_namespaces(self, moment: datetime, *, window: timedelta, threshold: float) -> dict[str, float]:
-        rows = self._instant(idle_query(int(window.total_seconds()), self._interval, threshold), at=moment)
-        return {metric.get("namespace", ""): value for metric, value in rows}
+        rows = self._instant(idle_query(int(window.total_seconds()), self._interval, threshold, by=self._by), at=moment)
+        return self._by_namespace(rows)
 
     def namespace_labels(self, moment: datetime, label: str) -> dict[str, str]:
         name = "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", label)
         # Over the day before ``moment``: a namespace deleted during the day still has its labels.
-        rows = self._instant(f'max by (namespace, {name}) (last_over_time(kube_namespace_labels{{{name}!=""}}[1d]))', at=moment)
-        return {metric["namespace"]: metric[name] for metric, _ in rows if "namespace" in metric and name in metric}
+        labels = _labels("namespace", name, by=self._by)
+        rows = self._instant(f'max by ({labels}) (last_over_time(kube_namespace_labels{{{name}!=""}}[1d]))', at=moment)
+        return self._by_namespace((metric, metric[name]) for metric, _ in rows if "namespace" in metric and name in metric)
 
     def series_present(self, names: Sequence[str], *, at: datetime | None = None) -> dict[str, bool]:
         """Whether Prometheus has any series of each metric at ``at`` (default now), in one query."""
@@ -468,13 +603,13 @@ class PrometheusMetrics:
 
     def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
         rows = self._instant(
-            quota_saturation_query(int((end - start).total_seconds()), max(self._interval, SATURATION_STEP)),
+            quota_saturation_query(int((end - start).total_seconds()), max(self._interval, SATURATION_STEP), by=self._by),
             at=end - timedelta(seconds=1),
         )
         return {
-            metric["namespace"]: value
+            key: value
             for metric, value in rows
-            if quota_names.get(metric.get("namespace", "")) == metric.get("resourcequota")
+            if (key := self._namespace_key(metric)) is not None and quota_names.get(key) == metric.get("resourcequota")
         }
 
     # --- queries -----------------------------------------------------------------------------
@@ -576,19 +711,15 @@ def dcgm_resource(metric: Mapping[str, str]) -> str | None:
 
 
 def _usage_of(allocated: dict[Part, float], rows: list[DcgmRow]) -> dict[str, NamespaceUsage]:
-    """Per namespace its whole GPUs' use, with each other resource's in ``other_resources``."""
-    hours: dict[Part, dict[str, float]] = {}
-    idle: dict[Part, dict[str, float]] = {}
-    util: dict[Part, dict[str, float]] = {}
-    for metric, resource, value in rows:
-        part, model = (metric.get("namespace", ""), resource), metric.get("modelName") or "unknown model"
-        measure = metric.get("measure")
-        if measure == "hours":
-            hours.setdefault(part, {})[model] = value
-        elif measure == "idle_hours":
-            idle.setdefault(part, {})[model] = value
-        elif measure == "util_hours":
-            util.setdefault(part, {})[model] = value
+    """Per namespace key its whole GPUs' use, with each other resource's in ``other_resources``. Answers of one
+    namespace and model add up (in a shared Prometheus a cluster's series may come by its label or cluster_id)."""
+    measures: dict[str, dict[Part, dict[str, float]]] = {"hours": {}, "idle_hours": {}, "util_hours": {}}
+    for key, metric, resource, value in rows:
+        part, model = (key, resource), metric.get("modelName") or "unknown model"
+        if (per_part := measures.get(metric.get("measure", ""))) is not None:
+            per_model = per_part.setdefault(part, {})
+            per_model[model] = per_model.get(model, 0.0) + value
+    hours, idle, util = measures["hours"], measures["idle_hours"], measures["util_hours"]
     parts = {
         part: NamespaceUsage(
             allocated.get(part, 0.0),

@@ -526,6 +526,15 @@ class Metrics(_Frozen):
         default=None,
         description="The label naming a namespace's cost center in the ledger export (cost export), e.g. cost-center.",
     )
+    cluster_label: str = Field(
+        default="cluster",
+        pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$",
+        description=(
+            "The label that tells clusters' series apart in a Prometheus, Thanos or Mimir several clusters share"
+            " (its value: clusters.<name>.metrics_name, else the name). A series without it is taken by its"
+            " OpenCost cluster_id; one with neither counts for the home cluster when it shares that Prometheus."
+        ),
+    )
 
 
 class Defaults(_Frozen):
@@ -626,6 +635,17 @@ class Policy(_Frozen):
         return self
 
     @model_validator(mode="after")
+    def _metrics_names_unique(self) -> Policy:
+        """Two clusters with one value of the cluster label could not be told apart in a shared Prometheus."""
+        seen: dict[str, str] = {}
+        for name in sorted(self.clusters):
+            value = self.metrics_name(name)
+            if value in seen:
+                raise ValueError(f"clusters {seen[value]} and {name} have the same metrics name {value}")
+            seen[value] = name
+        return self
+
+    @model_validator(mode="after")
     def _federation_has_a_plane(self) -> Policy:
         if self.karmada is None and any(
             entry.federated_quota is not None
@@ -692,6 +712,10 @@ class Policy(_Frozen):
     def cluster_label(self, part: str) -> str:
         """A key's cluster part as people read it: the policy's name (the home cluster's too), or "" with no clusters."""
         return self.home_cluster() if part == HOME else part
+
+    def metrics_name(self, name: str) -> str:
+        """The value of ``metrics.cluster_label`` on cluster ``name``'s series in a shared Prometheus."""
+        return self.clusters[name].metrics_name or name
 
     def namespace_key(self, typed: str) -> str | tuple[str, ...]:
         """The managed namespace ``typed`` names: a key as the policy writes it, ``home/name`` for the home

@@ -10,6 +10,7 @@ from datetime import date, datetime
 from functools import partial
 
 from bot.clock import Clock
+from bot.domain.clusters import cluster_of
 from bot.domain.costs import (
     FORECAST,
     day_window,
@@ -20,8 +21,9 @@ from bot.domain.costs import (
     thresholds_to_send,
 )
 from bot.domain.policy import Policy, Team
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, PartialMetrics
 from bot.services.announce import Announcer, Outgoing
+from bot.services.ledger import answered
 from bot.services.messages import BudgetAlert
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Transactions
@@ -71,19 +73,32 @@ class BudgetWatch:
     def check(self) -> list[tuple[str, str]]:
         """The hourly job: measure every team's month so far, send the warnings now due.
 
-        When the metrics fail, the outage is recorded and the error raised: the run is a failed run."""
+        When the metrics fail, the outage is recorded and the error raised: the run is a failed run. When only
+        some clusters' metrics fail, the teams with no namespace in them are measured and warned as usual, the
+        others keep their last measurement (their spend is not known now), and then the error is raised."""
         now = self._clock.now()
-        zone = self._policy.schedules.zone
-        today = now.astimezone(zone).date()
         teams = [t for t in self._policy.teams.values() if t.budget is not None]
         if not teams:
             return []
+        unavailable: dict[str, str] = {}
         try:
-            costs = self._spend.team_costs_so_far(now)
+            costs = answered(lambda: self._spend.team_costs_so_far(now), unavailable)
         except GpuQuotaError as error:
             self._health.failed(str(error))
             raise
+        known = [t for t in teams if not any(cluster_of(ns.name) in unavailable for ns in t.namespaces)]
+        sent = self._measure(known, costs, now)
+        if unavailable:
+            failure = PartialMetrics(sent, unavailable)
+            self._health.failed(str(failure))
+            raise failure
         self._health.recovered()
+        return sent
+
+    def _measure(self, teams: list[Team], costs: dict[str, dict[date, float]], now: datetime) -> list[tuple[str, str]]:
+        """Each team's month so far remembered, and the warnings now due sent."""
+        zone = self._policy.schedules.zone
+        today = now.astimezone(zone).date()
         month_start = day_window(today.replace(day=1), zone).start
         elapsed, length = now - month_start, month_length(today, zone)
         sent: list[tuple[str, str]] = []

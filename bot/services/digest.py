@@ -17,9 +17,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import date, timedelta
+from functools import partial
 
 from bot.clock import Clock
+from bot.domain.clusters import cluster_of
 from bot.domain.costs import (
+    CostLine,
+    add_lines,
     budget_pace,
     day_window,
     exhaustion,
@@ -29,12 +33,13 @@ from bot.domain.costs import (
 )
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy, Team
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, PartialMetrics
 from bot.services.announce import Announcer
+from bot.services.ledger import answered
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Transactions
 from bot.services.refusals import DayNotOver, NoMetricsFor, Refused
-from bot.services.reports import Digest, ExpiringGrant, OrgDigest, TeamDigest
+from bot.services.reports import ClusterCost, Digest, ExpiringGrant, OrgDigest, TeamDigest
 from bot.services.spend import MonthSummary, SpendReader
 
 log = logging.getLogger(__name__)
@@ -71,14 +76,16 @@ class DigestService:
     def build(self, day: date) -> OrgDigest:
         """The digests of every team for ``day`` (metrics are read once for all of them).
 
-        Raises Refused (DayNotOver) for a day not over yet and NoMetrics for a day the metrics do not hold."""
+        Raises Refused (DayNotOver) for a day not over yet and NoMetrics for a day the metrics do not hold, and
+        PartialMetrics with the digest when some clusters' days could not be read (the digest says so)."""
         zone = self._policy.schedules.zone
         today = self._clock.now().astimezone(zone).date()
         if day >= today:
             raise Refused(DayNotOver(day, today))
         if self._spend.missing_days([day_window(day, zone)]):
             raise NoMetrics(NoMetricsFor((day,)))
-        spend = self._spend.month_summary(day)
+        unavailable: dict[str, str] = {}
+        spend = answered(lambda: self._spend.month_summary(day), unavailable)
         expiring = self._expiring()
         teams = [self._team_digest(team, day, spend, expiring) for team in self._policy.teams.values()]
         managed = set(self._policy.managed_namespaces())
@@ -91,7 +98,7 @@ class DigestService:
         daily = {d: {t.team.label: sum(t.daily.get(d, {}).values()) for t in teams} for d in month_days}
         yesterday = sum(line.cost for line in spend.day_lines())
         budgets = sum(t.budget or 0.0 for t in teams)
-        return OrgDigest(
+        digest = OrgDigest(
             day=day,
             currency=self._policy.pricing.currency,
             teams=teams,
@@ -102,7 +109,27 @@ class DigestService:
             team_labels={name: team.label for name, team in self._policy.teams.items()},
             daily=daily,
             pace=budget_pace(budgets, day) if budgets else None,
+            clusters=self._per_cluster(every_namespace, spend.day_lines()),
+            missing_in=spend.missing_in,
         )
+        if unavailable:
+            raise PartialMetrics(digest, unavailable)
+        return digest
+
+    def _per_cluster(self, month: list[CostLine], yesterday: list[CostLine]) -> list[ClusterCost]:
+        """With several clusters in the policy, the lines' figures per cluster (home first; one with no line
+        left out); none with one cluster."""
+        if len(self._policy.cluster_names()) < 2:
+            return []
+        found = []
+        for cluster in self._policy.cluster_names():
+            of_month = [line for line in month if cluster_of(line.namespace) == cluster]
+            of_day = [line for line in yesterday if cluster_of(line.namespace) == cluster]
+            if of_month:
+                found.append(
+                    ClusterCost(self._policy.cluster_label(cluster), add_lines(of_day) if of_day else None, add_lines(of_month))
+                )
+        return found
 
     def _team_digest(self, team: Team, day: date, spend: MonthSummary, expiring: list[ExpiringGrant]) -> TeamDigest:
         zone = self._policy.schedules.zone
@@ -112,6 +139,8 @@ class DigestService:
         elapsed = day_window(day, zone).end - month_start
         budget = team.budget.monthly if team.budget else None
         namespaces = {ns.name for ns in team.namespaces}
+        own_clusters = {self._policy.cluster_label(cluster_of(namespace)) for namespace in namespaces}
+        clusters = self._per_cluster(month, spend.day_lines(team.name))
         daily = spend.daily_team_costs(team.name)
         over_since = over_budget_since({d: sum(c.values()) for d, c in daily.items()}, budget) if budget else None
         runs_out = None
@@ -135,6 +164,8 @@ class DigestService:
             over_since=over_since,
             missing=spend.missing,
             expiring=[grant for grant in expiring if grant.namespace in namespaces],
+            clusters=clusters if len(clusters) > 1 else [],
+            missing_in={cluster: days for cluster, days in spend.missing_in.items() if cluster in own_clusters},
         )
 
     def _expiring(self) -> list[ExpiringGrant]:
@@ -145,9 +176,12 @@ class DigestService:
     # --- posting -------------------------------------------------------------------------------
 
     def publish(self, day: date, *, teams: Sequence[str] | None = None, org: bool = True) -> list[str]:
-        """Post the digests of ``day`` not posted yet; returns the scopes posted (team names, "*")."""
+        """Post the digests of ``day`` not posted yet; returns the scopes posted (team names, "*"). When some
+        clusters' days could not be read, the digests are posted (saying so) and PartialMetrics is raised with
+        the scopes posted."""
         assert self._announce is not None, "publishing needs an announcer"
-        digest = self.build(day)
+        unavailable: dict[str, str] = {}
+        digest = answered(lambda: self.build(day), unavailable)
         posted = []
         for team_digest in digest.teams:
             team = team_digest.team
@@ -158,21 +192,27 @@ class DigestService:
         if org and teams is None and self._policy.admin_channel:
             if self._post_once(ORG, day, self._policy.admin_channel, digest):
                 posted.append(ORG)
+        if unavailable:
+            raise PartialMetrics(posted, unavailable)
         return posted
 
     def run(self) -> list[tuple[date, list[str]]]:
         """The scheduled job: post yesterday's digests, and any day missed (up to a week) before it.
 
-        When the metrics fail, the outage is recorded and the error raised: the run is a failed run."""
+        When the metrics fail, the outage is recorded and the error raised: the run is a failed run (also when
+        only some clusters' metrics failed, after the digests of the others' figures are posted)."""
         yesterday = (self._clock.now().astimezone(self._policy.schedules.zone) - timedelta(days=1)).date()
         done: list[tuple[date, list[str]]] = []
         unknown: list[date] = []
+        unavailable: dict[str, str] = {}
         try:
             for day in self._days_to_post(yesterday):
                 try:
-                    done.append((day, self.publish(day)))
+                    done.append((day, answered(partial(self.publish, day), unavailable)))
                 except NoMetrics:  # Prometheus answers but holds nothing for that day
                     unknown.append(day)
+            if unavailable:
+                raise PartialMetrics(done, unavailable)
         except GpuQuotaError as error:
             if self._health is not None:
                 self._health.failed(str(error))

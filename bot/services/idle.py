@@ -10,12 +10,14 @@ from datetime import timedelta
 from functools import partial
 
 from bot.clock import Clock
+from bot.domain.clusters import cluster_of
 from bot.domain.lifecycle import GrantState
 from bot.domain.policy import Policy
 from bot.domain.resources import GPU
-from bot.errors import GpuQuotaError
+from bot.errors import GpuQuotaError, PartialMetrics
 from bot.services.access import Access
 from bot.services.announce import Announcer
+from bot.services.ledger import answered
 from bot.services.messages import IdleNudge, NudgesSnoozed
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Action, ActionKind, ButtonLabel, MetricsSource, Repository, Transactions
@@ -52,21 +54,38 @@ class IdleWatch:
         self._pricer = pricer
 
     def check(self) -> list[str]:
-        """The scheduled job; returns the namespaces nudged. Raises when the metrics fail."""
+        """The scheduled job; returns the namespaces nudged. Raises when the metrics fail. When only some
+        clusters' metrics fail, the others' namespaces are nudged as usual, the failing clusters' are left as
+        they were (neither nudged nor their idle episode ended: unknown), and then the error is raised."""
         now = self._clock.now()
         settings = self._policy.metrics
+        unavailable: dict[str, str] = {}
         try:
-            idle = self._metrics.idle_namespaces(
-                now, window=settings.idle_window, threshold=settings.idle_threshold_percent / 100
+            idle = answered(
+                lambda: self._metrics.idle_namespaces(
+                    now, window=settings.idle_window, threshold=settings.idle_threshold_percent / 100
+                ),
+                unavailable,
             )
-            held = self._metrics.allocated_at(now) if idle else {}
+            held = answered(lambda: self._metrics.allocated_at(now), unavailable) if idle else {}
         except GpuQuotaError as error:
             self._health.failed(str(error))
             raise  # a failed run: the job counts it and keeps last_success as it was
+        nudged = self._nudge_idle(idle, held, unavailable)
+        if unavailable:
+            failure = PartialMetrics(nudged, unavailable)
+            self._health.failed(str(failure))
+            raise failure
         self._health.recovered()
+        return nudged
+
+    def _nudge_idle(self, idle: dict[str, float], held: dict[str, float], unavailable: dict[str, str]) -> list[str]:
+        """Each managed namespace of the clusters that answered: nudged when idle, its episode ended when not."""
         nudged = []
         for team in self._policy.teams.values():
             for namespace in (ns.name for ns in team.namespaces):
+                if cluster_of(namespace) in unavailable:
+                    continue
                 if namespace not in idle:
                     self._db.run(partial(self._episode_over, namespace=namespace))
                 elif team.notifications.idle_nudges and self._nudge(

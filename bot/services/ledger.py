@@ -13,20 +13,23 @@ it is made.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from bot.clock import Clock
+from bot.domain.clusters import HOME, cluster_of
 from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
 from bot.domain.policy import Policy, Team
+from bot.errors import PartialMetrics
 from bot.services.access import Access
-from bot.services.ports import MetricsSource, Transactions
+from bot.services.ports import ClusterCoverage, Coverage, MetricsSource, Transactions
 from bot.services.refusals import Asked, InNoTeam, MonthNotBegun, NotATeamOrNamespace, NotYoursToSee, Refused
 from bot.services.stores import LedgerReads
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RECORDED, NO_DATA = "recorded", "no_data"
 # How far back the scheduled catch-up looks for days it missed (longer gaps: ``ledger backfill``).
@@ -51,8 +54,28 @@ class Entry:
 
 @dataclass(frozen=True)
 class Recorded:
+    """What a recording did. ``recorded``: the days recorded with data (of at least one cluster); ``no_data``:
+    the days no cluster read holds (recorded as such); ``missing``: per cluster (the key's cluster part), the days
+    it held nothing of while another cluster did (recorded as no data for it); ``unavailable``: per cluster, why
+    its metrics could not be read (its days left unrecorded: the next run tries them again); ``errors``: one line
+    per such cluster and per cluster whose series a Prometheus it shares lacks. A run with errors counts as
+    failed (``jobs.run_job``)."""
+
     recorded: list[date]
     no_data: list[date]
+    missing: dict[str, list[date]] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    def __add__(self, other: Recorded) -> Recorded:
+        missing = {c: sorted({*self.missing.get(c, []), *other.missing.get(c, [])}) for c in {*self.missing, *other.missing}}
+        return Recorded(
+            sorted({*self.recorded, *other.recorded}),
+            sorted({*self.no_data, *other.no_data} - {*self.recorded, *other.recorded}),
+            missing,
+            {**self.unavailable, **other.unavailable},
+            list(dict.fromkeys([*self.errors, *other.errors])),
+        )
 
 
 def managed_teams(policy: Policy) -> dict[str, str]:
@@ -60,15 +83,48 @@ def managed_teams(policy: Policy) -> dict[str, str]:
     return {ns.name: team.name for team in policy.teams.values() for ns in team.namespaces}
 
 
-def team_map(policy: Policy, metrics: MetricsSource, at: datetime, seen: set[str]) -> dict[str, str]:
-    """The team of each namespace seen: by the policy, else by its team label ("<label> (not managed)")."""
+def team_map(
+    policy: Policy, metrics: MetricsSource, at: datetime, seen: set[str], unavailable: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The team of each namespace seen: by the policy, else by its team label ("<label> (not managed)"). The
+    labels of clusters whose metrics could not be read are left out (noted in ``unavailable``)."""
     managed = managed_teams(policy)
     teams = dict(managed)
     label = policy.metrics.team_label
     if label:
-        for ns, value in metrics.namespace_labels(at, label).items():
+        for ns, value in answered(lambda: metrics.namespace_labels(at, label), unavailable).items():
             teams.setdefault(ns, f"{value} {UNMANAGED}")
     return {ns: team for ns, team in teams.items() if ns in seen or ns in managed}
+
+
+def answered(call: Callable[[], T], unavailable: dict[str, str] | None = None) -> T:
+    """What ``call`` returns, or what the clusters that answered returned when others could not (noted in
+    ``unavailable``: cluster part -> why)."""
+    try:
+        return call()
+    except PartialMetrics as partial:
+        if unavailable is not None:
+            unavailable.update(partial.unavailable)
+        return cast(T, partial.figures)
+
+
+def coverage_of(metrics: MetricsSource, windows: Sequence[Window], clusters: Sequence[str]) -> Coverage:
+    """The days each of ``clusters`` holds: per cluster from a source that tells (``ClusterCoverage``), else the
+    source's days for each."""
+    if isinstance(metrics, ClusterCoverage):
+        return metrics.days_by_cluster(windows)
+    days = metrics.days_with_data(windows)
+    return Coverage({cluster: days for cluster in clusters})
+
+
+def measured_spacing(metrics: MetricsSource, cluster: str, day: date) -> dict[str, float]:
+    """The sample spacing the source measured in ``cluster`` on ``day`` (none: not measured, or a source that
+    does not measure it)."""
+    per_cluster: dict[str, dict[date, dict[str, float]]] | None = getattr(metrics, "cluster_spacings", None)
+    if per_cluster is not None:
+        return per_cluster.get(cluster, {}).get(day, {})
+    spacings: dict[date, dict[str, float]] = getattr(metrics, "spacings", {})
+    return spacings.get(day, {}) if cluster == HOME else {}
 
 
 class Ledger:
@@ -83,7 +139,8 @@ class Ledger:
 
     def run(self) -> Recorded:
         """The scheduled job: record yesterday (and any finished day missed before it), once it is over.
-        A Prometheus failure raises: the run counts as failed and the next run (or the digest) catches up."""
+        A Prometheus failure raises (or, of some clusters only, is in the result's ``errors``): the run counts
+        as failed and the next run (or the digest) catches up."""
         yesterday = (self._clock.now().astimezone(self._policy.schedules.zone) - timedelta(days=1)).date()
         done = self.catch_up(yesterday)
         if done.recorded:
@@ -91,18 +148,30 @@ class Ledger:
         return done
 
     def catch_up(self, through: date) -> Recorded:
-        """Record every finished day up to ``through`` not in the ledger yet: from the first of its month,
-        or from the day after the last one recorded when that is earlier (within ``CATCH_UP_LIMIT``)."""
+        """Record every finished day up to ``through`` not in the ledger yet for every cluster: from the first of
+        its month, or from the day after the last one recorded when that is earlier (within ``CATCH_UP_LIMIT``).
+        A day recorded for some clusters is recorded for the others only."""
         first = through.replace(day=1)
         latest = self._db.run(lambda repo: repo.latest_ledger_day())
         if latest is not None and latest < first:
             first = max(latest + timedelta(days=1), through - CATCH_UP_LIMIT)
-        days = [first + timedelta(days=i) for i in range((through - first).days + 1)]
-        known = set(self.status(days))
-        return self.record([d for d in days if d not in known])
+        return self.record_unknown([first + timedelta(days=i) for i in range((through - first).days + 1)])
 
-    def record(self, days: Sequence[date]) -> Recorded:
-        """Record (or record again) ``days``; days not over yet are left out."""
+    def record_unknown(self, days: Sequence[date]) -> Recorded:
+        """Record each of ``days`` for the clusters it is not in the ledger for yet (one recording per set of
+        such clusters: usually one for all the days)."""
+        known = self.cluster_status(days)
+        todo: dict[tuple[str, ...], list[date]] = {}
+        for day in days:
+            unknown = tuple(c for c in self._policy.cluster_names() if c not in known.get(day, {}))
+            if unknown:
+                todo.setdefault(unknown, []).append(day)
+        return sum((self.record(of, clusters=clusters) for clusters, of in todo.items()), Recorded([], []))
+
+    def record(self, days: Sequence[date], *, clusters: Sequence[str] | None = None) -> Recorded:
+        """Record (or record again) ``days`` of ``clusters`` (by the key's cluster part; default: every cluster of
+        the policy); days not over yet are left out. A cluster whose metrics could not be read keeps its days
+        unrecorded, and the others are recorded (``Recorded.errors`` says which and why)."""
         metrics = self._metrics
         assert metrics is not None, "recording needs a metrics source"
         zone = self._policy.schedules.zone
@@ -110,68 +179,130 @@ class Ledger:
         windows = [day_window(d, zone) for d in sorted(set(days)) if d < today]
         if not windows:
             return Recorded([], [])
-        covered = metrics.days_with_data(windows)
-        present = [w for w in windows if w.day in covered]
-        usage = metrics.usage(present) if present else {}
+        wanted = list(clusters) if clusters is not None else self._policy.cluster_names()
+        coverage = coverage_of(metrics, windows, wanted)
+        unavailable = dict(coverage.unavailable)
+        held = {cluster: coverage.held.get(cluster, set()) for cluster in wanted}
+        present = [w for w in windows if any(w.day in held[c] for c in wanted if c not in unavailable)]
+        usage = answered(lambda: metrics.usage(present), unavailable) if present else {}
         seen = {ns for per_day in usage.values() for ns in per_day}
         at = present[-1].end if present else windows[-1].end
-        teams = team_map(self._policy, metrics, at, seen) if present else {}
+        teams = team_map(self._policy, metrics, at, seen, unavailable) if present else {}
         label = self._policy.metrics.cost_center_label
-        centers = metrics.namespace_labels(at, label) if present and label else {}
-        spacings: dict[date, dict[str, float]] = getattr(metrics, "spacings", {})
+        centers = answered(lambda: metrics.namespace_labels(at, label), unavailable) if present and label else {}
+        readable = [cluster for cluster in wanted if cluster not in unavailable]
         managed = managed_teams(self._policy)
         for window in windows:
             entries = [
                 Entry(window.day, ns, teams[ns], centers.get(ns), use)
                 for ns, ns_usage in sorted(usage.get(window.day, {}).items())
-                if ns in teams and (ns_usage.held or ns in managed)
+                if ns in teams and (ns_usage.held or ns in managed) and cluster_of(ns) in readable
                 for use in model_uses(ns_usage, self._policy.pricing)
             ]
-            self._write(window, entries, has_data=window.day in covered, spacing=spacings.get(window.day, {}))
-        no_data = [w.day for w in windows if w.day not in covered]
-        if no_data:
-            log.info("ledger: no metrics for %s", day_ranges(no_data))
-        return Recorded([w.day for w in present], no_data)
+            self._write(window, entries, {c: window.day in held[c] for c in readable}, metrics)
+        return self._outcome(windows, held, readable, unavailable, coverage.absent)
 
-    def _write(self, window: Window, entries: list[Entry], *, has_data: bool, spacing: dict[str, float]) -> None:
+    def _outcome(
+        self,
+        windows: Sequence[Window],
+        held: dict[str, set[date]],
+        readable: Sequence[str],
+        unavailable: dict[str, str],
+        absent: dict[str, str],
+    ) -> Recorded:
+        days = [w.day for w in windows]
+        recorded = [d for d in days if any(d in held[c] for c in readable)]
+        no_data = [d for d in days if d not in recorded]
+        if no_data and readable:
+            log.info("ledger: no metrics for %s", day_ranges(no_data))
+        missing = {c: days_of for c in readable if (days_of := [d for d in recorded if d not in held[c]])}
+        names = self._policy.cluster_label
+        unread = {cluster: why for cluster, why in unavailable.items() if cluster in held}
+        errors = [*dict.fromkeys(unread.values())]
+        errors += [f"cluster {names(c)}: {why}" for c, why in sorted(absent.items()) if c in readable]
+        return Recorded(recorded if readable else [], no_data if readable else [], missing, unread, errors)
+
+    def _write(self, window: Window, entries: list[Entry], has_data: dict[str, bool], metrics: MetricsSource) -> None:
+        """The day's rows of each cluster of ``has_data`` replaced whole, in one transaction."""
         now = self._clock.now()
-        rows = [
-            {
-                "day": entry.day,
-                "namespace": entry.namespace,
-                "model": entry.use.model,
-                "resource": entry.use.resource,
-                "team": entry.team,
-                "cost_center": entry.cost_center,
-                "allocated_hours": entry.use.allocated_hours,
-                "idle_hours": entry.use.idle_hours,
-                "observed_hours": entry.use.observed_hours,
-                "util_hours": entry.use.util_hours,
-                "price": entry.use.price,
-                "cost": entry.use.cost,
-                "idle_cost": entry.use.idle_cost,
-            }
-            for entry in entries
-        ]
-        with self._db.transaction() as repo:
-            repo.replace_ledger_day(
-                window.day,
-                status=RECORDED if has_data else NO_DATA,
-                recorded_at=now,
-                ksm_spacing=spacing.get("ksm"),
-                dcgm_spacing=spacing.get("dcgm"),
-                entries=rows,
+        rows: dict[str, list[dict[str, Any]]] = {cluster: [] for cluster in has_data}
+        for entry in entries:
+            rows[cluster_of(entry.namespace)].append(
+                {
+                    "day": entry.day,
+                    "namespace": entry.namespace,
+                    "model": entry.use.model,
+                    "resource": entry.use.resource,
+                    "team": entry.team,
+                    "cost_center": entry.cost_center,
+                    "allocated_hours": entry.use.allocated_hours,
+                    "idle_hours": entry.use.idle_hours,
+                    "observed_hours": entry.use.observed_hours,
+                    "util_hours": entry.use.util_hours,
+                    "price": entry.use.price,
+                    "cost": entry.use.cost,
+                    "idle_cost": entry.use.idle_cost,
+                }
             )
+        with self._db.transaction() as repo:
+            for cluster, of_cluster in rows.items():
+                spacing = measured_spacing(metrics, cluster, window.day)
+                repo.replace_ledger_day(
+                    window.day,
+                    cluster=cluster,
+                    status=RECORDED if has_data[cluster] else NO_DATA,
+                    recorded_at=now,
+                    ksm_spacing=spacing.get("ksm"),
+                    dcgm_spacing=spacing.get("dcgm"),
+                    entries=of_cluster,
+                )
 
     # --- reading -------------------------------------------------------------------------------
 
-    def status(self, days: Iterable[date]) -> dict[date, str]:
-        """``recorded`` or ``no_data`` for each of ``days`` in the ledger (days not in it are left out)."""
+    def cluster_status(self, days: Iterable[date]) -> dict[date, dict[str, str]]:
+        """Per day of ``days`` in the ledger, ``recorded`` or ``no_data`` for each cluster of the policy it is
+        recorded for (by the key's cluster part)."""
         wanted = sorted(set(days))
         if not wanted:
             return {}
         rows = self._db.run(lambda repo: repo.ledger_status(wanted[0], wanted[-1]))
-        return {day: status for day, status in rows if day in set(wanted)}
+        clusters, chosen = set(self._policy.cluster_names()), set(wanted)
+        found: dict[date, dict[str, str]] = {}
+        for day, cluster, status in rows:
+            if day in chosen and cluster in clusters:
+                found.setdefault(day, {})[cluster] = status
+        return found
+
+    def status(self, days: Iterable[date]) -> dict[date, str]:
+        """``recorded`` or ``no_data`` for each of ``days`` in the ledger: recorded when it is recorded with data
+        for any cluster, ``no_data`` when every cluster is known to hold nothing of it; a day neither (not
+        recorded for every cluster yet, with data for none) is left out."""
+        every = set(self._policy.cluster_names())
+        found: dict[date, str] = {}
+        for day, per_cluster in self.cluster_status(days).items():
+            if RECORDED in per_cluster.values():
+                found[day] = RECORDED
+            elif set(per_cluster) == every:
+                found[day] = NO_DATA
+        return found
+
+    def missing_in(self, days: Iterable[date]) -> dict[str, list[date]]:
+        """With several clusters: per cluster (its name in the policy), the days of ``days`` recorded with data
+        for another cluster but not for it (it held nothing, or its metrics could not be read yet)."""
+        clusters = self._policy.cluster_names()
+        if len(clusters) < 2:
+            return {}
+        status = self.cluster_status(days)
+        recorded = sorted(day for day, per_cluster in status.items() if RECORDED in per_cluster.values())
+        found = {
+            self._policy.cluster_label(cluster): [day for day in recorded if status[day].get(cluster) != RECORDED]
+            for cluster in clusters
+        }
+        return {cluster: days_of for cluster, days_of in found.items() if days_of}
+
+    def cluster_name(self, namespace: str) -> str:
+        """The cluster of a namespace key as the policy names it ("" without clusters)."""
+        return self._policy.cluster_label(cluster_of(namespace))
 
     def entries(self, first: date, last: date) -> list[Entry]:
         # Plain column tuples, not ORM objects: a month of 3,000 namespaces is ~100,000 rows.
@@ -294,7 +425,8 @@ def day_ranges(days: Iterable[date]) -> str:
 
 def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str, object]]:
     """The month's ledger for finance: one row per day x namespace x resource x GPU model, in day order (the
-    hours and the price of a row are of its resource: slice-hours of a MIG profile)."""
+    hours and the price of a row are of its resource: slice-hours of a MIG profile); ``cluster`` is the cluster
+    of the namespace key as the policy names it (the home cluster's name for a bare name; "" without clusters)."""
     first = month.replace(day=1)
     last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     teams = ledger.summary(first, last).teams
@@ -313,6 +445,7 @@ def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str,
             "idle_cost": round(entry.use.idle_cost, 6),
             "currency": currency,
             "resource": entry.use.resource,
+            "cluster": ledger.cluster_name(entry.namespace),
         }
         for entry in ledger.entries(first, last)
     ]
@@ -328,6 +461,8 @@ class CostAnswer:
     line: CostLine | None  # None: nothing recorded
     budget: float | None
     missing: list[date]
+    # With several clusters: per cluster of the scope's namespaces (its name), the days counted for others only.
+    missing_in: dict[str, list[date]] = field(default_factory=dict)
 
 
 class CostLookup:
@@ -349,14 +484,18 @@ class CostLookup:
         last = min((first + timedelta(days=32)).replace(day=1) - timedelta(days=1), today - timedelta(days=1))
         scopes = self._scopes(user, target)
         by_namespace = self._ledger.summary(first, last).month if last >= first else {}
-        status = self._ledger.status(first + timedelta(days=i) for i in range((last - first).days + 1))
+        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+        status = self._ledger.status(days)
         missing = sorted(d for d, s in status.items() if s == NO_DATA)
+        missing_in = self._ledger.missing_in(days)
         recorded = max((d for d, s in status.items() if s == RECORDED), default=None)
         answers = []
         for scope, namespaces, budget in scopes:
             lines = [line for ns, line in by_namespace.items() if ns in namespaces]
             combined = add_lines(lines) if lines else None
-            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing))
+            clusters = {self._ledger.cluster_name(namespace) for namespace in namespaces}
+            of_scope = {cluster: days_of for cluster, days_of in missing_in.items() if cluster in clusters}
+            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing, of_scope))
         return answers
 
     def _scopes(self, user: str, target: str | None) -> list[tuple[str, set[str], float | None]]:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
@@ -298,10 +298,12 @@ class KueueQuotas(Protocol):
 
 
 class MetricsSource(Protocol):
-    """GPU usage, aggregated by namespace in a fixed number of queries whatever the cluster's size."""
+    """GPU usage, aggregated by namespace in a fixed number of queries whatever the cluster's size. Every
+    namespace is its key (``us-2/ns`` in another cluster than home). A source of several clusters whose
+    Prometheus servers did not all answer raises ``PartialMetrics`` with what the others answered."""
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
-        """Usage per window (keyed by the window's day) per namespace; ``idle=False`` may leave the idle
+        """Usage per window (keyed by the window's day) per namespace key; ``idle=False`` may leave the idle
         hours and the utilisation out (what pricing does not need: the cheap read of today for budgets)."""
         ...
 
@@ -332,6 +334,27 @@ class MetricsSource(Protocol):
         (kube-state-metrics' ``kube_resourcequota`` used == a non-zero hard; a moment without the quota or over
         it is not), for the namespaces with such a series (one query)."""
         ...
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which of some windows' days each cluster's metrics hold, by the key's cluster part (HOME: the home
+    cluster), and the clusters whose days could not be told, each with why (a sentence): ``unavailable``, its
+    Prometheus did not answer (its days are unknown: neither recorded nor empty); ``absent``, a Prometheus it
+    shares holds other clusters' series but none of its own (its cluster label is missing, or nothing of it
+    arrives): its days hold nothing."""
+
+    held: dict[str, set[date]]
+    unavailable: dict[str, str] = field(default_factory=dict)
+    absent: dict[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ClusterCoverage(Protocol):
+    """What a metrics source of several clusters tells beside ``MetricsSource`` (``days_with_data`` per cluster).
+    A source without it holds the same days for every cluster."""
+
+    def days_by_cluster(self, windows: Sequence[Window]) -> Coverage: ...
 
 
 class ActionKind(StrEnum):

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from bot.clock import Clock
+from bot.domain.clusters import HOME, cluster_of
 from bot.domain.costs import day_window
 from bot.domain.policy import Policy
 from bot.domain.proposals import NamespaceUse, Proposal, Signal, propose, signals
 from bot.domain.resources import GPU
 from bot.errors import PermanentError, TemporaryError
 from bot.services.announce import Announcer
-from bot.services.ledger import RECORDED, Ledger
+from bot.services.ledger import RECORDED, Ledger, answered
 from bot.services.messages import ShiftProposal
 from bot.services.ports import Action, ActionKind, ButtonLabel, MetricsSource, QuotaCluster, Repository, Transactions
 
@@ -121,12 +122,15 @@ class ProposalService:
         how many of those days the metrics saw, and whether Prometheus told the quotas' saturation."""
         zone = self._policy.schedules.zone
         days = [today - timedelta(days=n) for n in range(WINDOW_DAYS, 0, -1)]
-        known = self._ledger.status(days)
-        if missing := [d for d in days if d not in known]:
-            self._ledger.record(missing)
-            known = self._ledger.status(days)
-        recorded = [d for d in days if known.get(d) == RECORDED]
-        hours_in_window = sum(day_window(d, zone).seconds for d in recorded) / 3600
+        self._ledger.record_unknown(days)
+        status = self._ledger.cluster_status(days)
+        managed = self._policy.managed_namespaces()
+        # Each cluster's days on their own: a namespace's mean is over the days its cluster was recorded.
+        recorded = {
+            cluster: [d for d in days if status.get(d, {}).get(cluster) == RECORDED]
+            for cluster in {cluster_of(ns) for ns in managed} or {HOME}
+        }
+        hours_in_window = {c: sum(day_window(d, zone).seconds for d in of_cluster) / 3600 for c, of_cluster in recorded.items()}
         allocated: dict[str, float] = {}
         observed: dict[str, float] = {}
         util: dict[str, float] = {}
@@ -136,10 +140,12 @@ class ProposalService:
             observed[entry.namespace] = observed.get(entry.namespace, 0.0) + entry.use.observed_hours
             util[entry.namespace] = util.get(entry.namespace, 0.0) + entry.use.util_hours
         start, end = day_window(days[0], zone).start, day_window(days[-1], zone).end
-        peaks = self._metrics.peak_allocated(start, end)
+        unavailable: dict[str, str] = {}
+        peaks = answered(lambda: self._metrics.peak_allocated(start, end), unavailable)
+        if unavailable:
+            log.warning("proposals: the namespaces of clusters whose metrics could not be read are left out: %s", unavailable)
         saturation = self._saturation(start, end)
         blocked = self._db.run(lambda repo: repo.quota_blocks(days[0], days[-1]))
-        managed = self._policy.managed_namespaces()
         quotas = self._cluster.gpu_quota_totals({ns: self._policy.quota_name(ns) for ns in managed})
         # A namespace can give only what it holds for good: GPUs of active temporary grants are borrowed.
         borrowed = self._db.run(lambda repo: {ns: repo.active_grant_total(ns, GPU) for ns in quotas})
@@ -148,22 +154,23 @@ class ProposalService:
                 namespace=ns,
                 quota=max(0, quotas[ns].get(GPU, 0) - borrowed[ns]),
                 peak=peaks.get(ns, 0.0),
-                mean=allocated.get(ns, 0.0) / hours_in_window if hours_in_window else 0.0,
+                mean=allocated.get(ns, 0.0) / hours if (hours := hours_in_window[cluster_of(ns)]) else 0.0,
                 busy=util[ns] / observed[ns] if observed.get(ns) else None,
                 blocked=blocked.get(ns, 0),
                 saturation=(saturation or {}).get(ns),
             )
             for ns in sorted(managed)
-            if ns in quotas  # no quota: unlimited, nothing to give
+            if ns in quotas and cluster_of(ns) not in unavailable  # no quota: unlimited, nothing to give
         ]
-        return Measured(uses, len(recorded), saturation_read=saturation is not None)
+        measured_days = min((len(of_cluster) for of_cluster in recorded.values()), default=0)
+        return Measured(uses, measured_days, saturation_read=saturation is not None)
 
     def _saturation(self, start: datetime, end: datetime) -> dict[str, float] | None:
         """The quotas' saturation from Prometheus; None when it could not answer (the alerts alone then decide:
         the subquery over the fortnight is the run's costliest query, the one a loaded Prometheus refuses)."""
         try:
             names = {ns: self._policy.quota_name(ns) for ns in self._policy.managed_namespaces()}
-            return self._metrics.quota_saturation(start, end, names)
+            return answered(lambda: self._metrics.quota_saturation(start, end, names))
         except (TemporaryError, PermanentError) as error:
             log.warning(
                 "proposals: Prometheus was not read for the quotas' saturation (%s); "

@@ -7,7 +7,7 @@ chosen. No word is made here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from bot.domain.costs import CostLine, add_lines
@@ -20,6 +20,15 @@ class ExpiringGrant:
     namespace: str
     gpus: int
     ends_at: datetime
+
+
+@dataclass(frozen=True)
+class ClusterCost:
+    """One cluster's part of a team's or the organisation's figures: yesterday (None: nothing ran) and the month."""
+
+    cluster: str  # its name in the policy
+    yesterday: CostLine | None
+    month: CostLine
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,10 @@ class TeamDigest:
     over_since: date | None
     missing: list[date]  # days of the month the metrics held nothing for: not counted, not zero
     expiring: list[ExpiringGrant]
+    # With several clusters: the team's figures per cluster (when it has namespaces in more than one), and per
+    # cluster the days counted for others but not for it (no metrics, or not read yet: not counted).
+    clusters: list[ClusterCost] = field(default_factory=list)
+    missing_in: dict[str, list[date]] = field(default_factory=dict)
 
     @property
     def budget(self) -> float | None:
@@ -71,6 +84,8 @@ class OrgDigest:
     team_labels: dict[str, str]  # the label of each team of the policy, by its name (for ``top``)
     daily: dict[date, dict[str, float]]  # per day, the cost of each team
     pace: float | None  # the budgets' daily pace (None: no team has a budget)
+    clusters: list[ClusterCost] = field(default_factory=list)  # with several clusters: each one's figures
+    missing_in: dict[str, list[date]] = field(default_factory=dict)  # as in TeamDigest
 
     @property
     def spent(self) -> float:

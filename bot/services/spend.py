@@ -9,7 +9,8 @@ from functools import cached_property
 
 from bot.domain.costs import CostLine, Window, add_lines, month_windows, price, today_so_far
 from bot.domain.policy import Policy
-from bot.services.ledger import NO_DATA, Ledger, managed_teams, team_map
+from bot.errors import PartialMetrics
+from bot.services.ledger import NO_DATA, Ledger, answered, managed_teams, team_map
 from bot.services.ports import MetricsSource
 
 
@@ -58,7 +59,9 @@ class MonthSummary:
     days: list[date]  # the days with costs
     team_daily: dict[str, dict[date, dict[str, float]]]  # team -> day -> namespace (or "others") -> cost
     teams: dict[str, str]
-    missing: list[date] = field(default_factory=list)
+    missing: list[date] = field(default_factory=list)  # days no cluster's metrics held: unknown, not zero
+    # With several clusters: per cluster (its name), the days counted for others and not for it (unknown).
+    missing_in: dict[str, list[date]] = field(default_factory=dict)
 
     @cached_property
     def _by_team(self) -> dict[str, list[str]]:
@@ -112,7 +115,8 @@ class SpendReader:
         return self.read(windows, at=windows[-1].end)
 
     def month_summary(self, day: date) -> MonthSummary:
-        """The month through ``day`` as the digest needs it: with a ledger, summed in the database."""
+        """The month through ``day`` as the digest needs it: with a ledger, summed in the database. Raises
+        PartialMetrics with the summary when the ledger could not read some clusters' days (not counted)."""
         if self._ledger is None:
             spend = self.month_through(day)
             daily = {d: {ns: line.cost for ns, line in per_ns.items()} for d, per_ns in spend.days.items()}
@@ -126,11 +130,23 @@ class SpendReader:
                 missing=spend.missing,
             )
         first = day.replace(day=1)
-        self._ledger.catch_up(day)
+        caught_up = self._ledger.catch_up(day)
         summary = self._ledger.summary(first, day)
-        status = self._ledger.status(first + timedelta(days=i) for i in range((day - first).days + 1))
-        missing = sorted(d for d, state in status.items() if state == NO_DATA)
-        return MonthSummary(day, summary.month, summary.last_day, summary.days, summary.team_daily, summary.teams, missing)
+        days = [first + timedelta(days=i) for i in range((day - first).days + 1)]
+        missing = sorted(d for d, state in self._ledger.status(days).items() if state == NO_DATA)
+        month = MonthSummary(
+            day,
+            summary.month,
+            summary.last_day,
+            summary.days,
+            summary.team_daily,
+            summary.teams,
+            missing,
+            missing_in=self._ledger.missing_in(days),
+        )
+        if caught_up.unavailable:
+            raise PartialMetrics(month, caught_up.unavailable)
+        return month
 
     def month_so_far(self, now: datetime) -> Spend:
         """This month's full days and today up to ``now``."""
@@ -147,19 +163,24 @@ class SpendReader:
 
     def team_costs_so_far(self, now: datetime) -> dict[str, dict[date, float]]:
         """Per team, the cost of each day of this month up to ``now``: with a ledger, its recorded days
-        summed in the database plus today's partial day from the metrics (the hourly budget check)."""
+        summed in the database plus today's partial day from the metrics (the hourly budget check). Raises
+        PartialMetrics with the costs when some clusters' metrics could not be read (their namespaces' part of
+        a day is then missing from them)."""
         if self._ledger is None:
             spend = self.month_so_far(now)
             return {team: _day_totals(spend.daily_team_costs(team)) for team in set(spend.teams.values())}
         today = today_so_far(now, self._policy.schedules.zone)
         costs: dict[str, dict[date, float]] = {}
+        unavailable: dict[str, str] = {}
         if today.day.day > 1:
             yesterday = today.day - timedelta(days=1)
-            self._ledger.catch_up(yesterday)
+            unavailable.update(self._ledger.catch_up(yesterday).unavailable)
             costs = self._ledger.team_day_costs(today.day.replace(day=1), yesterday)
-        partial = self.read([today], at=now, idle=False)
+        partial = answered(lambda: self.read([today], at=now, idle=False), unavailable)
         for team in set(partial.teams.values()):
             costs.setdefault(team, {}).update(_day_totals(partial.daily_team_costs(team)))
+        if unavailable:
+            raise PartialMetrics(costs, unavailable)
         return costs
 
     def missing_days(self, windows: Sequence[Window]) -> list[date]:
@@ -181,8 +202,12 @@ class SpendReader:
         return Spend(days=days, teams=teams, missing=missing)
 
     def read(self, windows: Sequence[Window], *, at: datetime, idle: bool = True) -> Spend:
-        usage = self._metrics.usage(windows, idle=idle)
-        teams = team_map(self._policy, self._metrics, at, {ns for per_day in usage.values() for ns in per_day})
+        """The windows priced from the metrics; raises PartialMetrics with the Spend of the clusters that answered
+        when some did not."""
+        unavailable: dict[str, str] = {}
+        usage = answered(lambda: self._metrics.usage(windows, idle=idle), unavailable)
+        seen = {ns for per_day in usage.values() for ns in per_day}
+        teams = team_map(self._policy, self._metrics, at, seen, unavailable)
         managed = managed_teams(self._policy)
         days = {
             day: {
@@ -192,6 +217,8 @@ class SpendReader:
             }
             for day, per_ns in usage.items()
         }
+        if unavailable:
+            raise PartialMetrics(Spend(days=days, teams=teams), unavailable)
         return Spend(days=days, teams=teams)
 
 

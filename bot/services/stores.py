@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime
 from typing import Any, Protocol
 
+from bot.domain.clusters import HOME
 from bot.domain.entities import Grant, Namespace, Request
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.records import AuditEntry, HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
@@ -323,16 +324,20 @@ class LedgerDays(Protocol):
         self,
         day: date,
         *,
+        cluster: str = HOME,
         status: str,
         recorded_at: datetime,
         ksm_spacing: float | None,
         dcgm_spacing: float | None,
         entries: Iterable[Mapping[str, Any]],
     ) -> None:
-        """The day's ledger rows replaced whole by ``entries`` (column values)."""
+        """The day's ledger rows of ``cluster`` (the namespace keys' cluster part) replaced whole by ``entries``
+        (column values), and its status for that cluster."""
         ...
 
-    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]: ...
+    def ledger_status(self, first: date, last: date) -> list[tuple[date, str, str]]:
+        """(day, cluster, status) of the days recorded for each cluster in [first, last]."""
+        ...
 
 
 class LedgerReads(Protocol):

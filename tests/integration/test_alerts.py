@@ -27,7 +27,7 @@ from bot.sandbox.history import A100, H100, History, PodRun
 from jobs import run_job
 from tests.integration.conftest import serve
 from tests.integration.processes import wait_for
-from tests.prometheus_server import PrometheusServer, binaries_available
+from tests.prometheus_server import PrometheusServer, binaries_available, with_labels
 
 ROOT = Path(__file__).parents[2]
 RULES = ROOT / "deploy" / "helm" / "gpu-quota-bot" / "files" / "alert-rules.yaml"
@@ -82,12 +82,23 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServ
         ],
         namespace_labels={"ai-frontier-research": {"team": "frontier"}, "biz-model-serving": {"team": "business"}},
     )
+    # A second cluster in the same Prometheus (a Thanos or Mimir), its namespace of the same name told apart by the label.
+    elsewhere = History(
+        step=step,
+        start=start,
+        end=end,
+        pods=[PodRun("ai-frontier-research", "train", 1, "n1", A100, start, end, 0.6)],
+        namespace_labels={"ai-frontier-research": {"team": "frontier"}},
+    )
     target = url.removeprefix("http://")
     config = (
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
         f"scrape_configs:\n  - job_name: {SCRAPE_JOB}\n    static_configs:\n      - targets: ['{target}']\n"
     )
-    server = PrometheusServer(tmp_path_factory.mktemp("prometheus")).load(history).start(config_text=config)
+    server = PrometheusServer(tmp_path_factory.mktemp("prometheus"))
+    server.add_openmetrics(with_labels(history, {"cluster": "eu-1"}), name="eu-1")
+    server.add_openmetrics(with_labels(elsewhere, {"cluster": "us-2"}), name="us-2")
+    server.start(config_text=config)
     # Enough scrapes that every range in the panels ([1m]) holds several samples.
     wait_for(lambda: scrapes(server) >= 5, timeout=60, what="five scrapes of the bot")
     yield server
@@ -222,14 +233,17 @@ def test_every_alert_fires_on_the_scraped_series_and_names_the_failing_bot_job(s
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _expression(expr: str) -> str:
-    """A panel's query with the dashboard's variables as Grafana would fill them here."""
+def _expression(expr: str, *, cluster: str = ".*") -> str:
+    """A panel's query with the dashboard's variables as Grafana would fill them here (``cluster``: the clusters
+    chosen, All by default)."""
     values = {
         "$__rate_interval": "1m",
         "$job": f".*{SCRAPE_JOB}.*",
         "$sample_interval": "300",  # the backfilled history's step
         "$price": "0.95",
         "$team_label": "team",
+        "$cluster_label": "cluster",  # before $cluster, which it begins with
+        "$cluster": cluster,
     }
     for name, value in values.items():
         expr = expr.replace(name, value)
@@ -240,8 +254,8 @@ def _legend(template: str, labels: dict[str, str]) -> str:
     return re.sub(r"\{\{\s*(\w+)\s*\}\}", lambda m: labels.get(m.group(1), "<missing " + m.group(1) + ">"), template)
 
 
-@pytest.mark.prometheus
-def test_every_dashboard_panel_shows_its_series_on_a_real_scrape(scraped: PrometheusServer) -> None:
+def panel_legends(server: PrometheusServer, *, cluster: str = ".*") -> dict[str, set[str]]:
+    """Each panel's legends as Grafana shows them with the clusters ``cluster`` chosen."""
     panels = [p for p in json.loads(DASHBOARD.read_text())["panels"] if p["type"] != "row"]
     legends: dict[str, set[str]] = {}
     for panel in panels:
@@ -249,7 +263,7 @@ def test_every_dashboard_panel_shows_its_series_on_a_real_scrape(scraped: Promet
         for target in panel["targets"]:
             # The bot's series are scraped now; the cluster's last backfilled sample is one step before HISTORY_END.
             at = HISTORY_END - timedelta(minutes=5) if "kube_" in target["expr"] else None
-            result = instant(scraped, _expression(target["expr"]), at)
+            result = instant(server, _expression(target["expr"], cluster=cluster), at)
             assert result, f"panel {panel['title']!r}: {target['expr']} returns nothing"
             template = _expression(target["legendFormat"])
             for item in result:
@@ -257,11 +271,32 @@ def test_every_dashboard_panel_shows_its_series_on_a_real_scrape(scraped: Promet
                 assert "<missing" not in legend, f"panel {panel['title']!r}: {legend} from {item['metric']}"
                 shown.add(legend)
         legends[panel["title"]] = shown
+    return legends
+
+
+@pytest.mark.prometheus
+def test_every_dashboard_panel_shows_its_series_on_a_real_scrape(scraped: PrometheusServer) -> None:
+    legends = panel_legends(scraped)
     # One line per bot job, not one per scrape job.
     assert {"reconcile ok", "reconcile error", "digest ok", "budget_warnings error"} <= legends["Job runs"]
     assert {"reconcile", "digest"} <= legends["Since each job last succeeded"]
-    assert legends["GPU-hours allocated per namespace (last 24 h, as in the digest)"] == {
-        "ai-frontier-research",
-        "biz-model-serving",
+    assert legends["GPU-hours allocated per namespace and cluster (last 24 h, as in the digest)"] == {
+        "eu-1 ai-frontier-research",
+        "eu-1 biz-model-serving",
+        "us-2 ai-frontier-research",
     }
     assert legends["Daily GPU cost per team (at $price per GPU-hour)"] == {"frontier", "business"}
+
+
+@pytest.mark.prometheus
+def test_the_dashboards_cluster_variable_filters_the_cost_panels(scraped: PrometheusServer) -> None:
+    legends = panel_legends(scraped, cluster="us-2")
+    assert legends["GPU-hours allocated per namespace and cluster (last 24 h, as in the digest)"] == {"us-2 ai-frontier-research"}
+    assert legends["Daily GPU cost per team (at $price per GPU-hour)"] == {"frontier"}
+    us_only = instant(
+        scraped,
+        _expression(json.loads(DASHBOARD.read_text())["panels"][-1]["targets"][0]["expr"], cluster="us-2"),
+        HISTORY_END - timedelta(minutes=5),
+    )
+    # us-2's one A100 over a day's range (Prometheus 2.x holds both ends: 289 samples), not eu-1's six GPUs.
+    assert float(us_only[0]["value"][1]) == pytest.approx(289 * 300 / 3600 * 0.95)

@@ -273,7 +273,9 @@ def test_the_grafana_dashboard_is_current_and_uses_the_digests_queries() -> None
     from bot.adapters.prometheus import running_gpu_samples
 
     expressions = [t["expr"] for p in json.loads(committed)["panels"] for t in p.get("targets", [])]
-    assert sum(running_gpu_samples(86400) in e for e in expressions) == 2
+    assert sum(running_gpu_samples(86400, by=("$cluster_label",)) in e for e in expressions) == 2
+    variables = {v["name"]: v for v in json.loads(committed)["templating"]["list"]}
+    assert variables["cluster"]["allValue"] == ".*" and variables["cluster_label"]["query"] == "cluster"
 
 
 def refused(*sets: str) -> str:

@@ -33,7 +33,7 @@ def test_run_help_lists_every_setting(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_check_config_help_lists_the_settings_it_reads(capsys: pytest.CaptureFixture[str]) -> None:
     text = help_of("check-config", capsys)
-    needed = read_by(check_config, bootstrap.connect_metrics) | read_by(Settings.runtime_problems)
+    needed = read_by(check_config, bootstrap.connect_metrics, bootstrap.connect_prometheus) | read_by(Settings.runtime_problems)
     assert needed >= {
         "GPU_QUOTA_CONFIG",
         "KUBECONFIG",

@@ -123,11 +123,11 @@ def test_a_dcgm_series_counts_for_its_mig_profile_or_whole_gpus() -> None:
 
 
 def test_rows_of_several_resources_make_one_usage_per_namespace() -> None:
-    rows = [
-        ({"namespace": "ns", "modelName": A100, "measure": "hours"}, GPU, 24.0),
-        ({"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "hours"}, MIG3, 48.0),
-        ({"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "idle_hours"}, MIG3, 10.0),
-        ({"namespace": "mig-only", "modelName": H100, "measure": "hours"}, MIG3, 5.0),
+    rows = [  # (namespace key, labels, resource, hours)
+        ("ns", {"namespace": "ns", "modelName": A100, "measure": "hours"}, GPU, 24.0),
+        ("ns", {"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "hours"}, MIG3, 48.0),
+        ("ns", {"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "idle_hours"}, MIG3, 10.0),
+        ("mig-only", {"namespace": "mig-only", "modelName": H100, "measure": "hours"}, MIG3, 5.0),
     ]
     usage = _usage_of({("ns", GPU): 24.0, ("ns", MIG3): 48.0, ("mig-only", MIG3): 5.0}, rows)
     assert usage["ns"].allocated_hours == 24.0 and usage["ns"].model_hours == {A100: 24.0}

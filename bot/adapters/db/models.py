@@ -34,6 +34,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, rela
 from sqlalchemy.orm.attributes import QueryableAttribute, flag_modified
 
 from bot.domain import failure_reasons, prices
+from bot.domain.clusters import HOME
 from bot.domain.entities import Decision, Grant, Namespace, Request
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.prices import BasisAsStored, StoredBasis
@@ -335,12 +336,15 @@ class OutboxEntry(Base):
 
 
 class LedgerDay(Base):
-    """One finished calendar day (in ``schedules.timezone``) of the cost ledger: recorded from the
-    metrics, or ``no_data`` when Prometheus held nothing for it (before its retention, an outage)."""
+    """One finished calendar day (in ``schedules.timezone``) of the cost ledger in one cluster: recorded from
+    the metrics, or ``no_data`` when Prometheus held nothing for it (before its retention, an outage). A day
+    without a row for a cluster is not known for it yet (its Prometheus did not answer)."""
 
     __tablename__ = "ledger_days"
 
     day: Mapped[date] = mapped_column(Date, primary_key=True)
+    # The namespace keys' cluster part: "" for the home cluster (every day recorded before clusters).
+    cluster: Mapped[str] = mapped_column(String(63), primary_key=True, default=HOME, server_default=HOME)
     status: Mapped[str] = mapped_column(String(10))  # recorded | no_data
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ksm_spacing: Mapped[float | None] = mapped_column(Float)  # seconds between samples, as measured

@@ -26,6 +26,7 @@ from bot.adapters.db.models import (
     reclaims,
     team_spend,
 )
+from bot.domain.clusters import HOME
 from bot.domain.records import HomeTab, IdleNudge, MetricsOutage, Reclaim, TeamSpend
 from bot.domain.resources import GPU
 
@@ -220,25 +221,33 @@ class RecordStore:
         self,
         day: date,
         *,
+        cluster: str = HOME,
         status: str,
         recorded_at: datetime,
         ksm_spacing: float | None,
         dcgm_spacing: float | None,
         entries: Iterable[Mapping[str, Any]],
     ) -> None:
-        """The day's rows replaced whole by ``entries`` (column values of ``ledger_entries``)."""
-        self.session.execute(delete(LedgerEntry).where(LedgerEntry.day == day))
-        row = self.session.get(LedgerDay, day) or LedgerDay(day=day)
+        """The day's rows of ``cluster`` (its namespace keys) replaced whole by ``entries`` (column values of
+        ``ledger_entries``); the other clusters' rows of the day stay."""
+        of_cluster = (
+            LedgerEntry.namespace.startswith(f"{cluster}/", autoescape=True)
+            if cluster != HOME
+            else LedgerEntry.namespace.not_like("%/%")
+        )
+        self.session.execute(delete(LedgerEntry).where(LedgerEntry.day == day, of_cluster))
+        row = self.session.get(LedgerDay, (day, cluster)) or LedgerDay(day=day, cluster=cluster)
         row.status, row.recorded_at = status, recorded_at
         row.ksm_spacing, row.dcgm_spacing = ksm_spacing, dcgm_spacing
         self.session.add(row)
         for entry in entries:
             self.session.add(LedgerEntry(**entry))
 
-    def ledger_status(self, first: date, last: date) -> list[tuple[date, str]]:
-        """(day, status) of the recorded days in [first, last]."""
-        query = select(LedgerDay.day, LedgerDay.status).where(LedgerDay.day >= first, LedgerDay.day <= last)
-        return [(day, status) for day, status in self.session.execute(query)]
+    def ledger_status(self, first: date, last: date) -> list[tuple[date, str, str]]:
+        """(day, cluster, status) of the days recorded for each cluster in [first, last]."""
+        days = LedgerDay
+        query = select(days.day, days.cluster, days.status).where(days.day >= first, days.day <= last)
+        return [(day, cluster, status) for day, cluster, status in self.session.execute(query)]
 
     def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,

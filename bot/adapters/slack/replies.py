@@ -89,4 +89,8 @@ def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
         ]
     if answer.missing:
         lines.append(f"No metrics for {day_ranges(answer.missing)}: not counted.")
+    lines += [
+        f"No metrics for {escape(cluster)} on {day_ranges(days)}: not counted."
+        for cluster, days in sorted(answer.missing_in.items())
+    ]
     return lines

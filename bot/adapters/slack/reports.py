@@ -24,7 +24,7 @@ from bot.domain.costs import CostLine
 from bot.domain.resources import GPU
 from bot.services.ledger import day_ranges
 from bot.services.ports import Action
-from bot.services.reports import Digest, OrgDigest, TeamDigest
+from bot.services.reports import ClusterCost, Digest, OrgDigest, TeamDigest
 from bot.services.text import Moment, Notice, Strong, Words, money
 
 
@@ -70,6 +70,8 @@ def digest_report(digest: Digest, *, with_chart: bool = True) -> Report:
 def team_report(digest: TeamDigest, *, with_chart: bool = True) -> Report:
     label, currency = digest.team.label, digest.currency
     sections = [ReportSection(heading="Per namespace", lines=_namespace_lines(digest))]
+    if digest.clusters:
+        sections.append(ReportSection(heading="Per cluster", lines=_cluster_lines(digest.clusters, currency)))
     month = digest.month_total
     if month is not None and month.other_resources:
         sections.append(ReportSection(heading="Per resource (month to date)", lines=_resource_lines(month, currency)))
@@ -118,8 +120,9 @@ def _team_summary(digest: TeamDigest) -> Notice:
         "yesterday": Strong(_line_use(digest.yesterday_total, currency)),
         "month": Strong(_line_use(digest.month_total, currency, spent=digest.spent)),
     }
+    missing = join(_missing_note(digest.missing), _missing_in_note(digest.missing_in))
     if not digest.budget:
-        return join(fill("Yesterday {yesterday}. Month to date {month}.", **values), _missing_note(digest.missing))
+        return join(fill("Yesterday {yesterday}. Month to date {month}.", **values), missing)
     budget = fill(
         "Yesterday {yesterday}. Month to date {month}, {percent} of the {budget} budget."
         " Month-end forecast at the current burn: {forecast} ({forecast_percent})",
@@ -134,7 +137,7 @@ def _team_summary(digest: TeamDigest) -> Notice:
         outlook = fill(" :rotating_light: over budget since {day}", day=_short_day(digest.over_since))
     elif digest.forecast > digest.budget and digest.exhausts_at is not None:
         outlook = fill(" :warning: the budget runs out around {at}", at=Moment(digest.exhausts_at))
-    return join(budget, outlook, Notice((Words("."),)), _missing_note(digest.missing))
+    return join(budget, outlook, Notice((Words("."),)), missing)
 
 
 def _namespace_lines(digest: TeamDigest) -> list[str]:
@@ -194,10 +197,10 @@ def org_report(digest: OrgDigest, *, with_chart: bool = True) -> Report:
         )
         for rank, line in enumerate(digest.top, 1)
     ]
-    sections = [
-        ReportSection(heading="Per team (month to date)", lines=_rendered(lines)),
-        ReportSection(heading="Top namespaces (month to date)", lines=_rendered(top)),
-    ]
+    sections = [ReportSection(heading="Per team (month to date)", lines=_rendered(lines))]
+    if digest.clusters:
+        sections.append(ReportSection(heading="Per cluster", lines=_cluster_lines(digest.clusters, currency)))
+    sections.append(ReportSection(heading="Top namespaces (month to date)", lines=_rendered(top)))
     attachment = None
     if with_chart:
         words = ChartWords(
@@ -236,7 +239,7 @@ def _org_summary(digest: OrgDigest) -> Notice:
                 percent=_percent(digest.spent / digest.budgets),
             ),
         )
-    return join(summary, _missing_note(digest.missing))
+    return join(summary, _missing_note(digest.missing), _missing_in_note(digest.missing_in))
 
 
 def _team_line(team: TeamDigest) -> Notice:
@@ -262,6 +265,31 @@ def _missing_note(missing: list[date]) -> Notice:
     if not missing:
         return Notice(())
     return fill(" No metrics for {days}: those days are not counted.", days=day_ranges(missing))
+
+
+def _missing_in_note(missing_in: dict[str, list[date]]) -> Notice:
+    """Days counted for some clusters and not for others (no metrics there, or not read yet): said per cluster."""
+    return join(
+        *(
+            fill(" No metrics for {cluster} on {days}: not counted.", cluster=cluster, days=day_ranges(days))
+            for cluster, days in sorted(missing_in.items())
+        )
+    )
+
+
+def _cluster_lines(clusters: Sequence[ClusterCost], currency: str) -> list[str]:
+    """Each cluster's yesterday and month: ``us-2: yesterday 24.0 GPU-h · 72.00 USD · month ...``."""
+    return _rendered(
+        [
+            fill(
+                "{cluster}: yesterday {day} · month {month}",
+                cluster=Strong(cost.cluster),
+                day=_line_use(cost.yesterday, currency) if cost.yesterday else "0 GPU-h",
+                month=_line_use(cost.month, currency),
+            )
+            for cost in clusters
+        ]
+    )
 
 
 def _ranked(lines: list[CostLine], currency: str) -> list[Notice]:
