@@ -23,46 +23,22 @@ from bot.sandbox.karmada_api import KarmadaApiStandIn
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import seed_cluster
+from tests.integration.clusters_world import QUOTA, REMOTE, RESEARCH, kubeconfig, seed_remote, two_cluster_policy_data
 from tests.integration.conftest import SlackOverHttp, served
 from tests.integration.processes import SANDBOX_POLICY, run_bot, run_env
 
 ALICE, BOB, LEE, MAYA = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA"
-RESEARCH, QUOTA = "ai-frontier-research", "compute-quota"
-REMOTE = f"us-2/{RESEARCH}"
 
 
 def two_cluster_policy() -> Policy:
-    policy = yaml.safe_load(SANDBOX_POLICY.read_text())
-    policy["clusters"] = {"eu-1": {"home": True}, "us-2": {"context": "us-2", "timeout_seconds": 2}}
-    policy["teams"]["frontier"]["namespaces"].append(REMOTE)
-    return parse_policy(policy, source="the two-cluster test policy")
-
-
-def kubeconfig(path: Path, home: KubeApiStandIn, remote: KubeApiStandIn, **more: KubeApiStandIn) -> Path:
-    """One kubeconfig with a context per cluster, the home cluster's current (as an operator would merge them)."""
-    clusters = [("eu-1", home), ("us-2", remote), *more.items()]
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": name, "cluster": {"server": kube.url}} for name, kube in clusters],
-                "users": [{"name": name, "user": {"token": kube.token}} for name, kube in clusters],
-                "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name, _ in clusters],
-                "current-context": "eu-1",
-            }
-        )
-    )
-    return path
+    return parse_policy(two_cluster_policy_data(), source="the two-cluster test policy")
 
 
 @pytest.fixture
 def clusters(tmp_path: Path) -> Iterator[tuple[KubeApiStandIn, KubeApiStandIn]]:
     home, remote = KubeApiStandIn().start(), KubeApiStandIn().start()
     seed_cluster(home)
-    remote.add_node("us-gpu-node-a", 8)
-    remote.add_namespace(RESEARCH, {"team": "frontier"})
-    remote.add_quota(RESEARCH, QUOTA, {"requests.nvidia.com/gpu": "2"}, used_gpus=1)
+    seed_remote(remote)
     yield home, remote
     home.stop()
     remote.stop()
