@@ -12,6 +12,10 @@ One cluster down delays only itself. A cluster that fails with a temporary fault
 (``ClusterDown``, a TemporaryError: the apply waits and the reconcile tries again) instead of waiting
 out its timeout again, and at most ``in_flight`` calls to a cluster run at a time, so a hanging cluster
 never holds more than that many of the bot's threads. The first answer after that makes it up again.
+A call that finds every slot taken waits for one while the cluster answers; it is refused at once
+while the cluster *hangs*: a read or write of one object (fast on any healthy API server: the
+Kubernetes SLO for them is 1 s) has waited longer than ``slow_after`` for its answer. Whoever waits
+to call a cluster (for a namespace's critical section) asks ``check_answering`` and gives up then too.
 """
 
 from __future__ import annotations
@@ -20,9 +24,10 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import TypeVar
 
@@ -50,12 +55,19 @@ class ClusterDown(TemporaryError):
         self.since = since
 
 
+@dataclass(frozen=True)
+class _InFlight:
+    started: float  # monotonic
+    one_object: bool  # a read or write of one object: no answer past ``slow_after`` means the cluster hangs
+
+
 @dataclass
 class _Health:
+    freed: threading.Condition  # notified when one of its calls ends (on the ClusterSet's lock)
     down_since: datetime | None = None
     cause: str = ""
     tried_at: float = 0.0
-    calls: threading.BoundedSemaphore | None = None
+    calls: dict[object, _InFlight] = field(default_factory=dict)  # the calls in flight
 
 
 @dataclass(frozen=True)
@@ -77,16 +89,19 @@ class ClusterSet:
         *,
         retry_after: float = 10.0,
         in_flight: int = 4,
+        slow_after: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ) -> None:
         self._kube = {cluster: kube for cluster, (kube, _) in members.items()}
         self._kueue = {cluster: kueue for cluster, (_, kueue) in members.items()}
         self._retry_after = retry_after
+        self._in_flight = in_flight
+        self._slow_after = slow_after
         self._monotonic = monotonic
         self._now = now
         self._lock = threading.Lock()
-        self._health = {cluster: _Health(calls=threading.BoundedSemaphore(in_flight)) for cluster in self._kube}
+        self._health = {cluster: _Health(freed=threading.Condition(self._lock)) for cluster in self._kube}
 
     @property
     def clusters(self) -> list[str]:
@@ -99,11 +114,27 @@ class ClusterSet:
                 for cluster, health in sorted(self._health.items())
             ]
 
+    def check_answering(self, namespace: str) -> None:
+        """Raise ``ClusterDown`` while the cluster of ``namespace`` (a key) does not answer: it is down, or it
+        hangs (see the module). Asks nothing of the cluster and takes no try of a down one."""
+        cluster, _ = self._split(namespace)
+        health = self._health[cluster]
+        with self._lock:
+            hanging = self._hanging(health)
+            if health.down_since is None and hanging is None:
+                return
+            if health.down_since is not None:
+                since, cause = health.down_since, health.cause
+            else:
+                assert hanging is not None
+                since, cause = self._now() - timedelta(seconds=hanging), f"no answer for {hanging:.0f} s"
+        raise ClusterDown(cluster, since, cause, delay=self._retry_after)
+
     # --- QuotaCluster ----------------------------------------------------------------------------
 
     def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         cluster, bare = self._split(namespace)
-        read = self._call(cluster, lambda: self._kube[cluster].read_quota(bare, name, resource, max_age=max_age))
+        read = self._call(cluster, lambda: self._kube[cluster].read_quota(bare, name, resource, max_age=max_age), one_object=True)
         return _keyed(read, cluster) if read is not None else None
 
     def write_quota(
@@ -124,6 +155,7 @@ class ClusterSet:
             lambda: self._kube[cluster].write_quota(
                 bare, name, resource, gpus=gpus, previous=before, dry_run=dry_run, applied_by=applied_by
             ),
+            one_object=True,
         )
         return _keyed(written, cluster)
 
@@ -143,7 +175,7 @@ class ClusterSet:
 
     def namespace_exists(self, namespace: str) -> bool:
         cluster, bare = self._split(namespace)
-        return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare))
+        return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare), one_object=True)
 
     # --- Workloads -------------------------------------------------------------------------------
 
@@ -162,11 +194,12 @@ class ClusterSet:
     # --- KueueQuotas -----------------------------------------------------------------------------
 
     def api_version(self, cluster: str = HOME) -> str | None:
-        return self._call(cluster, lambda: self._kueue[cluster].api_version())
+        return self._call(cluster, lambda: self._kueue[cluster].api_version(), one_object=True)
 
     def read_cluster_queue(self, namespace: str, name: str, flavor: str, resource: str) -> ClusterQueueSnapshot:
         cluster, bare = self._split(namespace)
-        return _keyed(self._call(cluster, lambda: self._kueue[cluster].read_cluster_queue(bare, name, flavor, resource)), cluster)
+        read = partial(self._kueue[cluster].read_cluster_queue, bare, name, flavor, resource)
+        return _keyed(self._call(cluster, read, one_object=True), cluster)
 
     def write_cluster_queue(
         self,
@@ -196,6 +229,7 @@ class ClusterSet:
                 applied_by=applied_by,
                 borrowing_limit_delta=borrowing_limit_delta,
             ),
+            one_object=True,
         )
         return _keyed(written, cluster)
 
@@ -225,25 +259,47 @@ class ClusterSet:
                 log.warning("%s of cluster %s left out: %s", what, cluster or "home", error)
         return found
 
-    def _call(self, cluster: str, call: Callable[[], T]) -> T:
-        """``call`` to ``cluster``, unless it is down and not due for another try; its temporary faults make it down."""
+    def _call(self, cluster: str, call: Callable[[], T], *, one_object: bool = False) -> T:
+        """``call`` to ``cluster``, unless it is down and not due for another try; its temporary faults make it down.
+        ``one_object``: a read or write of one object (how long it waits tells whether the cluster hangs)."""
         health = self._health[cluster]
         self._refuse_while_down(cluster, health)
-        assert health.calls is not None
-        if not health.calls.acquire(blocking=False):
-            raise TemporaryError(f"cluster {cluster or 'home'} has too many calls in flight (it is slow to answer)", delay=2.0)
-        try:
-            result = call()
-        except QuotaConflict:
-            self._up(cluster, health)  # it answered
-            raise
-        except TemporaryError as error:
-            self._down(cluster, health, str(error))
-            raise
-        finally:
-            health.calls.release()
+        with self._slot(cluster, health, one_object=one_object):
+            try:
+                result = call()
+            except QuotaConflict:
+                self._up(cluster, health)  # it answered
+                raise
+            except TemporaryError as error:
+                self._down(cluster, health, str(error))
+                raise
         self._up(cluster, health)
         return result
+
+    @contextmanager
+    def _slot(self, cluster: str, health: _Health, *, one_object: bool) -> Iterator[None]:
+        """One of the cluster's ``in_flight`` slots for a call: waited for while its calls end, refused when
+        none ended for ``slow_after`` or at once while the cluster hangs."""
+        call = object()
+        with self._lock:
+            while len(health.calls) >= self._in_flight:
+                if self._hanging(health) is not None or not health.freed.wait(self._slow_after):
+                    raise TemporaryError(
+                        f"cluster {cluster or 'home'} has too many calls in flight (it is slow to answer)", delay=2.0
+                    )
+            health.calls[call] = _InFlight(self._monotonic(), one_object)
+        try:
+            yield
+        finally:
+            with self._lock:
+                del health.calls[call]
+                health.freed.notify()
+
+    def _hanging(self, health: _Health) -> float | None:
+        """How long the oldest read or write of one object in flight has waited, if past ``slow_after`` (the lock held)."""
+        started = [c.started for c in health.calls.values() if c.one_object]
+        waited = self._monotonic() - min(started) if started else 0.0
+        return waited if waited > self._slow_after else None
 
     def _refuse_while_down(self, cluster: str, health: _Health) -> None:
         with self._lock:

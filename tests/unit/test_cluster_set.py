@@ -79,6 +79,10 @@ def test_a_cluster_that_fails_is_down_fails_fast_and_is_tried_again_later() -> N
     assert clusters.read_quota("research", "q", "nvidia.com/gpu").hard == 4  # the home cluster goes on
     assert [(s.cluster, s.up, s.since) for s in clusters.states()] == [("", True, None), ("us-2", False, AT)]
 
+    with pytest.raises(ClusterDown):
+        clusters.check_answering("us-2/research")
+    assert remote.calls == 1  # asked nothing
+
     remote.fail = None
     clock.now += 10  # due for another try
     assert clusters.read_quota("us-2/research", "q", "nvidia.com/gpu").hard == 2
@@ -95,18 +99,37 @@ def test_a_conflict_is_an_answer_not_a_cluster_down() -> None:
 
 
 def test_a_hanging_cluster_holds_at_most_its_share_of_threads() -> None:
-    home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
-    clusters = cluster_set(home, remote, Clock(), in_flight=1)
+    home, remote, clock = FakeKube({"research": 4}), FakeKube({"research": 2}), Clock()
+    clusters = cluster_set(home, remote, clock, in_flight=1)
     remote.hold = threading.Event()
     hanging = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
     hanging.start()
     while remote.calls == 0:
         pass
+    clock.now += 2  # past slow_after: us-2 hangs
     with pytest.raises(TemporaryError, match="too many calls in flight"):
         clusters.read_quota("us-2/research", "q", "nvidia.com/gpu")  # refused at once, not queued behind the hang
+    with pytest.raises(ClusterDown, match="waiting for cluster us-2: no answer for 2 s"):
+        clusters.check_answering("us-2/research")  # for whoever waits to call it
     assert clusters.read_quota("research", "q", "nvidia.com/gpu").hard == 4
+    clusters.check_answering("research")  # the home cluster answers
     remote.hold.set()
     hanging.join()
+    clusters.check_answering("us-2/research")  # it answered
+
+
+def test_a_call_waits_for_a_slot_of_a_cluster_that_answers() -> None:
+    home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
+    clusters = cluster_set(home, remote, Clock(), in_flight=1)
+    remote.hold = threading.Event()
+    first = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
+    first.start()
+    while remote.calls == 0:
+        pass
+    threading.Timer(0.05, remote.hold.set).start()  # the call in flight answers
+    assert clusters.read_quota("us-2/research", "q", "nvidia.com/gpu").hard == 2  # queued for its slot, not refused
+    first.join()
+    assert all(state.up for state in clusters.states())
 
 
 def test_what_spans_the_clusters_leaves_out_one_that_fails() -> None:
