@@ -57,7 +57,7 @@ class ClusterDown(TemporaryError):
 
 @dataclass(frozen=True)
 class _InFlight:
-    started: float  # monotonic
+    started: float  # time.monotonic(): how long a call waits is real time, whatever ``monotonic`` the set is given
     one_object: bool  # a read or write of one object: no answer past ``slow_after`` means the cluster hangs
 
 
@@ -287,7 +287,7 @@ class ClusterSet:
                     raise TemporaryError(
                         f"cluster {cluster or 'home'} has too many calls in flight (it is slow to answer)", delay=2.0
                     )
-            health.calls[call] = _InFlight(self._monotonic(), one_object)
+            health.calls[call] = _InFlight(time.monotonic(), one_object)
         try:
             yield
         finally:
@@ -298,7 +298,7 @@ class ClusterSet:
     def _hanging(self, health: _Health) -> float | None:
         """How long the oldest read or write of one object in flight has waited, if past ``slow_after`` (the lock held)."""
         started = [c.started for c in health.calls.values() if c.one_object]
-        waited = self._monotonic() - min(started) if started else 0.0
+        waited = time.monotonic() - min(started) if started else 0.0
         return waited if waited > self._slow_after else None
 
     def _refuse_while_down(self, cluster: str, health: _Health) -> None:
