@@ -141,13 +141,15 @@ class Database:
     @contextmanager
     def namespace_lock(self, namespace: str, *, while_waiting: Callable[[], object] | None = None) -> Iterator[None]:
         """Be the only writer of ``namespace`` (across processes on PostgreSQL) while the block runs.
-        ``while_waiting`` is called every ``LOCK_CHECK_SECONDS`` while another thread of this process holds
-        it; what it raises ends the wait (the block does not run)."""
+        ``while_waiting`` is called when another thread of this process holds it, and again every
+        ``LOCK_CHECK_SECONDS`` while it does; what it raises ends the wait (the block does not run)."""
         # Threads of this process queue here first, so waiting never holds a pooled connection.
         local = self._local_lock(namespace)
-        while not local.acquire(timeout=LOCK_CHECK_SECONDS):
+        waiting = not local.acquire(blocking=False)
+        while waiting:
             if while_waiting is not None:
                 while_waiting()
+            waiting = not local.acquire(timeout=LOCK_CHECK_SECONDS)
         try:
             if self.engine.dialect.name != "postgresql":
                 yield
