@@ -115,20 +115,25 @@ class ClusterSet:
             ]
 
     def check_answering(self, namespace: str) -> None:
-        """Raise ``ClusterDown`` while the cluster of ``namespace`` (a key) does not answer: it is down, or it
-        hangs (see the module). Asks nothing of the cluster and takes no try of a down one."""
+        """Raise ``ClusterDown`` while a call to the cluster of ``namespace`` (a key) would be refused or would
+        hang: it is down and not due for another try, or it hangs (see the module). Asks nothing of the
+        cluster and takes no try of a down one."""
         cluster, _ = self._split(namespace)
         health = self._health[cluster]
         with self._lock:
             hanging = self._hanging(health)
-            if health.down_since is None and hanging is None:
-                return
-            if health.down_since is not None:
-                since, cause = health.down_since, health.cause
+            waited = self._monotonic() - health.tried_at
+            if health.down_since is not None and (hanging is not None or waited < self._retry_after):
+                since, cause, delay = health.down_since, health.cause, max(0.0, self._retry_after - waited)
+            elif hanging is not None:
+                since, cause, delay = (
+                    self._now() - timedelta(seconds=hanging),
+                    f"no answer for {hanging:.0f} s",
+                    self._retry_after,
+                )
             else:
-                assert hanging is not None
-                since, cause = self._now() - timedelta(seconds=hanging), f"no answer for {hanging:.0f} s"
-        raise ClusterDown(cluster, since, cause, delay=self._retry_after)
+                return
+        raise ClusterDown(cluster, since, cause, delay=delay)
 
     # --- QuotaCluster ----------------------------------------------------------------------------
 

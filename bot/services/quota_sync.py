@@ -159,8 +159,18 @@ class QuotaSync:
         with self._db.namespace_lock(self._target.lock_name(scope), while_waiting=answering):
             yield
 
+    def answering(self, scope: QuotaScope) -> bool:
+        """Whether the cluster holding the scope's quota takes a call now (False: it is down and not due for
+        another try, or it hangs); True when there is no telling."""
+        try:
+            self._still_answering(scope)
+        except SectionNotEntered:
+            return False
+        return True
+
     def _still_answering(self, scope: QuotaScope) -> None:
-        assert self._answering is not None
+        if self._answering is None:
+            return
         try:
             self._answering(scope)
         except TemporaryError as error:

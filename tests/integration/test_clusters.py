@@ -153,8 +153,9 @@ def test_a_hanging_cluster_delays_only_its_own_changes(
     assert any(not slack.thread(card) for card in remote_cards)  # one approval in us-2 still waits for its answer
     services = slack.sandbox.services
     assert services is not None
-    clock.advance(timedelta(minutes=10))  # past the others' backoff: their resumes give up waiting for that one too
-    assert services.reconciler.tick().errors == []
+    clock.advance(timedelta(minutes=10))  # past the others' backoff
+    report = services.reconciler.tick()
+    assert report.resumed == [] and report.errors == []  # the reconcile leaves them waiting while us-2 hangs
     assert slack.sandbox.executor.wait_idle(timeout=60)
     assert state(slack, WORKERS + 1) == RequestState.APPLIED and home.hard(RESEARCH, QUOTA) == "5"
     threads = [slack.thread(card) for card in remote_cards]
@@ -208,6 +209,42 @@ def test_a_shift_whose_source_cluster_does_not_answer_stops_waiting_for_its_name
     assert state(slack, 1) == RequestState.APPLIED
     assert (remote.hard(RESEARCH, QUOTA), home.hard("biz-model-serving", QUOTA)) == ("1", "17")
     assert remote.quota_writes(RESEARCH) == 1 and home.quota_writes("biz-model-serving") == 1
+
+
+def test_the_reconcile_tries_a_cluster_that_is_down_once_a_tick_not_once_a_waiting_change(
+    slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn], clock: ManualClock
+) -> None:
+    home, remote = clusters
+    cards = []
+    for _ in range(3):
+        slack.command(ALICE, f"request {REMOTE} +1 for 1d asked while us-2 answered")
+        cards.append(slack.request_message())
+    remote.refuse_connections(seconds=3600)  # us-2 goes away
+    for card in cards:
+        slack.click(LEE, slack.buttons(card)["Approve"], card)
+    database = slack.sandbox.database
+    services = slack.sandbox.services
+    assert database is not None and services is not None
+
+    def attempts() -> list[int]:
+        rows = [database.run(lambda repo, r=r: repo.request(r)) for r in (1, 2, 3)]
+        return [row.apply_attempts for row in rows if row is not None]
+
+    assert attempts() == [1, 1, 1]  # each waits, said once
+    for _ in range(2):
+        before = attempts()
+        time.sleep(1.1)  # us-2 is due for another try
+        clock.advance(timedelta(minutes=10))  # past every apply's backoff
+        services.reconciler.tick()
+        assert sum(after - was for after, was in zip(attempts(), before, strict=True)) == 1  # one try, the others left alone
+    assert {state(slack, r) for r in (1, 2, 3)} == {RequestState.APPROVED}
+
+    remote._server.resume()  # us-2 is back
+    time.sleep(1.1)
+    clock.advance(timedelta(minutes=10))
+    services.reconciler.tick()
+    assert {state(slack, r) for r in (1, 2, 3)} == {RequestState.APPLIED}
+    assert remote.hard(RESEARCH, QUOTA) == "5" and remote.quota_writes(RESEARCH) == 1
 
 
 def test_check_config_names_each_cluster_that_fails_and_checks_the_others(

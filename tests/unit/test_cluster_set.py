@@ -87,6 +87,8 @@ def test_a_cluster_that_fails_is_down_fails_fast_and_is_tried_again_later() -> N
 
     remote.fail = None
     clock.now += 10  # due for another try
+    clusters.check_answering("us-2/research")  # a call would be let through
+    assert remote.calls == 1 and not clusters.states()[1].up  # and the try is still there to take
     assert clusters.read_quota("us-2/research", "q", "nvidia.com/gpu").hard == 2
     assert all(state.up for state in clusters.states())
 
