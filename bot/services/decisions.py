@@ -230,8 +230,9 @@ class Decisions:
         approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
         it could not be read: the recheck goes by the database, and the apply reads for itself); the
         write is planned in the same transaction and, if the row is approved, made next from the same
-        read, its resourceVersion the write's precondition. Returns the row and, when it was approved,
-        the state the apply left it in.
+        read, its resourceVersion the write's precondition. When the scope's cluster stops answering
+        while this waits for the section, the approval is recorded without it (``_approve_to_wait``).
+        Returns the row and, when it was approved, the state the apply left it in.
         """
         try:
             with self._sync.exclusive(scope):
