@@ -42,6 +42,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import yaml
 
@@ -139,26 +140,49 @@ def bench_policy(tmp: Path) -> Path:
     return path
 
 
-@contextmanager
-def servers(tmp: Path, slack: SlowSlack, kube: KubeApiStandIn) -> Iterator[tuple[Server, Server]]:
-    bot_port, bare_port = free_port(), free_port()
+def bot_env(tmp: Path, *, slack: SlackApiStandIn, policy: Path, kubeconfig: Path, port: int) -> dict[str, str]:
+    """The environment of ``gpu-quota-bot run`` against the stand-ins: HTTP on ``port``, SQLite in ``tmp``, JSON logs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "GPU_QUOTA", "DATABASE_URL", "KUBECONFIG"))}
     env.update(
         SLACK_BOT_TOKEN=BOT_TOKEN,
         SLACK_SIGNING_SECRET=SIGNING_SECRET,
         SLACK_API_URL=slack.api_url,
         DATABASE_URL=f"sqlite:///{tmp}/bot.db",
-        GPU_QUOTA_CONFIG=str(bench_policy(tmp)),
-        KUBECONFIG=str(kube.write_kubeconfig(tmp / "kubeconfig")),
-        PORT=str(bot_port),
+        GPU_QUOTA_CONFIG=str(policy),
+        KUBECONFIG=str(kubeconfig),
+        PORT=str(port),
         LOG_FORMAT="json",
         SWEEP_INTERVAL_SECONDS="86400",
     )
+    return env
+
+
+def start_bot(env: dict[str, str], log: IO[bytes]) -> subprocess.Popen[bytes]:
+    """``gpu-quota-bot run`` after ``db upgrade``, as the chart's init container does: the schema is at head
+    before `run` starts, so `run` checks it without loading Alembic (on an empty database it migrates, and
+    carries Alembic)."""
+    subprocess.run([sys.executable, "-m", "bot.cli", "db", "upgrade"], env=env, cwd=ROOT, stdout=log, stderr=log, check=True)
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], env=env, cwd=ROOT, stdout=log, stderr=log)
+
+
+def stop(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to each, then a minute for each to finish its work before it is killed."""
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@contextmanager
+def servers(tmp: Path, slack: SlowSlack, kube: KubeApiStandIn) -> Iterator[tuple[Server, Server]]:
+    bot_port, bare_port = free_port(), free_port()
+    kubeconfig = kube.write_kubeconfig(tmp / "kubeconfig")
+    env = bot_env(tmp, slack=slack, policy=bench_policy(tmp), kubeconfig=kubeconfig, port=bot_port)
     with (tmp / "bot.log").open("wb") as log:
-        # As the chart's init container does: the schema is at head before `run` starts, so `run`
-        # checks it without loading Alembic (on an empty database it migrates, and carries Alembic).
-        subprocess.run([sys.executable, "-m", "bot.cli", "db", "upgrade"], env=env, cwd=ROOT, stdout=log, stderr=log, check=True)
-        bot = subprocess.Popen([sys.executable, "-m", "bot.cli", "run"], env=env, cwd=ROOT, stdout=log, stderr=log)
+        bot = start_bot(env, log)
         bare = subprocess.Popen(
             [sys.executable, str(ROOT / "bench" / "bare_bolt.py"), str(bare_port), SIGNING_SECRET, slack.api_url, BOT_TOKEN],
             cwd=ROOT,
@@ -170,13 +194,7 @@ def servers(tmp: Path, slack: SlowSlack, kube: KubeApiStandIn) -> Iterator[tuple
         wait_for(lambda: _bare_up(bare_port), timeout=60, what="the bare Bolt app")
         yield Server("bot", bot_port, bot), Server("bare", bare_port, bare)
     finally:
-        for process in (bot, bare):
-            process.send_signal(signal.SIGTERM)
-        for process in (bot, bare):
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        stop([bot, bare])
 
 
 def _bare_up(port: int) -> bool:

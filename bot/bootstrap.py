@@ -34,6 +34,7 @@ from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
 from bot.domain.clusters import HOME, split_key
 from bot.domain.policy import KARMADA_PLANE, Cluster, Policy
+from bot.domain.quota import QuotaScope
 from bot.executor import TrackingExecutor
 from bot.services.access import Access
 from bot.services.announce import Announcer
@@ -232,6 +233,21 @@ def slack_ports(client: PooledWebClient) -> SlackPorts:
     return SlackPorts(notifier=SlackNotifier(client), directory=SlackDirectory(client), home_tabs=SlackHomeTabs(client))
 
 
+def _cluster_answering(policy: Policy, cluster: QuotaCluster) -> Callable[[QuotaScope], None] | None:
+    """Whether the cluster holding a scope's quota answers, for the waiters of its critical section: a
+    ClusterSet's health (every deployment's cluster port; the unit tests' fakes have none). A federated
+    quota is on the Karmada plane, whose health no ClusterSet keeps: its waiters wait."""
+    if not isinstance(cluster, ClusterSet):
+        return None
+    clusters = cluster
+
+    def answering(scope: QuotaScope) -> None:
+        if policy.federated_quota(scope.namespace, scope.resource) is None:
+            clusters.check_answering(scope.namespace)
+
+    return answering
+
+
 def build_services(
     *,
     policy: Policy,
@@ -248,6 +264,7 @@ def build_services(
 ) -> Services:
     """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota;
     ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota."""
+    answering = _cluster_answering(policy, cluster)
     # One cached capacity view for every service, so the bot's own quota writes keep it exact.
     cluster = CapacityCachingCluster(
         cluster, quota_names={namespace: policy.quota_name(namespace) for namespace in policy.managed_namespaces()}
@@ -272,6 +289,7 @@ def build_services(
         clock=clock,
         conflict_backoff=(retry_delays[0], retry_delays[-1]),
         sleep=sleep,
+        answering=answering,
     )
     # Without a Workloads reader (tests of other things), status and cards show no pods.
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None

@@ -10,22 +10,24 @@ Workloads) ask each cluster and leave out, with a log line, one that fails.
 One cluster down delays only itself. A cluster that does not answer (refused, reset, timed out:
 ``Unreachable``) is *down* from then on: for ``retry_after`` seconds every call to it fails at once
 (``ClusterDown``, a TemporaryError: the apply waits and the reconcile tries again) instead of waiting
-out its timeout again. Before its first timeout ends, a cluster that is slow to answer (its oldest call
-in flight has waited ``slow_after`` seconds) gets no more than ``in_flight`` calls at a time, so a
-hanging cluster never holds more than that many of the bot's threads; a cluster that answers quickly is
-never limited. The first answer after that makes it up again.
+out its timeout again, and at most ``in_flight`` calls to a cluster run at a time, so a hanging cluster
+never holds more than that many of the bot's threads. The first answer after that makes it up again.
+A call that finds every slot taken waits for one while the cluster answers; it is refused at once
+while the cluster *hangs*: a read or write of one object (fast on any healthy API server: the
+Kubernetes SLO for them is 1 s) has waited longer than ``slow_after`` for its answer. Whoever waits
+to call a cluster (for a namespace's critical section) asks ``check_answering`` and gives up then too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from functools import partial
 from typing import TypeVar
 
@@ -53,12 +55,19 @@ class ClusterDown(TemporaryError):
         self.since = since
 
 
+@dataclass(frozen=True)
+class _InFlight:
+    started: float  # time.monotonic(): how long a call waits is real time, whatever ``monotonic`` the set is given
+    one_object: bool  # a read or write of one object: no answer past ``slow_after`` means the cluster hangs
+
+
 @dataclass
 class _Health:
+    freed: threading.Condition  # notified when one of its calls ends (on the ClusterSet's lock)
     down_since: datetime | None = None
     cause: str = ""
     tried_at: float = 0.0
-    calls: dict[int, float] = dataclasses.field(default_factory=dict)  # the calls in flight: when each began
+    calls: dict[object, _InFlight] = field(default_factory=dict)  # the calls in flight
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ class ClusterSet:
         *,
         retry_after: float = 10.0,
         in_flight: int = 4,
-        slow_after: float = 2.0,
+        slow_after: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ) -> None:
@@ -89,11 +98,10 @@ class ClusterSet:
         self._retry_after = retry_after
         self._in_flight = in_flight
         self._slow_after = slow_after
-        self._tokens = itertools.count()
         self._monotonic = monotonic
         self._now = now
         self._lock = threading.Lock()
-        self._health = {cluster: _Health() for cluster in self._kube}
+        self._health = {cluster: _Health(freed=threading.Condition(self._lock)) for cluster in self._kube}
 
     @property
     def clusters(self) -> list[str]:
@@ -106,11 +114,32 @@ class ClusterSet:
                 for cluster, health in sorted(self._health.items())
             ]
 
+    def check_answering(self, namespace: str) -> None:
+        """Raise ``ClusterDown`` while a call to the cluster of ``namespace`` (a key) would be refused or would
+        hang: it is down and not due for another try, or it hangs (see the module). Asks nothing of the
+        cluster and takes no try of a down one."""
+        cluster, _ = self._split(namespace)
+        health = self._health[cluster]
+        with self._lock:
+            hanging = self._hanging(health)
+            waited = self._monotonic() - health.tried_at
+            if health.down_since is not None and (hanging is not None or waited < self._retry_after):
+                since, cause, delay = health.down_since, health.cause, max(0.0, self._retry_after - waited)
+            elif hanging is not None:
+                since, cause, delay = (
+                    self._now() - timedelta(seconds=hanging),
+                    f"no answer for {hanging:.0f} s",
+                    self._retry_after,
+                )
+            else:
+                return
+        raise ClusterDown(cluster, since, cause, delay=delay)
+
     # --- QuotaCluster ----------------------------------------------------------------------------
 
     def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         cluster, bare = self._split(namespace)
-        read = self._call(cluster, lambda: self._kube[cluster].read_quota(bare, name, resource, max_age=max_age))
+        read = self._call(cluster, lambda: self._kube[cluster].read_quota(bare, name, resource, max_age=max_age), one_object=True)
         return _keyed(read, cluster) if read is not None else None
 
     def write_quota(
@@ -131,6 +160,7 @@ class ClusterSet:
             lambda: self._kube[cluster].write_quota(
                 bare, name, resource, gpus=gpus, previous=before, dry_run=dry_run, applied_by=applied_by
             ),
+            one_object=True,
         )
         return _keyed(written, cluster)
 
@@ -150,7 +180,7 @@ class ClusterSet:
 
     def namespace_exists(self, namespace: str) -> bool:
         cluster, bare = self._split(namespace)
-        return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare))
+        return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare), one_object=True)
 
     # --- Workloads -------------------------------------------------------------------------------
 
@@ -169,11 +199,12 @@ class ClusterSet:
     # --- KueueQuotas -----------------------------------------------------------------------------
 
     def api_version(self, cluster: str = HOME) -> str | None:
-        return self._call(cluster, lambda: self._kueue[cluster].api_version())
+        return self._call(cluster, lambda: self._kueue[cluster].api_version(), one_object=True)
 
     def read_cluster_queue(self, namespace: str, name: str, flavor: str, resource: str) -> ClusterQueueSnapshot:
         cluster, bare = self._split(namespace)
-        return _keyed(self._call(cluster, lambda: self._kueue[cluster].read_cluster_queue(bare, name, flavor, resource)), cluster)
+        read = partial(self._kueue[cluster].read_cluster_queue, bare, name, flavor, resource)
+        return _keyed(self._call(cluster, read, one_object=True), cluster)
 
     def write_cluster_queue(
         self,
@@ -203,6 +234,7 @@ class ClusterSet:
                 applied_by=applied_by,
                 borrowing_limit_delta=borrowing_limit_delta,
             ),
+            one_object=True,
         )
         return _keyed(written, cluster)
 
@@ -232,37 +264,47 @@ class ClusterSet:
                 log.warning("%s of cluster %s left out: %s", what, cluster or "home", error)
         return found
 
-    def _call(self, cluster: str, call: Callable[[], T]) -> T:
-        """``call`` to ``cluster``, unless it is down and not due for another try; its temporary faults make it down."""
+    def _call(self, cluster: str, call: Callable[[], T], *, one_object: bool = False) -> T:
+        """``call`` to ``cluster``, unless it is down and not due for another try; its temporary faults make it down.
+        ``one_object``: a read or write of one object (how long it waits tells whether the cluster hangs)."""
         health = self._health[cluster]
         self._refuse_while_down(cluster, health)
-        token = self._begin(cluster, health)
-        try:
-            result = call()
-        except Unreachable as error:  # refused, reset or timed out: a cluster that answers (even 5xx) is up
-            self._down(cluster, health, str(error))
-            raise
-        except GpuQuotaError:
-            self._up(cluster, health)  # it answered
-            raise
-        finally:
-            with self._lock:
-                del health.calls[token]
+        with self._slot(cluster, health, one_object=one_object):
+            try:
+                result = call()
+            except Unreachable as error:  # refused, reset or timed out: a cluster that answers (even 5xx) is up
+                self._down(cluster, health, str(error))
+                raise
+            except GpuQuotaError:
+                self._up(cluster, health)  # it answered
+                raise
         self._up(cluster, health)
         return result
 
-    def _begin(self, cluster: str, health: _Health) -> int:
-        """Count a call in; refused when the cluster is slow to answer and already has its share of calls."""
+    @contextmanager
+    def _slot(self, cluster: str, health: _Health, *, one_object: bool) -> Iterator[None]:
+        """One of the cluster's ``in_flight`` slots for a call: waited for while its calls end, refused when
+        none ended for ``slow_after`` or at once while the cluster hangs."""
+        call = object()
         with self._lock:
-            now = self._monotonic()
-            slow = bool(health.calls) and now - min(health.calls.values()) >= self._slow_after
-            if slow and len(health.calls) >= self._in_flight:
-                raise TemporaryError(
-                    f"cluster {cluster or 'home'} is slow to answer; it has {len(health.calls)} calls waiting", delay=2.0
-                )
-            token = next(self._tokens)
-            health.calls[token] = now
-            return token
+            while len(health.calls) >= self._in_flight:
+                if self._hanging(health) is not None or not health.freed.wait(self._slow_after):
+                    raise TemporaryError(
+                        f"cluster {cluster or 'home'} has too many calls in flight (it is slow to answer)", delay=2.0
+                    )
+            health.calls[call] = _InFlight(time.monotonic(), one_object)
+        try:
+            yield
+        finally:
+            with self._lock:
+                del health.calls[call]
+                health.freed.notify()
+
+    def _hanging(self, health: _Health) -> float | None:
+        """How long the oldest read or write of one object in flight has waited, if past ``slow_after`` (the lock held)."""
+        started = [c.started for c in health.calls.values() if c.one_object]
+        waited = time.monotonic() - min(started) if started else 0.0
+        return waited if waited > self._slow_after else None
 
     def _refuse_while_down(self, cluster: str, health: _Health) -> None:
         with self._lock:

@@ -49,7 +49,7 @@ from bot.services.messages import (
     GrantNotPutBack,
 )
 from bot.services.ports import Repository, Transactions
-from bot.services.quota_sync import QuotaRead, QuotaSync, SyncOutcome
+from bot.services.quota_sync import QuotaRead, QuotaSync, SectionNotEntered, SyncOutcome
 from bot.services.request_rows import mark_applied, move_grant, move_request
 from bot.services.shift_apply import ShiftApplier
 
@@ -123,8 +123,11 @@ class ChangeApplier:
         lease = request.apply_lease_until if resume else None
         if request.kind == RequestKind.SHIFT:
             return self._shifts.apply(request_id, out, lease=lease)
-        with self._sync.exclusive(request.scope):
-            return self._apply_locked(request_id, request.scope, out, lease=lease)
+        try:
+            with self._sync.exclusive(request.scope):
+                return self._apply_locked(request_id, request.scope, out, lease=lease)
+        except SectionNotEntered as error:  # its cluster stopped answering while this waited for the namespace
+            return self._failures.wait(request_id, reason_of(error), out)
 
     def _claim(self, repo: Repository, request_id: int, *, resume: bool) -> Request | None:
         """Take (or renew) the apply lease; None when there is nothing to take (no such request, or

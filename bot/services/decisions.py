@@ -29,12 +29,12 @@ from bot.services.access import Access
 from bot.services.announce import Announcer, Outgoing
 from bot.services.changes import ChangeApplier
 from bot.services.effects import record_effect, source_problem
-from bot.services.failures import FailurePath
+from bot.services.failures import FailurePath, reason_of
 from bot.services.messages import ApprovedBy, DeniedBy, DeniedToRequester
 from bot.services.outcomes import Confirmation, Decided, Decision
 from bot.services.ports import Repository, Transactions
 from bot.services.pricing import Pricer
-from bot.services.quota_sync import QuotaRead, QuotaSync
+from bot.services.quota_sync import QuotaRead, QuotaSync, SectionNotEntered
 from bot.services.refusals import DecidedBefore, NotAnApprover, OwnRequest, QuotaUnreadable, Reading, Refused, TeamGone
 from bot.services.request_rows import move_request
 from bot.services.requests import already_decided, check_reason_length, delta_now, load_request, pending
@@ -230,26 +230,41 @@ class Decisions:
         approval in a transaction, rechecked against that read (``hard`` None when there is no quota or
         it could not be read: the recheck goes by the database, and the apply reads for itself); the
         write is planned in the same transaction and, if the row is approved, made next from the same
-        read, its resourceVersion the write's precondition. Returns the row and, when it was approved,
-        the state the apply left it in.
+        read, its resourceVersion the write's precondition. When the scope's cluster stops answering
+        while this waits for the section, the approval is recorded without it (``_approve_to_wait``).
+        Returns the row and, when it was approved, the state the apply left it in.
         """
-        with self._sync.exclusive(scope):
-            try:
-                read: QuotaRead | None = self._sync.read_locked(scope)
-            except GpuQuotaError as error:
-                log.warning("could not read the quota of %s to check the approval: %s", scope.namespace, error)
-                read = None
+        try:
+            with self._sync.exclusive(scope):
+                try:
+                    read: QuotaRead | None = self._sync.read_locked(scope)
+                except GpuQuotaError as error:
+                    log.warning("could not read the quota of %s to check the approval: %s", scope.namespace, error)
+                    read = None
 
-            def record(repo: Repository) -> tuple[Request, QuotaRead | None]:
-                row = approve(repo, read.hard if read else None)
-                if read is None or row.state != RequestState.APPROVED:
-                    return row, read
-                return row, self._sync.plan_in(repo, scope, read)
+                def record(repo: Repository) -> tuple[Request, QuotaRead | None]:
+                    row = approve(repo, read.hard if read else None)
+                    if read is None or row.state != RequestState.APPROVED:
+                        return row, read
+                    return row, self._sync.plan_in(repo, scope, read)
 
-            row, planned = self._db.run(record)
-            if row.state != RequestState.APPROVED:
-                return row, None
-            return row, self._applier.apply_approved(row, out, read=planned)
+                row, planned = self._db.run(record)
+                if row.state != RequestState.APPROVED:
+                    return row, None
+                return row, self._applier.apply_approved(row, out, read=planned)
+        except SectionNotEntered as error:
+            return self._approve_to_wait(approve, out, error)
+
+    def _approve_to_wait(
+        self, approve: Callable[[Repository, int | None], Request], out: Outgoing, error: SectionNotEntered
+    ) -> tuple[Request, RequestState | None]:
+        """The last approval of a change whose cluster stopped answering while it waited for the scope's
+        critical section: recorded without it, rechecked by the database (as when the quota cannot be read),
+        and its apply left waiting for the cluster, without holding a thread: the reconcile applies it."""
+        row = self._db.run(lambda repo: approve(repo, None))
+        if row.state != RequestState.APPROVED:
+            return row, None
+        return row, self._failures.wait(row.id, reason_of(error), out)
 
     def _check_shift_decider(self, user: str, request: Request, verdict: Verdict, *, fresh: bool = True) -> None:
         source, target = self._policy.teams.get(request.source_team or ""), self._policy.teams.get(request.team)

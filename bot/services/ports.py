@@ -129,8 +129,12 @@ class Transactions(Protocol):
         """One transaction, committed on success and rolled back on any error (no retry)."""
         ...
 
-    def namespace_lock(self, namespace: str) -> AbstractContextManager[None]:
-        """Be the only writer of ``namespace`` (across processes sharing the database) while it is held."""
+    def namespace_lock(
+        self, namespace: str, *, while_waiting: Callable[[], object] | None = None
+    ) -> AbstractContextManager[None]:
+        """Be the only writer of ``namespace`` (across processes sharing the database) while it is held.
+        ``while_waiting``: called now and then while another thread of this process holds it; what it
+        raises ends the wait, and the block does not run."""
         ...
 
     def outbox(self) -> Outbox: ...

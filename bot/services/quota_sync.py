@@ -12,7 +12,10 @@ write it with the read's resourceVersion as precondition; record the write and t
 transaction (with the reclaim a write below usage opens: ``bot.services.reclaim``). The read may be the caller's (``read_locked``): the last approval of a change is recorded,
 rechecked against that read, in the same critical section, and the write then uses it. No other bot write can happen between the read and the record, so a burst of approvals
 for one namespace coalesces: the first writer to get the lock writes the value that includes every
-change approved so far, and the others find the cluster already in sync.
+change approved so far, and the others find the cluster already in sync. A worker waiting for the
+section of a scope whose cluster stops answering meanwhile (the holder waits on that cluster) gives up
+(``SectionNotEntered``) rather than hold its thread until the holder's call times out: its caller
+leaves the change waiting for the reconcile, as after a temporary fault.
 
 A 409 can then only come from someone outside the bot: it is retried with jittered exponential
 backoff. Temporary faults are raised to the caller (the request stays approved and the reconcile
@@ -28,6 +31,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from bot.clock import Clock
 from bot.domain.audit_details import HandEditAdopted, NamespaceFirstSeen, QuotaWritten, to_text
@@ -74,6 +78,11 @@ class QuotaBusy(ReasonedError, TemporaryError):
     """The quota cannot be written yet (``reason``); the apply waits and tries again."""
 
 
+class SectionNotEntered(TemporaryError):
+    """A scope's critical section was not entered: its cluster stopped answering while this waited for it
+    (whoever holds it waits on that cluster). Nothing was read or written; the cluster's words are the message."""
+
+
 @dataclass(frozen=True)
 class _Plan:
     seen: Observation
@@ -107,7 +116,11 @@ class QuotaSync:
         max_conflicts: int = 8,
         sleep: Callable[[float], None] | None = None,
         rng: random.Random | None = None,
+        answering: Callable[[QuotaScope], None] | None = None,
     ) -> None:
+        """``answering(scope)`` raises a TemporaryError while the cluster holding the scope's quota does not
+        answer: a worker waiting for the scope's critical section then gives up (whoever holds it waits on
+        that cluster) instead of holding its thread until the holder's call times out."""
         self._policy = policy
         self._target = target
         self._db = database
@@ -116,6 +129,7 @@ class QuotaSync:
         self._max_conflicts = max_conflicts
         self._sleep = sleep or time.sleep
         self._rng = rng or random.Random()
+        self._answering = answering
 
     def record_observation(self, repository: Repository, snapshot: QuotaSnapshot | None, scope: QuotaScope) -> Namespace:
         """Record a scope the first time the bot sees it (a submission's read).
@@ -139,9 +153,28 @@ class QuotaSync:
 
     @contextmanager
     def exclusive(self, scope: QuotaScope) -> Iterator[None]:
-        """The scope's critical section: the only bot writer of its quota object, in every replica."""
-        with self._db.namespace_lock(self._target.lock_name(scope)):
+        """The scope's critical section: the only bot writer of its quota object, in every replica.
+        Raises SectionNotEntered, entering nothing, when its cluster stops answering while this waits for it."""
+        answering = partial(self._still_answering, scope) if self._answering is not None else None
+        with self._db.namespace_lock(self._target.lock_name(scope), while_waiting=answering):
             yield
+
+    def answering(self, scope: QuotaScope) -> bool:
+        """Whether the cluster holding the scope's quota takes a call now (False: it is down and not due for
+        another try, or it hangs); True when there is no telling."""
+        try:
+            self._still_answering(scope)
+        except SectionNotEntered:
+            return False
+        return True
+
+    def _still_answering(self, scope: QuotaScope) -> None:
+        if self._answering is None:
+            return
+        try:
+            self._answering(scope)
+        except TemporaryError as error:
+            raise SectionNotEntered(str(error), delay=error.delay) from error
 
     def current(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         """The quota as it is now, read outside the critical section: what a person is shown or asked

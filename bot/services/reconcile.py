@@ -16,8 +16,10 @@ from datetime import timedelta
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
-from bot.domain.lifecycle import GrantState, RequestState
+from bot.domain.entities import Request
+from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg
 from bot.domain.policy import Policy
+from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError, RateLimited
 from bot.services.announce import Announcer
 from bot.services.changes import ChangeApplier
@@ -27,6 +29,16 @@ from bot.services.quota_sync import QuotaSync
 from bot.services.request_rows import move_request
 
 log = logging.getLogger(__name__)
+
+
+def next_write(request: Request) -> QuotaScope | None:
+    """The quota the apply of ``request`` writes next: a shift's source until that leg is applied, then the
+    target; None for an extension (it writes nothing in a cluster)."""
+    if request.kind == RequestKind.EXTENSION:
+        return None
+    if request.kind == RequestKind.SHIFT and request.source_state == SourceLeg.RECORDED:
+        return request.source_scope
+    return request.scope
 
 
 @dataclass
@@ -170,12 +182,20 @@ class Reconciler:
                 report.grants_ended.append(request_id)
 
     def _resume_stuck(self, report: TickReport) -> None:
-        """Approved requests nobody is applying (their lease lapsed): apply them now."""
-        lapsed = self._db.run(lambda repo: [r.id for r in repo.approved_unleased(self._clock.now())])
-        for request_id in lapsed:
+        """Approved requests nobody is applying (their lease lapsed): apply them now. One whose cluster takes no
+        call now (down and not due for another try, or hanging) waits for a later tick, with no write for
+        nothing: after a cluster is due, the first of its requests is its try."""
+        lapsed = self._db.run(lambda repo: [(r.id, next_write(r)) for r in repo.approved_unleased(self._clock.now())])
+        waiting = 0
+        for request_id, scope in lapsed:
+            if scope is not None and not self._sync.answering(scope):
+                waiting += 1
+                continue
             log.info("resuming the apply of %s (its lease lapsed)", format_request_id(request_id))
             self._applier.apply(request_id, resume=True)
             report.resumed.append(request_id)
+        if waiting:
+            log.info("%d approved requests wait for a cluster that does not answer", waiting)
 
     def _repost(self, report: TickReport) -> None:
         """Cards (and shift copies) Slack did not take, or a crash came before, that nobody is posting; the

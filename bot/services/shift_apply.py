@@ -40,7 +40,7 @@ from bot.services.effects import record_target, return_source_in, shifted_gpus
 from bot.services.failures import FailurePath, reason_of
 from bot.services.messages import ShiftApplied, ShiftAppliedToRequester, SourceNotRaised, SourceReturned
 from bot.services.ports import Repository, Transactions
-from bot.services.quota_sync import QuotaSync, SyncOutcome
+from bot.services.quota_sync import QuotaSync, SectionNotEntered, SyncOutcome
 from bot.services.request_rows import mark_applied
 
 log = logging.getLogger(__name__)
@@ -69,16 +69,19 @@ class ShiftApplier:
         What it says is recorded in ``out`` with the state change it tells of."""
         request = self._db.run(lambda repo: repo.request(request_id))
         assert request is not None and request.source_namespace is not None
-        source_outcome = None
-        if request.source_state == SourceLeg.RECORDED:
-            source_scope = QuotaScope(request.source_namespace, request.resource)
-            with self._sync.exclusive(source_scope):
-                result = self._source_leg(request_id, source_scope, out, lease)
-            if isinstance(result, RequestState):
-                return result
-            source_outcome = result  # None: a worker before us in the queue applied the source leg
-        with self._sync.exclusive(request.scope):
-            return self._target_leg(request_id, request.scope, out, lease, source_outcome)
+        try:
+            source_outcome = None
+            if request.source_state == SourceLeg.RECORDED:
+                source_scope = QuotaScope(request.source_namespace, request.resource)
+                with self._sync.exclusive(source_scope):
+                    result = self._source_leg(request_id, source_scope, out, lease)
+                if isinstance(result, RequestState):
+                    return result
+                source_outcome = result  # None: a worker before us in the queue applied the source leg
+            with self._sync.exclusive(request.scope):
+                return self._target_leg(request_id, request.scope, out, lease, source_outcome)
+        except SectionNotEntered as error:  # a leg's cluster stopped answering while this waited: resumed from that leg
+            return self._failures.wait(request_id, reason_of(error), out)
 
     def _current(self, repo: Repository, request_id: int, lease: datetime | None) -> Request | RequestState:
         """The request to apply, or the state it is settled in (by another worker)."""

@@ -8,6 +8,7 @@ second stand-in) where frontier also has ai-frontier-research, as us-2/ai-fronti
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,50 +20,28 @@ import yaml
 from bot.clock import ManualClock
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy, parse_policy
+from bot.executor import WORKERS
 from bot.sandbox.karmada_api import KarmadaApiStandIn
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
+from bot.sandbox.slack_api import Recorded
 from bot.sandbox.world import seed_cluster
+from tests.integration.clusters_world import QUOTA, REMOTE, RESEARCH, kubeconfig, seed_remote, two_cluster_policy_data
 from tests.integration.conftest import SlackOverHttp, served
-from tests.integration.processes import SANDBOX_POLICY, run_bot, run_env
+from tests.integration.processes import SANDBOX_POLICY, run_bot, run_env, wait_for
 
 ALICE, BOB, LEE, MAYA = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA"
-RESEARCH, QUOTA = "ai-frontier-research", "compute-quota"
-REMOTE = f"us-2/{RESEARCH}"
 
 
 def two_cluster_policy() -> Policy:
-    policy = yaml.safe_load(SANDBOX_POLICY.read_text())
-    policy["clusters"] = {"eu-1": {"home": True}, "us-2": {"context": "us-2", "timeout_seconds": 2}}
-    policy["teams"]["frontier"]["namespaces"].append(REMOTE)
-    return parse_policy(policy, source="the two-cluster test policy")
-
-
-def kubeconfig(path: Path, home: KubeApiStandIn, remote: KubeApiStandIn, **more: KubeApiStandIn) -> Path:
-    """One kubeconfig with a context per cluster, the home cluster's current (as an operator would merge them)."""
-    clusters = [("eu-1", home), ("us-2", remote), *more.items()]
-    path.write_text(
-        yaml.safe_dump(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [{"name": name, "cluster": {"server": kube.url}} for name, kube in clusters],
-                "users": [{"name": name, "user": {"token": kube.token}} for name, kube in clusters],
-                "contexts": [{"name": name, "context": {"cluster": name, "user": name}} for name, _ in clusters],
-                "current-context": "eu-1",
-            }
-        )
-    )
-    return path
+    return parse_policy(two_cluster_policy_data(), source="the two-cluster test policy")
 
 
 @pytest.fixture
 def clusters(tmp_path: Path) -> Iterator[tuple[KubeApiStandIn, KubeApiStandIn]]:
     home, remote = KubeApiStandIn().start(), KubeApiStandIn().start()
     seed_cluster(home)
-    remote.add_node("us-gpu-node-a", 8)
-    remote.add_namespace(RESEARCH, {"team": "frontier"})
-    remote.add_quota(RESEARCH, QUOTA, {"requests.nvidia.com/gpu": "2"}, used_gpus=1)
+    seed_remote(remote)
     yield home, remote
     home.stop()
     remote.stop()
@@ -139,6 +118,133 @@ def test_a_cluster_that_refuses_connections_delays_only_its_own_change(
     services.reconciler.tick()
     assert state(slack, 1) == RequestState.APPLIED
     assert remote.hard(RESEARCH, QUOTA) == "4" and remote.quota_writes(RESEARCH) == 1  # applied once
+
+
+def click_and_go_on(slack: SlackOverHttp, card: Recorded) -> None:
+    """Click Approve on ``card`` over HTTP and return at the ack, not waiting for the work after it."""
+    button = slack.buttons(card)["Approve"]
+    body = slack.side.block_action(
+        user_id=LEE, action_id=button["action_id"], value=button["value"], channel_id=card.channel, message_ts=card.ts
+    )
+    assert slack.http.post(f"{slack.base_url}/slack/events", data=body.encode(), headers=slack.side.sign(body), timeout=30).ok
+
+
+def test_a_hanging_cluster_delays_only_its_own_changes(
+    slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn], clock: ManualClock
+) -> None:
+    home, remote = clusters
+    remote_cards = []
+    for _ in range(WORKERS):  # as many approvals in one namespace of us-2 as the bot has workers
+        slack.command(ALICE, f"request {REMOTE} +1 for 1d asked while us-2 answered")
+        remote_cards.append(slack.request_message())
+    slack.command(ALICE, f"request eu-1/{RESEARCH} +1 for 1d home goes on")
+    home_card = slack.request_message()
+    timeout = two_cluster_policy().clusters["us-2"].timeout_seconds
+    hung_until = time.monotonic() + 2 * timeout
+    for method in ("GET", "PATCH", "POST", "PUT"):  # us-2 hangs: each call answered only after twice its timeout
+        remote.fail(method, "^/", 0, delay=2 * timeout, seconds=2 * timeout)
+
+    for card in remote_cards:
+        click_and_go_on(slack, card)
+    clicked = time.monotonic()
+    click_and_go_on(slack, home_card)
+    wait_for(lambda: home.quota_writes(RESEARCH) == 1, timeout=30, what="the home cluster's write")
+    assert time.monotonic() - clicked < timeout  # before a call to us-2 could even time out (a bound, not a target)
+    assert any(not slack.thread(card) for card in remote_cards)  # one approval in us-2 still waits for its answer
+    services = slack.sandbox.services
+    assert services is not None
+    clock.advance(timedelta(minutes=10))  # past the others' backoff
+    report = services.reconciler.tick()
+    assert report.resumed == [] and report.errors == []  # the reconcile leaves them waiting while us-2 hangs
+    assert slack.sandbox.executor.wait_idle(timeout=60)
+    assert state(slack, WORKERS + 1) == RequestState.APPLIED and home.hard(RESEARCH, QUOTA) == "5"
+    threads = [slack.thread(card) for card in remote_cards]
+    waiting = [sum("waiting for cluster us-2" in said for said in thread) for thread in threads]
+    assert sorted(waiting)[1:] == [1] * (WORKERS - 1), threads  # the others stopped waiting for the namespace, said once
+    assert {state(slack, request_id) for request_id in range(1, WORKERS + 1)} <= {RequestState.APPROVED, RequestState.APPLIED}
+
+    time.sleep(max(0.0, hung_until - time.monotonic()) + 1.1)  # us-2 answers again, and is due for another try
+    clock.advance(timedelta(minutes=10))  # past every apply's backoff: the reconcile resumes them
+    services.reconciler.tick()
+    assert [state(slack, request_id) for request_id in range(1, WORKERS + 1)] == [RequestState.APPLIED] * WORKERS
+    assert remote.hard(RESEARCH, QUOTA) == str(2 + WORKERS) and remote.quota_writes(RESEARCH) == 1  # all in one write
+    assert [sum("Applied" in said for said in slack.thread(card)) for card in remote_cards] == [1] * WORKERS
+
+
+def test_a_shift_whose_source_cluster_does_not_answer_stops_waiting_for_its_namespace(
+    slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn], clock: ManualClock
+) -> None:
+    home, remote = clusters
+    slack.command(BOB, f"shift 1 from {REMOTE} to biz-model-serving for 1d serving needs one more")
+    card = slack.request_message("C0BIZ")
+    slack.click(MAYA, slack.buttons(card)["Approve"], card)
+    copy = slack.request_message("C0FRONTIER")
+    remote.refuse_connections(seconds=3600)  # us-2 goes away
+    database = slack.sandbox.database
+    assert database is not None
+    held, release = threading.Event(), threading.Event()
+
+    def another_apply() -> None:  # a worker in the source namespace's critical section, waiting on us-2
+        with database.namespace_lock(REMOTE):
+            held.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=another_apply)
+    holder.start()
+    assert held.wait(timeout=10)
+    try:
+        slack.click(LEE, slack.buttons(copy)["Approve"], copy)  # the last approval: the source leg waits for that section
+    finally:
+        release.set()
+        holder.join()
+    assert sum("waiting for cluster us-2" in said for said in slack.thread(card)) == 1, slack.thread(card)
+    assert state(slack, 1) == RequestState.APPROVED and remote.quota_writes() == home.quota_writes() == 0
+
+    remote._server.resume()  # us-2 is back
+    time.sleep(1.1)  # due for another try
+    clock.advance(timedelta(minutes=1))  # past the apply's backoff
+    services = slack.sandbox.services
+    assert services is not None
+    services.reconciler.tick()
+    assert state(slack, 1) == RequestState.APPLIED
+    assert (remote.hard(RESEARCH, QUOTA), home.hard("biz-model-serving", QUOTA)) == ("1", "17")
+    assert remote.quota_writes(RESEARCH) == 1 and home.quota_writes("biz-model-serving") == 1
+
+
+def test_the_reconcile_tries_a_cluster_that_is_down_once_a_tick_not_once_a_waiting_change(
+    slack: SlackOverHttp, clusters: tuple[KubeApiStandIn, KubeApiStandIn], clock: ManualClock
+) -> None:
+    home, remote = clusters
+    cards = []
+    for _ in range(3):
+        slack.command(ALICE, f"request {REMOTE} +1 for 1d asked while us-2 answered")
+        cards.append(slack.request_message())
+    remote.refuse_connections(seconds=3600)  # us-2 goes away
+    for card in cards:
+        slack.click(LEE, slack.buttons(card)["Approve"], card)
+    database = slack.sandbox.database
+    services = slack.sandbox.services
+    assert database is not None and services is not None
+
+    def attempts() -> list[int]:
+        rows = [database.run(lambda repo, r=r: repo.request(r)) for r in (1, 2, 3)]
+        return [row.apply_attempts for row in rows if row is not None]
+
+    assert attempts() == [1, 1, 1]  # each waits, said once
+    for _ in range(2):
+        before = attempts()
+        time.sleep(1.1)  # us-2 is due for another try
+        clock.advance(timedelta(minutes=10))  # past every apply's backoff
+        services.reconciler.tick()
+        assert sum(after - was for after, was in zip(attempts(), before, strict=True)) == 1  # one try, the others left alone
+    assert {state(slack, r) for r in (1, 2, 3)} == {RequestState.APPROVED}
+
+    remote._server.resume()  # us-2 is back
+    time.sleep(1.1)
+    clock.advance(timedelta(minutes=10))
+    services.reconciler.tick()
+    assert {state(slack, r) for r in (1, 2, 3)} == {RequestState.APPLIED}
+    assert remote.hard(RESEARCH, QUOTA) == "5" and remote.quota_writes(RESEARCH) == 1
 
 
 def test_check_config_names_each_cluster_that_fails_and_checks_the_others(

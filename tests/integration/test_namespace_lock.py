@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from bot.adapters.db.database import Database, lock_key
+from bot.errors import TemporaryError
 from tests.integration.processes import wait_for
 
 
@@ -48,6 +49,37 @@ def test_a_second_replica_waits_for_the_namespace_and_only_for_it(postgres_url: 
     assert order == ["first in", "other namespace", "first out", "second in"]
     first.dispose()
     second.dispose()
+
+
+def test_a_thread_waiting_for_a_namespace_gives_up_when_told_and_leaves_the_lock_free(database: Database) -> None:
+    release, held = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with database.namespace_lock("ai-frontier-research"):
+            held.set()
+            release.wait(timeout=30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(timeout=10)
+    asked: list[str] = []
+
+    def still_answering() -> None:
+        asked.append("asked")
+        if len(asked) == 3:
+            raise TemporaryError("waiting for cluster us-2: no answer for 1 s")
+
+    with (
+        pytest.raises(TemporaryError, match="no answer"),
+        database.namespace_lock("ai-frontier-research", while_waiting=still_answering),
+    ):
+        pytest.fail("entered a held namespace")
+    assert asked == ["asked"] * 3
+    release.set()
+    holder.join(timeout=30)
+    with database.namespace_lock("ai-frontier-research", while_waiting=still_answering):  # free: nothing asked
+        pass
+    assert len(asked) == 3
 
 
 def test_lock_keys_are_stable_and_distinct() -> None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -14,6 +15,7 @@ from bot.domain.entities import Request
 from bot.domain.policy import Policy, parse_policy
 from bot.services.container import Services
 from bot.services.outcomes import Submitted
+from bot.services.ports import QuotaCluster
 from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
@@ -82,8 +84,9 @@ def world() -> World:
     return make_world(POLICY)
 
 
-def make_world(raw: dict) -> World:  # type: ignore[type-arg]
-    """The services over fakes and in-memory SQLite, with the policy ``raw``."""
+def make_world(raw: dict, *, port: Callable[[FakeCluster], QuotaCluster] | None = None) -> World:  # type: ignore[type-arg]
+    """The services over fakes and in-memory SQLite, with the policy ``raw``; ``port``: the cluster port
+    over the fake cluster (default: the fake itself)."""
     cluster = FakeCluster()
     cluster.add("ai-frontier-research", 4, used=3)
     cluster.add("biz-model-serving", 16, used=12)
@@ -96,7 +99,7 @@ def make_world(raw: dict) -> World:  # type: ignore[type-arg]
     services = build_services(
         policy=policy,
         database=database,
-        cluster=cluster,
+        cluster=port(cluster) if port is not None else cluster,
         slack=SlackPorts(
             notifier=notifier, directory=FakeDirectory({"S0PLATFORM": frozenset({"U0PAT"})}), home_tabs=FakeHomeTabs()
         ),

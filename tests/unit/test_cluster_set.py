@@ -4,6 +4,7 @@ delays only itself (fails fast while down, never holds more than its share of th
 from __future__ import annotations
 
 import threading
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -49,11 +50,12 @@ class Clock:
         return self.now
 
 
-def cluster_set(home: FakeKube, remote: FakeKube, clock: Clock, *, in_flight: int = 4) -> ClusterSet:
+def cluster_set(home: FakeKube, remote: FakeKube, clock: Clock, *, in_flight: int = 4, slow_after: float = 1.0) -> ClusterSet:
     return ClusterSet(
         {"": (home, None), "us-2": (remote, None)},  # type: ignore[dict-item]
         retry_after=10.0,
         in_flight=in_flight,
+        slow_after=slow_after,
         monotonic=clock,
         now=lambda: AT,
     )
@@ -79,8 +81,14 @@ def test_a_cluster_that_fails_is_down_fails_fast_and_is_tried_again_later() -> N
     assert clusters.read_quota("research", "q", "nvidia.com/gpu").hard == 4  # the home cluster goes on
     assert [(s.cluster, s.up, s.since) for s in clusters.states()] == [("", True, None), ("us-2", False, AT)]
 
+    with pytest.raises(ClusterDown):
+        clusters.check_answering("us-2/research")
+    assert remote.calls == 1  # asked nothing
+
     remote.fail = None
     clock.now += 10  # due for another try
+    clusters.check_answering("us-2/research")  # a call would be let through
+    assert remote.calls == 1 and not clusters.states()[1].up  # and the try is still there to take
     assert clusters.read_quota("us-2/research", "q", "nvidia.com/gpu").hard == 2
     assert all(state.up for state in clusters.states())
 
@@ -97,24 +105,37 @@ def test_an_answer_even_an_error_is_not_a_cluster_down(answer: Exception) -> Non
 
 
 def test_a_hanging_cluster_holds_at_most_its_share_of_threads() -> None:
-    home, remote, clock = FakeKube({"research": 4}), FakeKube({"research": 2}), Clock()
-    clusters = cluster_set(home, remote, clock, in_flight=1)
+    home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
+    clusters = cluster_set(home, remote, Clock(), in_flight=1, slow_after=0.05)
     remote.hold = threading.Event()
     hanging = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
     hanging.start()
     while remote.calls == 0:
         pass
-    second = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
-    second.start()  # a cluster that answers quickly is never limited: a second call goes in
-    while remote.calls < 2:
-        pass
-    clock.now += 3  # the oldest call has waited past slow_after: the cluster is slow to answer
-    with pytest.raises(TemporaryError, match="slow to answer"):
+    time.sleep(0.1)  # past slow_after: us-2 hangs
+    with pytest.raises(TemporaryError, match="too many calls in flight"):
         clusters.read_quota("us-2/research", "q", "nvidia.com/gpu")  # refused at once, not queued behind the hang
+    with pytest.raises(ClusterDown, match="waiting for cluster us-2: no answer for 0 s"):
+        clusters.check_answering("us-2/research")  # for whoever waits to call it
     assert clusters.read_quota("research", "q", "nvidia.com/gpu").hard == 4
+    clusters.check_answering("research")  # the home cluster answers
     remote.hold.set()
     hanging.join()
-    second.join()
+    clusters.check_answering("us-2/research")  # it answered
+
+
+def test_a_call_waits_for_a_slot_of_a_cluster_that_answers() -> None:
+    home, remote = FakeKube({"research": 4}), FakeKube({"research": 2})
+    clusters = cluster_set(home, remote, Clock(), in_flight=1)
+    remote.hold = threading.Event()
+    first = threading.Thread(target=lambda: clusters.read_quota("us-2/research", "q", "nvidia.com/gpu"))
+    first.start()
+    while remote.calls == 0:
+        pass
+    threading.Timer(0.05, remote.hold.set).start()  # the call in flight answers
+    assert clusters.read_quota("us-2/research", "q", "nvidia.com/gpu").hard == 2  # queued for its slot, not refused
+    first.join()
+    assert all(state.up for state in clusters.states())
 
 
 def test_what_spans_the_clusters_leaves_out_one_that_fails() -> None:

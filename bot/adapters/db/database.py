@@ -57,6 +57,8 @@ POOL_SIZE = WORKERS + 4
 # A namespace writer holds a second connection for its lock (PostgreSQL advisory lock) while it works.
 MAX_OVERFLOW = WORKERS
 
+LOCK_CHECK_SECONDS = 0.1  # how often a thread waiting for a namespace's lock asks whether to go on waiting
+
 
 SQLITE_CACHE_KIB = 256
 
@@ -137,16 +139,26 @@ class Database:
         raise AssertionError("unreachable")
 
     @contextmanager
-    def namespace_lock(self, namespace: str) -> Iterator[None]:
-        """Be the only writer of ``namespace`` (across processes on PostgreSQL) while the block runs."""
+    def namespace_lock(self, namespace: str, *, while_waiting: Callable[[], object] | None = None) -> Iterator[None]:
+        """Be the only writer of ``namespace`` (across processes on PostgreSQL) while the block runs.
+        ``while_waiting`` is called when another thread of this process holds it, and again every
+        ``LOCK_CHECK_SECONDS`` while it does; what it raises ends the wait (the block does not run)."""
         # Threads of this process queue here first, so waiting never holds a pooled connection.
-        with self._local_lock(namespace):
+        local = self._local_lock(namespace)
+        waiting = not local.acquire(blocking=False)
+        while waiting:
+            if while_waiting is not None:
+                while_waiting()
+            waiting = not local.acquire(timeout=LOCK_CHECK_SECONDS)
+        try:
             if self.engine.dialect.name != "postgresql":
                 yield
                 return
             with self.engine.connect() as connection, connection.begin():
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": lock_key(namespace)})
                 yield
+        finally:
+            local.release()
 
     def _local_lock(self, namespace: str) -> threading.Lock:
         with self._local_locks_guard:
