@@ -10,8 +10,8 @@ Workloads) ask each cluster and leave out, with a log line, one that fails.
 One cluster down delays only itself. A cluster that does not answer (refused, reset, timed out:
 ``Unreachable``) is *down* from then on: for ``retry_after`` seconds every call to it fails at once
 (``ClusterDown``, a TemporaryError: the apply waits and the reconcile tries again) instead of waiting
-out its timeout again, and at most ``in_flight`` calls to a cluster run at a time, so a hanging cluster
-never holds more than that many of the bot's threads. The first answer after that makes it up again.
+out its timeout again, and with several clusters at most ``in_flight`` calls (4) to one of them run at a
+time, so a hanging cluster never holds more than that many of the bot's threads. The first answer after that makes it up again.
 A call that finds every slot taken waits for one while the cluster answers; it is refused at once
 while the cluster *hangs*: a read or write of one object (fast on any healthy API server: the
 Kubernetes SLO for them is 1 s) has waited longer than ``slow_after`` for its answer. Whoever waits
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -88,7 +89,7 @@ class ClusterSet:
         members: Mapping[str, tuple[KubernetesCluster, KueueCluster]],
         *,
         retry_after: float = 10.0,
-        in_flight: int = 4,
+        in_flight: int | None = None,
         slow_after: float = 1.0,
         monotonic: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
@@ -96,7 +97,9 @@ class ClusterSet:
         self._kube = {cluster: kube for cluster, (kube, _) in members.items()}
         self._kueue = {cluster: kueue for cluster, (_, kueue) in members.items()}
         self._retry_after = retry_after
-        self._in_flight = in_flight
+        # A share of the work pool per cluster, so that a hanging one cannot take it all; with one cluster there
+        # is nobody to keep a share for, and calls are never held back (as before clusters were configurable).
+        self._in_flight = in_flight if in_flight is not None else (4 if len(members) > 1 else sys.maxsize)
         self._slow_after = slow_after
         self._monotonic = monotonic
         self._now = now

@@ -446,7 +446,7 @@ def test_the_code_reads_namespaces_one_by_name_and_never_lists_them() -> None:
         "missing = [key for key in keys if not cluster.namespace_exists(split_key(key)[1])]",  # check-config, other clusters
         "missing = [ns for ns in keys if not cluster.namespace_exists(ns)]",  # check-config, the home cluster
         "def namespace_exists(self, namespace: str) -> bool:",  # ClusterSet: routes the one read by name to its cluster
-        "return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare))",
+        "return self._call(cluster, lambda: self._kube[cluster].namespace_exists(bare), one_object=True)",
     ]
 
 
