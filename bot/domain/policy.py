@@ -820,10 +820,24 @@ class PolicyError(Exception):
     """The policy file is missing, not YAML, or does not validate; the message names each problem."""
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader refusing a mapping that names a key twice (two clusters or teams of one name):
+    plain YAML keeps the last one silently."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(None, None, f"'{key}' is named twice in one mapping", key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_policy(path: Path) -> Policy:
     """Read and validate the policy file; raises PolicyError with one line per problem."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except OSError as error:
         raise PolicyError(f"{path}: cannot read the policy file ({error.strerror})") from error
     except yaml.YAMLError as error:

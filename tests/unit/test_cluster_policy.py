@@ -56,3 +56,15 @@ def test_one_cluster_alone_is_home_and_no_clusters_is_as_before() -> None:
     assert policy({"eu-1": {}}, ["a"]).home_cluster() == "eu-1"
     plain = policy({}, ["a"])
     assert plain.home_cluster() == "" and plain.cluster_names() == [""] and plain.namespace_key("a") == "a"
+
+
+def test_two_clusters_of_one_name_are_refused_not_merged(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from bot.domain.policy import load_policy
+
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "clusters:\n  eu-1: {home: true}\n  us-2: {context: a}\n  us-2: {context: b}\n"
+        "teams:\n  t: {channel: C1, namespaces: [a], approvers: {users: [U1]}}\n"
+    )
+    with pytest.raises(PolicyError, match="'us-2' is named twice in one mapping"):
+        load_policy(path)
