@@ -32,7 +32,7 @@ from bot.adapters.slack.reasons import plain_text as reason_text
 from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
-from bot.domain.clusters import HOME, split_key
+from bot.domain.clusters import HOME
 from bot.domain.policy import KARMADA_PLANE, Cluster, Policy
 from bot.domain.quota import QuotaScope
 from bot.executor import TrackingExecutor
@@ -277,7 +277,6 @@ def build_services(
         federated=FederatedQuotaTarget(
             refs=lambda scope: policy.federated_quota(scope.namespace, scope.resource),
             planes={KARMADA_PLANE: federation},
-            name_of=lambda key: split_key(key)[1],
         )
         if federation is not None
         else None,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from bot.domain.clusters import split_key
 from bot.domain.commands import format_request_id
 from bot.domain.karmada import FederatedQuotaRef, FederatedQuotaSnapshot
 from bot.domain.kueue import ClusterQueueSnapshot
@@ -33,7 +34,24 @@ def stamp_for(gpus: int, *, request_id: int | None) -> Stamp:
     return Stamp(gpus=gpus, applied_by=format_request_id(request_id) if request_id else "reconcile")
 
 
-class ResourceQuotaTarget:
+class _OneWrite:
+    """What the targets share: a dry run and the write are one write, with ``dry_run`` told; the stamp is
+    ``stamp_for``'s."""
+
+    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
+        return stamp_for(gpus, request_id=request_id)
+
+    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._write(scope, stamp, previous, dry_run=True)
+
+    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
+        return self._write(scope, stamp, previous, dry_run=False)
+
+    def _write(self, scope: QuotaScope, stamp: Stamp, previous: QuotaSnapshot | None, *, dry_run: bool) -> QuotaSnapshot:
+        raise NotImplementedError
+
+
+class ResourceQuotaTarget(_OneWrite):
     """Implements ``QuotaTarget`` with ``requests.<resource>`` of one ResourceQuota per namespace."""
 
     def __init__(self, *, policy: Policy, cluster: QuotaCluster) -> None:
@@ -49,15 +67,6 @@ class ResourceQuotaTarget:
     def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         return self._cluster.read_quota(scope.namespace, self.name(scope), scope.resource, max_age=max_age)
 
-    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
-        return stamp_for(gpus, request_id=request_id)
-
-    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
-        return self._write(scope, stamp, previous, dry_run=True)
-
-    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
-        return self._write(scope, stamp, previous, dry_run=False)
-
     def _write(self, scope: QuotaScope, stamp: Stamp, previous: QuotaSnapshot | None, *, dry_run: bool) -> QuotaSnapshot:
         return self._cluster.write_quota(
             scope.namespace,
@@ -70,7 +79,7 @@ class ResourceQuotaTarget:
         )
 
 
-class ClusterQueueTarget:
+class ClusterQueueTarget(_OneWrite):
     """Implements ``QuotaTarget`` with one flavor's ``nominalQuota`` of a Kueue ClusterQueue (``KueueQuotas``:
     a JSON Patch with ``test`` ops on the flavor's and the resource's place, the read's resourceVersion as
     precondition, a server-side dry run first). The queue is never created: a missing one is refused.
@@ -89,15 +98,6 @@ class ClusterQueueTarget:
     def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         ref = self._ref(scope)
         return self._kueue.read_cluster_queue(scope.namespace, ref.name, ref.flavor, scope.resource)
-
-    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
-        return stamp_for(gpus, request_id=request_id)
-
-    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
-        return self._write(scope, stamp, previous, dry_run=True)
-
-    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
-        return self._write(scope, stamp, previous, dry_run=False)
 
     def _write(self, scope: QuotaScope, stamp: Stamp, previous: QuotaSnapshot | None, *, dry_run: bool) -> QuotaSnapshot:
         ref = self._ref(scope)
@@ -178,7 +178,7 @@ class PolicyTargets:
         return self._of(scope).write(scope, stamp, previous=previous)
 
 
-class FederatedQuotaTarget:
+class FederatedQuotaTarget(_OneWrite):
     """Implements ``QuotaTarget`` with a member cluster's assignment of the resource in a Karmada
     FederatedResourceQuota (``FederatedQuotas``: one JSON Patch setting the assignment and moving
     ``spec.overall`` by as much, a ``test`` on the member's place, the read's resourceVersion as precondition,
@@ -192,16 +192,14 @@ class FederatedQuotaTarget:
         *,
         refs: Callable[[QuotaScope], FederatedQuotaRef | None],
         planes: Mapping[str, FederatedQuotas],
-        name_of: Callable[[str], str],
     ) -> None:
         """``refs``: the policy's FederatedResourceQuota of a scope; ``planes``: each Karmada plane the policy
-        names, by name; ``name_of``: a namespace key's namespace name (``us-2/ns`` -> ``ns``)."""
+        names, by name."""
         self._refs = refs
         self._planes = planes
-        self._name_of = name_of
 
     def lock_name(self, scope: QuotaScope) -> str:
-        return f"federatedresourcequota/{self._name_of(scope.namespace)}/{self._ref(scope).name}"
+        return f"federatedresourcequota/{split_key(scope.namespace)[1]}/{self._ref(scope).name}"
 
     def name(self, scope: QuotaScope) -> str:
         return self._ref(scope).name
@@ -209,17 +207,8 @@ class FederatedQuotaTarget:
     def read(self, scope: QuotaScope, *, max_age: float = 0.0) -> QuotaSnapshot | None:
         ref = self._ref(scope)
         return self._plane(ref).read_federated_quota(
-            scope.namespace, self._name_of(scope.namespace), ref.name, ref.member, scope.resource
+            scope.namespace, split_key(scope.namespace)[1], ref.name, ref.member, scope.resource
         )
-
-    def stamp(self, gpus: int, *, request_id: int | None) -> Stamp:
-        return stamp_for(gpus, request_id=request_id)
-
-    def dry_run(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
-        return self._write(scope, stamp, previous, dry_run=True)
-
-    def write(self, scope: QuotaScope, stamp: Stamp, *, previous: QuotaSnapshot | None) -> QuotaSnapshot:
-        return self._write(scope, stamp, previous, dry_run=False)
 
     def _write(self, scope: QuotaScope, stamp: Stamp, previous: QuotaSnapshot | None, *, dry_run: bool) -> QuotaSnapshot:
         ref = self._ref(scope)
@@ -228,7 +217,7 @@ class FederatedQuotaTarget:
         )
         return self._plane(ref).write_federated_quota(
             scope.namespace,
-            self._name_of(scope.namespace),
+            split_key(scope.namespace)[1],
             ref.name,
             ref.member,
             scope.resource,

@@ -42,7 +42,7 @@ def plane() -> Iterator[KarmadaApiStandIn]:
 def sync(plane: KarmadaApiStandIn, database: Database, clock: ManualClock, tmp_path: Path) -> QuotaSync:
     karmada = KarmadaPlane(config.new_client_from_config(config_file=str(plane.write_kubeconfig(tmp_path / "karmada.config"))))
     refs = {US_SCOPE: FederatedQuotaRef(FRQ, US, "karmada"), EU_SCOPE: FederatedQuotaRef(FRQ, EU, "karmada")}
-    target = FederatedQuotaTarget(refs=refs.get, planes={"karmada": karmada}, name_of=lambda key: key.rpartition("/")[2])
+    target = FederatedQuotaTarget(refs=refs.get, planes={"karmada": karmada})
     return QuotaSync(policy=POLICY, target=target, database=database, clock=clock, sleep=lambda _: None)
 
 

@@ -198,7 +198,7 @@ REFS = {
 
 
 def target(plane: FakePlane) -> FederatedQuotaTarget:
-    return FederatedQuotaTarget(refs=REFS.get, planes={"karmada": plane}, name_of=lambda key: key.rpartition("/")[2])
+    return FederatedQuotaTarget(refs=REFS.get, planes={"karmada": plane})
 
 
 def test_every_members_scope_of_one_federated_quota_shares_its_critical_section() -> None:
