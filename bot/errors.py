@@ -49,6 +49,15 @@ class PermanentError(GpuQuotaError):
     """An infrastructure failure that retrying will not fix."""
 
 
+class Forbidden(PermanentError):
+    """The cluster's RBAC does not let the bot do this (HTTP 401/403); ``permission`` names what to grant, as
+    ``kubectl auth can-i`` takes it: ``list daemonsets.apps`` or ``get configmaps/cluster-autoscaler-status -n kube-system``."""
+
+    def __init__(self, message: str, *, permission: str) -> None:
+        super().__init__(message)
+        self.permission = permission
+
+
 class TemporaryError(GpuQuotaError):
     """An infrastructure failure that may pass; ``delay`` hints how long to wait (seconds)."""
 

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from bot.domain.clusters import is_namespace_key
+from bot.domain.clusters import is_label, is_namespace_key
 from bot.domain.durations import ALLOWED, parse_duration
 
 _AMOUNT_PATTERN = re.compile(r"([+-]?)(\d{1,6})")
@@ -170,6 +170,24 @@ class CostCommand:
 
     target: str | None = None
     month: date | None = None  # the first of the month; None: this month
+
+
+@dataclass(frozen=True)
+class WhyCommand:
+    """``why <namespace>/<pod>`` (or a Job, Deployment or Kueue Workload name), ``why <namespace> <name>``, or
+    ``why <namespace>`` (the form: its pending GPU pods to pick). ``target`` is the words' first part as typed:
+    ``ns/pod``, ``us-2/ns/pod``, ``ns`` or ``us-2/ns`` (which of the last two is meant the policy's clusters tell:
+    ``bot.domain.diagnosis``); ``name`` the second word, when given."""
+
+    target: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class DoctorCommand:
+    """``doctor [cluster]``: the GPU stack's checklist (admins)."""
+
+    cluster: str | None = None
 
 
 @dataclass(frozen=True)
@@ -408,6 +426,33 @@ def _parse_status(args: list[str]) -> Command:
     if len(args) == 1 and is_namespace_key(args[0]):
         return StatusCommand(namespace=args[0])
     return Malformed(f"'{' '.join(args)}' is not a namespace name.", usage=(USAGE["status"],))
+
+
+# What ``why`` takes: a namespace key and optionally an object's name after a slash (a DNS subdomain: pods may
+# have dots), at most a cluster, a namespace and a name long.
+_WHY_TARGET = re.compile(r"[a-z0-9][-a-z0-9./]{0,380}")
+_OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+
+
+def _parse_why(args: list[str]) -> WhyCommand | Malformed:
+    usage = (USAGE["why"],)
+    if not args or len(args) > 2:
+        return Malformed("`why` needs a pod (or a Job, Deployment or Workload): `why <namespace>/<name>`.", usage=usage)
+    target, name = args[0], args[1] if len(args) == 2 else None
+    parts = target.split("/")
+    if _WHY_TARGET.fullmatch(target) is None or len(parts) > 3 or not all(parts) or (name is not None and len(parts) > 2):
+        return Malformed(f"'{target}' is not a namespace or `<namespace>/<name>`.", usage=usage)
+    if name is not None and _OBJECT_NAME.fullmatch(name) is None or _OBJECT_NAME.fullmatch(parts[-1]) is None:
+        return Malformed(f"'{name or parts[-1]}' is not a pod, Job, Deployment or Workload name.", usage=usage)
+    return WhyCommand(target=target, name=name)
+
+
+def _parse_doctor(args: list[str]) -> DoctorCommand | Malformed:
+    if not args:
+        return DoctorCommand()
+    if len(args) == 1 and is_label(args[0]):
+        return DoctorCommand(cluster=args[0])
+    return Malformed("`doctor` takes at most a cluster name.", usage=(USAGE["doctor"],))
 
 
 def _parse_list(args: list[str]) -> Command:

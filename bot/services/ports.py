@@ -22,6 +22,15 @@ from bot.domain.karmada import FederatedQuotaSnapshot
 from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaScope, QuotaSnapshot, Stamp
+from bot.domain.scheduling import (
+    AutoscalerStatus,
+    DaemonSetFacts,
+    NodeFacts,
+    PodFacts,
+    PriorityClassFacts,
+    SchedulerEvent,
+    WorkloadPods,
+)
 from bot.services.messages import Said
 from bot.services.reports import Digest
 from bot.services.stores import (
@@ -179,6 +188,45 @@ class Workloads(Protocol):
 
     def scheduling_failures(self) -> list[SchedulingFailure]:
         """FailedScheduling events saying ``Insufficient <an extended resource>``, all namespaces, one call."""
+        ...
+
+
+class ClusterInspection(Protocol):
+    """What ``why`` and ``doctor`` read of a cluster, never write (``bot.adapters.inspect``). Namespaces are keys
+    (``us-2/ns`` outside the home cluster; what comes back carries the key); ``cluster`` a key's cluster part.
+    A read the bot's RBAC does not allow raises ``Forbidden`` naming the permission."""
+
+    def pod(self, namespace: str, name: str) -> PodFacts | None:
+        """The pod (any phase but finished); None when there is none of that name."""
+        ...
+
+    def workload_pods(self, namespace: str, name: str) -> WorkloadPods | None:
+        """The Job, Deployment, StatefulSet or Kueue Workload of that name (in that order) and its unfinished pods;
+        None when nothing has that name."""
+        ...
+
+    def pods(self, namespace: str) -> list[PodFacts]:
+        """Every unfinished pod of the namespace (one list call)."""
+        ...
+
+    def nodes(self, cluster: str = HOME) -> list[NodeFacts]:
+        """Every node of the cluster with what its unfinished pods request."""
+        ...
+
+    def scheduling_events(self, namespace: str, pod: str) -> list[SchedulerEvent]:
+        """The pod's ``FailedScheduling`` events, latest first."""
+        ...
+
+    def priority_class_facts(self, cluster: str = HOME) -> dict[str, PriorityClassFacts]:
+        """Every PriorityClass of the cluster by name."""
+        ...
+
+    def autoscaler_status(self, cluster: str = HOME) -> AutoscalerStatus | None:
+        """The cluster autoscaler's status ConfigMap (``kube-system/cluster-autoscaler-status``); None without one."""
+        ...
+
+    def daemon_sets(self, cluster: str = HOME) -> list[DaemonSetFacts]:
+        """Every DaemonSet of the cluster (the doctor picks the device plugin's)."""
         ...
 
 
