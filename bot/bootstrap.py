@@ -45,6 +45,7 @@ from bot.services.changes import ChangeApplier
 from bot.services.container import Services
 from bot.services.decisions import Decisions
 from bot.services.digest import DigestService
+from bot.services.doctor import Doctor
 from bot.services.failures import FailurePath
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
@@ -54,6 +55,7 @@ from bot.services.lifecycle import Lifecycle
 from bot.services.metrics_health import MetricsHealth
 from bot.services.pods import PodView
 from bot.services.ports import (
+    ClusterInspection,
     Directory,
     FederatedQuotas,
     HomePublisher,
@@ -61,6 +63,7 @@ from bot.services.ports import (
     MetricsSource,
     Notifier,
     QuotaCluster,
+    ScrapeInspection,
     Workloads,
 )
 from bot.services.pricing import Pricer
@@ -259,11 +262,15 @@ def build_services(
     workloads: Workloads | None = None,
     queues: KueueQuotas | None = None,
     federation: FederatedQuotas | None = None,
+    inspection: ClusterInspection | None = None,
+    scrape: ScrapeInspection | None = None,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
     """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota;
-    ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota."""
+    ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota; ``inspection``: what ``why`` and
+    ``doctor`` read of the clusters; ``scrape``: the Prometheus side ``doctor`` reads (default: ``metrics`` when it
+    is a Prometheus)."""
     answering = _cluster_answering(policy, cluster)
     # One cached capacity view for every service, so the bot's own quota writes keep it exact.
     cluster = CapacityCachingCluster(
@@ -384,6 +391,40 @@ def build_services(
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
         proposals=proposals,
         pricer=pricer,
+        doctor=build_doctor(
+            policy=policy,
+            inspection=inspection,
+            scrape=scrape if scrape is not None else metrics if isinstance(metrics, ScrapeInspection) else None,
+            sync=sync,
+            database=database,
+            clock=clock,
+            announcer=announcer,
+            is_admin=access.is_admin,
+        ),
+    )
+
+
+def build_doctor(
+    *,
+    policy: Policy,
+    inspection: ClusterInspection | None,
+    scrape: ScrapeInspection | None,
+    sync: QuotaSync,
+    database: Database,
+    clock: Clock,
+    announcer: Announcer | None = None,
+    is_admin: Callable[[str], bool] | None = None,
+) -> Doctor:
+    """The GPU stack's checklist (``/gpu-quota doctor``, its weekly run, ``gpu-quota-bot doctor``)."""
+    return Doctor(
+        policy=policy,
+        inspection=inspection,
+        scrape=scrape,
+        sync=sync,
+        database=database,
+        clock=clock,
+        announcer=announcer,
+        is_admin=is_admin,
     )
 
 

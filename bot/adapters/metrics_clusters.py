@@ -27,7 +27,8 @@ from typing import TypeVar
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
-from bot.errors import GpuQuotaError, PartialMetrics, TemporaryError
+from bot.domain.stack_health import ScrapeTarget, SeriesFacts
+from bot.errors import GpuQuotaError, PartialMetrics, PermanentError, TemporaryError
 from bot.services.ports import ClusterCoverage, Coverage
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,21 @@ class ClusterMetrics:
 
     def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
         return self._merged(lambda source: source.quota_saturation(start, end, quota_names))
+
+    # --- ScrapeInspection: the Prometheus that holds the cluster ------------------------------
+
+    def targets(self, cluster: str = HOME) -> list[ScrapeTarget]:
+        return self._of_cluster(cluster, lambda source: source.targets(cluster))
+
+    def series(self, metrics: Sequence[str], *, labels: Sequence[str] = (), cluster: str = HOME) -> dict[str, SeriesFacts]:
+        return self._of_cluster(cluster, lambda source: source.series(metrics, labels=labels, cluster=cluster))
+
+    def _of_cluster(self, cluster: str, call: Callable[[PrometheusMetrics], T]) -> T:
+        """``call`` on the one source holding ``cluster`` (a cluster no source holds: why, as an error)."""
+        for index, source in enumerate(self._sources):
+            if cluster in source.clusters:
+                return self._call(index, call)
+        raise PermanentError(self._unread.get(cluster, f"no Prometheus holds cluster {self._names.get(cluster, cluster)}"))
 
     # --- asking every source -----------------------------------------------------------------
 

@@ -70,6 +70,7 @@ from urllib3.util.retry import Retry
 from bot.domain.clusters import HOME, namespace_key
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.resources import GPU, metrics_label, mig_resource
+from bot.domain.stack_health import ScrapeTarget, SeriesFacts
 from bot.errors import PermanentError, TemporaryError
 from bot.observability import count_error
 from bot.services.ports import Coverage
@@ -601,6 +602,36 @@ class PrometheusMetrics:
         found = {metric.get("metric") for metric, value in rows if value > 0}
         return {name: name in found for name in names}
 
+    # --- ScrapeInspection (doctor) -------------------------------------------------------------
+
+    def targets(self, cluster: str = HOME) -> list[ScrapeTarget]:
+        """The active targets; in a Prometheus several clusters share, those whose labels name ``cluster`` (by the
+        cluster labels), or all of them when no target carries such a label (external labels are not on targets)."""
+        data = self._call(lambda: [self._client.get_targets(state="active")])
+        active = [target for answer in data for target in answer.get("activeTargets", [])]
+        if self._labels is not None:
+            labelled = [t for t in active if any(name in t.get("labels", {}) for name in self._labels.names)]
+            if labelled:
+                active = [t for t in labelled if self._labels.cluster_of(t.get("labels", {})) == cluster]
+        return [scrape_target(target) for target in active]
+
+    def series(self, metrics: Sequence[str], *, labels: Sequence[str] = (), cluster: str = HOME) -> dict[str, SeriesFacts]:
+        """One instant query: each metric's series counted by ``labels`` (and the cluster labels), tagged with its name."""
+        by = _labels(*labels, by=self._by)
+        query = " or ".join(
+            f'label_replace(count by ({by}) ({name}), "{SERIES_LABEL}", "{name}", "", "")'
+            if by
+            else f'label_replace(count({name}), "{SERIES_LABEL}", "{name}", "", "")'
+            for name in metrics
+        )
+        found: dict[str, set[str]] = {}
+        for metric, value in self._instant(query, at=datetime.now(timezone.utc)):
+            if value > 0 and self._cluster_of(metric) == cluster:
+                found.setdefault(metric.get(SERIES_LABEL, ""), set()).update(n for n in labels if metric.get(n))
+        return {
+            name: SeriesFacts(name, name in found, tuple(n for n in labels if n in found.get(name, set()))) for name in metrics
+        }
+
     def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
         rows = self._instant(
             quota_saturation_query(int((end - start).total_seconds()), max(self._interval, SATURATION_STEP), by=self._by),
@@ -756,3 +787,32 @@ def _status_of(message: str) -> int | None:
 def _short(message: str) -> str:
     match = re.search(r'"error":"([^"]+)"', message)
     return match.group(1) if match else message[:200]
+
+
+# The label the series query tags each answer with (a name no exporter uses).
+SERIES_LABEL = "gpu_quota_metric"
+
+
+def scrape_target(raw: Mapping[str, Any]) -> ScrapeTarget:
+    """A target of the targets API as a value (``scrapeInterval`` is a Prometheus duration: "15s", "1m30s")."""
+    labels = raw.get("labels") or {}
+    return ScrapeTarget(
+        pool=str(raw.get("scrapePool", "")),
+        job=str(labels.get("job", "")),
+        url=str(raw.get("scrapeUrl", "")),
+        health=str(raw.get("health", "unknown")),
+        last_error=str(raw.get("lastError", "")),
+        interval_seconds=prometheus_duration(str(raw.get("scrapeInterval", ""))),
+    )
+
+
+_DURATION_PART = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def prometheus_duration(text: str) -> float | None:
+    """Seconds of a Prometheus duration ("30s", "1m30s", "500ms"); None for anything else (or nothing)."""
+    parts = _DURATION_PART.findall(text)
+    if not text or "".join(number + unit for number, unit in parts) != text:
+        return None
+    return float(sum(int(number) * _UNIT_SECONDS[unit] for number, unit in parts))

@@ -11,6 +11,7 @@ from bot.services.blocked import BlockedWatch
 from bot.services.budget import BudgetWatch
 from bot.services.decisions import Decisions
 from bot.services.digest import DigestService
+from bot.services.doctor import Doctor
 from bot.services.home import HomeService
 from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
@@ -53,3 +54,4 @@ class Services:
     costs: CostLookup | None = None
     proposals: ProposalService | None = None
     pricer: Pricer | None = None
+    doctor: Doctor | None = None  # the GPU stack's checklist (built by every bootstrap; None in tests of other things)

@@ -27,6 +27,7 @@ from bot.domain.failure_reasons import FailureReason
 from bot.domain.prices import BasisAsStored, Price
 from bot.domain.priority import WaitCause
 from bot.domain.resources import GPU
+from bot.domain.stack_health import Check
 from bot.services.text import Notice
 
 
@@ -367,6 +368,22 @@ class MetricsUnavailable(Message):
 
     since: datetime
     cause: str
+
+
+@dataclass(frozen=True)
+class BrokenCheck:
+    """A check of the GPU stack found broken: which, in which cluster (a key's cluster part), about what."""
+
+    check: Check
+    cluster: str
+    subjects: tuple[str, ...] = ()  # nodes, targets, namespaces, pods, classes, metrics
+
+
+@dataclass(frozen=True)
+class StackBroken(Message):
+    """To the admin channel from the weekly doctor run: checks broken now that were not at the last run."""
+
+    checks: tuple[BrokenCheck, ...]
 
 
 @dataclass(frozen=True)

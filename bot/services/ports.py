@@ -31,6 +31,7 @@ from bot.domain.scheduling import (
     SchedulerEvent,
     WorkloadPods,
 )
+from bot.domain.stack_health import ScrapeTarget, SeriesFacts
 from bot.services.messages import Said
 from bot.services.reports import Digest
 from bot.services.stores import (
@@ -40,6 +41,7 @@ from bot.services.stores import (
     Budgets,
     Cards,
     Digests,
+    DoctorRuns,
     Grants,
     HomeTabs,
     IdleNudges,
@@ -74,6 +76,7 @@ class Repository(
     Digests,
     IdleNudges,
     MetricsOutages,
+    DoctorRuns,
     Reclaims,
     LedgerDays,
     LedgerReads,
@@ -227,6 +230,20 @@ class ClusterInspection(Protocol):
 
     def daemon_sets(self, cluster: str = HOME) -> list[DaemonSetFacts]:
         """Every DaemonSet of the cluster (the doctor picks the device plugin's)."""
+        ...
+
+
+@runtime_checkable
+class ScrapeInspection(Protocol):
+    """What ``doctor`` reads of the Prometheus side, never writes (``bot.adapters.prometheus``; several clusters'
+    servers: ``bot.adapters.metrics_clusters``). ``cluster``: a key's cluster part."""
+
+    def targets(self, cluster: str = HOME) -> list[ScrapeTarget]:
+        """The cluster's active scrape targets (``/api/v1/targets?state=active``)."""
+        ...
+
+    def series(self, metrics: Sequence[str], *, labels: Sequence[str] = (), cluster: str = HOME) -> dict[str, SeriesFacts]:
+        """Per metric whether the cluster has series of it now and which of ``labels`` they carry (one query)."""
         ...
 
 

@@ -299,6 +299,16 @@ class MetricsOutages(Protocol):
         ...
 
 
+class DoctorRuns(Protocol):
+    """What the weekly doctor run found last time: each check's status by its key (``CheckResult.key``)."""
+
+    def doctor_statuses(self) -> dict[str, str]: ...
+
+    def remember_doctor_statuses(self, statuses: Mapping[str, str], *, at: datetime) -> None:
+        """Replace what is remembered with ``statuses``."""
+        ...
+
+
 class Reclaims(Protocol):
     """Quotas lowered below usage, followed until usage is within them."""
 

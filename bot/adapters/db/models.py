@@ -232,6 +232,15 @@ metrics_outages = Table(
     Column("ended_at", UTCDateTime, index=True),
 )
 
+# What the weekly doctor run found: each check's status by its key ("device_plugin@us-2"), to post only changes.
+doctor_results = Table(
+    "doctor_results",
+    metadata,
+    Column("check_key", String(128), primary_key=True),
+    Column("status", String(16), nullable=False),
+    Column("recorded_at", UTCDateTime, nullable=False),
+)
+
 home_tabs = Table(
     "home_tabs",
     metadata,

@@ -21,6 +21,7 @@ from bot.adapters.db.models import (
     LedgerEntry,
     QuotaBlockDay,
     SlackEventRow,
+    doctor_results,
     home_tabs,
     metrics_outages,
     reclaims,
@@ -134,6 +135,20 @@ class RecordStore:
         self.session.add(outage)
         self.session.flush()
         return outage
+
+    # --- the weekly doctor run -----------------------------------------------------------------
+
+    def doctor_statuses(self) -> dict[str, str]:
+        rows = self.session.execute(select(doctor_results.c.check_key, doctor_results.c.status)).all()
+        return {key: status for key, status in rows}
+
+    def remember_doctor_statuses(self, statuses: Mapping[str, str], *, at: datetime) -> None:
+        self.session.execute(delete(doctor_results))
+        if statuses:
+            self.session.execute(
+                doctor_results.insert(),
+                [{"check_key": key, "status": status, "recorded_at": at} for key, status in sorted(statuses.items())],
+            )
 
     # --- idle-GPU nudges -----------------------------------------------------------------------
 

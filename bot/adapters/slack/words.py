@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import singledispatch
 
-from bot.adapters.slack import mrkdwn, prices, reasons
+from bot.adapters.slack import doctor_words, mrkdwn, prices, reasons
 from bot.adapters.slack.resources import amount_of, resource_label
 from bot.adapters.slack.sentences import Value, fill, join
 from bot.domain.commands import format_request_id
@@ -404,6 +404,11 @@ def _(said: m.MetricsUnavailable) -> Notice:
 @notice.register
 def _(said: m.MetricsBack) -> Notice:
     return fill(":white_check_mark: GPU metrics are back (unavailable since {since}).", since=Moment(said.since))
+
+
+@notice.register
+def _(said: m.StackBroken) -> Notice:
+    return doctor_words.stack_broken_notice(said)
 
 
 @notice.register
