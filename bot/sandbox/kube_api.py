@@ -527,7 +527,12 @@ class KubeApiStandIn(KueueObjects, AppsObjects):
         return Outgoing.json(200, self.namespaces[ns])
 
     def _get_nodes(self, incoming: Incoming, body: Any) -> Outgoing:
-        return _list("NodeList", copy.deepcopy(list(self.nodes.values())), self._next_rv())
+        fields = incoming.query.get("fieldSelector", "")
+        try:
+            selected = [node for node in self.nodes.values() if _fields_match(_node_fields(node), fields, _NODE_FIELDS)]
+        except _BadSelector as error:
+            return _status(400, str(error), "BadRequest")
+        return _list("NodeList", copy.deepcopy(selected), self._next_rv())
 
     def _get_node(self, incoming: Incoming, body: Any, name: str) -> Outgoing:
         node = self.nodes.get(name)
@@ -711,6 +716,8 @@ _POD_FIELDS = {
         "status.nominatedNodeName",
     )
 }
+# pkg/registry/core/node/strategy.go, NodeToSelectableFields (spec.unschedulable is "true" or "false" there).
+_NODE_FIELDS = {"metadata.name": "metadata.name", "spec.unschedulable": "spec.unschedulable"}
 _EVENT_FIELDS = {
     **{
         name: name
@@ -848,6 +855,11 @@ def _invalid(name: str, hard: dict[str, Any]) -> Outgoing | None:
                 "Invalid",
             )
     return None
+
+
+def _node_fields(node: dict[str, Any]) -> dict[str, Any]:
+    """A node with ``spec.unschedulable`` spelt out, as the field selector sees it (absent is ``false``)."""
+    return {"metadata": node["metadata"], "spec": {"unschedulable": bool(node["spec"].get("unschedulable"))}}
 
 
 def _not_found(kind: str, name: str) -> Outgoing:

@@ -16,7 +16,7 @@ from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.lifecycle import Lifecycle
-from bot.services.ports import QuotaCluster, Transactions
+from bot.services.ports import ClusterInspection, QuotaCluster, Transactions
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
@@ -53,3 +53,5 @@ class Services:
     costs: CostLookup | None = None
     proposals: ProposalService | None = None
     pricer: Pricer | None = None
+    # What why and doctor read of the clusters (read only); None where nothing wired it (tests of other things).
+    inspection: ClusterInspection | None = None
