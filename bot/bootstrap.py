@@ -1,6 +1,6 @@
 """The one place that wires everything: settings, database, cluster, Slack, services, Bolt app.
 
-Every adapter is built here (``open_database``, ``connect_cluster``, ``connect_cluster_metrics``,
+Every adapter is built here (``open_database``, ``connect_cluster``, ``connect_inspection``, ``connect_cluster_metrics``,
 ``slack_client`` and ``slack_ports``), and every service (``build_services``, ``build_digest``,
 ``build_ledger``): ``run``, the shell, ``digest``, ``ledger``, ``cost`` and ``check-config`` use these,
 and so do the tests, with whatever adapters they need. It builds the ``Services`` container
@@ -21,6 +21,8 @@ from bot.adapters.clusters import ClusterSet
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
+from bot.adapters.inspect import ClusterInspector
+from bot.adapters.inspect_clusters import ClusterInspections
 from bot.adapters.karmada import KarmadaPlane
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.kueue import KueueCluster
@@ -134,6 +136,15 @@ def connect_clusters(
     if clock is None:
         return ClusterSet(members, retry_after=retry_after)
     return ClusterSet(members, retry_after=retry_after, monotonic=lambda: clock.now().timestamp(), now=clock.now)
+
+
+def connect_inspection(clusters: ClusterSet) -> ClusterInspection:
+    """What ``why`` and ``doctor`` read of every cluster of ``clusters``, over each one's connection and health."""
+    inspectors = {}
+    for cluster in clusters.clusters:
+        kube, kueue = clusters.member(cluster)
+        inspectors[cluster] = ClusterInspector(kube.api_client, timeout=kube.timeout, kueue=kueue)
+    return ClusterInspections(clusters, inspectors)
 
 
 def connect_karmada(policy: Policy, kubeconfig: Path | None) -> KarmadaPlane | None:
@@ -268,9 +279,9 @@ def build_services(
     sleep: Callable[[float], None] | None = None,
 ) -> Services:
     """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota;
-    ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota; ``inspection``: what ``why`` and
-    ``doctor`` read of the clusters; ``scrape``: the Prometheus side ``doctor`` reads (default: ``metrics`` when it
-    is a Prometheus)."""
+    ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota; ``inspection``: what ``why``
+    and ``doctor`` read of the clusters (``connect_inspection``); ``scrape``: the Prometheus side ``doctor`` reads
+    (default: ``metrics`` when it is a Prometheus)."""
     answering = _cluster_answering(policy, cluster)
     # One cached capacity view for every service, so the bot's own quota writes keep it exact.
     cluster = CapacityCachingCluster(
@@ -391,6 +402,7 @@ def build_services(
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,
         proposals=proposals,
         pricer=pricer,
+        inspection=inspection,
         doctor=build_doctor(
             policy=policy,
             inspection=inspection,

@@ -53,6 +53,9 @@ SHELL_HELP = """\
                           (then `jobs` posts the blocked-workload alert with [Request more])
   wait <ns> [gpus]        a GPU pod within the quota finds no free GPU on the nodes (FailedScheduling);
                           then `jobs` says it waits for the scheduler, not the quota
+  break device-plugin <node>   the NVIDIA device plugin stops on that node: it advertises no GPUs
+  taint <node> <key=value:Effect>  taint a node, as kubectl taint does (e.g. taint gpu-node-b nvidia.com/gpu=true:NoSchedule)
+  untaint <node> <key>    remove that node's taints of that key
   finish <ns> <gpus>      jobs finish: the namespace's pods now use <gpus> GPUs (then `tick` follows a reclaim)
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
@@ -226,6 +229,9 @@ class Shell:
             "block": self._block,
             "wait": self._wait,
             "finish": self._finish,
+            "break": self._break,
+            "taint": self._taint,
+            "untaint": self._untaint,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
         }.get(words[0])
@@ -523,6 +529,44 @@ class Shell:
         self._say(
             f"Jobs finished in {args[0]}: {ended}{kube.used[bare]} GPU(s) in use now. Type `tick` to run the scheduled jobs."
         )
+
+    def _node(self, name: str) -> KubeApiStandIn | None:
+        """The sandbox cluster that has node ``name``."""
+        return next((kube for kube in self._sandbox.kubes.values() if name in kube.nodes), None)
+
+    def _nodes(self) -> str:
+        return ", ".join(sorted(name for kube in self._sandbox.kubes.values() for name in kube.nodes)) or "none (a real cluster)"
+
+    def _break(self, args: list[str]) -> None:
+        """The device plugin is gone from a node: the kubelet advertises 0 GPUs there, its DaemonSet has a pod fewer ready."""
+        kube = self._node(args[1]) if len(args) == 2 and args[0] == "device-plugin" else None
+        if kube is None:
+            self._say(f"Usage (sandbox only): break device-plugin <node>; the nodes: {self._nodes()}")
+            return
+        kube.break_device_plugin(args[1])
+        self._say(
+            f"The NVIDIA device plugin stopped on {args[1]}: the node advertises no GPUs, and its DaemonSet has a pod "
+            "fewer ready. Pods asking for GPUs are not placed there."
+        )
+
+    def _taint(self, args: list[str]) -> None:
+        kube = self._node(args[0]) if len(args) == 2 else None
+        try:
+            if kube is None:
+                raise ValueError("no such node")
+            kube.taint_node(args[0], args[1])
+        except ValueError as error:
+            self._say(f"Usage (sandbox only): taint <node> <key=value:Effect> ({error}); the nodes: {self._nodes()}")
+            return
+        self._say(f"node/{args[0]} tainted {args[1]}: pods without a matching toleration are not placed there.")
+
+    def _untaint(self, args: list[str]) -> None:
+        kube = self._node(args[0]) if len(args) == 2 else None
+        if kube is None:
+            self._say(f"Usage (sandbox only): untaint <node> <key>; the nodes: {self._nodes()}")
+            return
+        kube.untaint_node(args[0], args[1])
+        self._say(f"node/{args[0]} untainted: no {args[1]} taint left.")
 
     def _users(self) -> None:
         for person in PEOPLE:

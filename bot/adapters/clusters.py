@@ -138,6 +138,17 @@ class ClusterSet:
                 return
         raise ClusterDown(cluster, since, cause, delay=delay)
 
+    def member(self, cluster: str) -> tuple[KubernetesCluster, KueueCluster]:
+        """The clients of ``cluster`` (a key's cluster part), for the adapters sharing their connection."""
+        return self._kube[cluster], self._kueue[cluster]
+
+    def guarded(self, cluster: str, call: Callable[[], T], *, one_object: bool = False) -> T:
+        """``call`` to ``cluster`` (a key's cluster part) kept by this set's health of it, as its own calls are:
+        ``ClusterDown`` at once while it is down, down when it does not answer (``bot.adapters.inspect_clusters``)."""
+        if cluster not in self._kube:
+            raise PermanentError(f"no cluster {cluster} is configured")
+        return self._call(cluster, call, one_object=one_object)
+
     # --- QuotaCluster ----------------------------------------------------------------------------
 
     def read_quota(self, namespace: str, name: str, resource: str, *, max_age: float = 0.0) -> QuotaSnapshot | None:

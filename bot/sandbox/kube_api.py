@@ -8,8 +8,12 @@ quantities (422), copies ``spec.hard`` into ``status.hard`` like the quota contr
 told to fail or stall a route (403, 404, 500, timeouts; a number of times or for a while; only for
 bodies matching a pattern) or to refuse connections for a while. A stalled write is still applied
 after the stall, as a real API server that already accepted it would. ``edit_quota`` plays a person
-running ``kubectl edit``; ``quota_writes`` counts the writes that changed a quota. ``/apis`` lists the API
-groups it serves; Kueue's (``kueue.x-k8s.io``) is ``bot.sandbox.kueue_api``.
+running ``kubectl edit``; ``quota_writes`` counts the writes that changed a quota. Nodes carry taints, labels, a
+cordon and their Ready condition (``taint_node``, ``untaint_node``, ``break_device_plugin`` change them as
+``kubectl taint`` and a device plugin gone would); pods carry tolerations, node selectors, affinity,
+scheduling gates, owners and their PodScheduled condition. ``/apis`` lists the API groups it serves;
+DaemonSets, Deployments, StatefulSets, Jobs and ConfigMaps are ``bot.sandbox.apps_api``, Kueue's
+(``kueue.x-k8s.io``) is ``bot.sandbox.kueue_api``.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from bot.sandbox.apimachinery import labels_match as _labels_match
 from bot.sandbox.apimachinery import merge_patch as _merge
 from bot.sandbox.apimachinery import now as _now
 from bot.sandbox.apimachinery import status as _status
+from bot.sandbox.apps_api import APPS_ROUTES, JOB_NAME_LABEL, JOB_UID_LABEL, AppsObjects, job_uid
 from bot.sandbox.httpserver import Incoming, LoopbackServer, Outgoing
 from bot.sandbox.kueue_api import KUEUE_ROUTES, KueueObjects
 
@@ -42,15 +47,18 @@ _ROUTES = [
     ("namespaces", re.compile(r"^/api/v1/namespaces$")),
     ("namespace", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)$")),
     ("nodes", re.compile(r"^/api/v1/nodes$")),
+    ("node", re.compile(r"^/api/v1/nodes/(?P<name>[^/]+)$")),
     ("all_quotas", re.compile(r"^/api/v1/resourcequotas$")),
     ("quotas", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas$")),
     ("quota", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas/(?P<name>[^/]+)$")),
     ("all_pods", re.compile(r"^/api/v1/pods$")),
     ("pods", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$")),
+    ("pod", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$")),
     ("priority_classes", re.compile(r"^/apis/scheduling\.k8s\.io/v1/priorityclasses$")),
     ("all_events", re.compile(r"^/api/v1/events$")),
     ("events", re.compile(r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$")),
     ("api_groups", re.compile(r"^/apis/?$")),
+    *APPS_ROUTES,
     *KUEUE_ROUTES,
 ]
 _SCHEDULING = {"groupVersion": "scheduling.k8s.io/v1", "version": "v1"}
@@ -69,7 +77,7 @@ class _Fault:
     dry_run: bool | None = None  # only dry runs (True), only real writes (False), or both
 
 
-class KubeApiStandIn(KueueObjects):
+class KubeApiStandIn(KueueObjects, AppsObjects):
     routes: ClassVar[list[tuple[str, re.Pattern[str]]]] = _ROUTES  # a stand-in serving more adds its own (karmada_api)
 
     def __init__(self, *, token: str = "sandbox-token", tls: ssl.SSLContext | None = None) -> None:
@@ -89,7 +97,9 @@ class KubeApiStandIn(KueueObjects):
         self._persisted: list[str] = []  # the namespace of each persisted quota write
         self._rv = itertools.count(100)
         self._lock = threading.RLock()
+        self._broken_plugins: set[str] = set()  # nodes whose device plugin ``break_device_plugin`` took away
         self._init_kueue()
+        self._init_apps()
         self._server = LoopbackServer(self._handle, tls=tls)
 
     # --- lifecycle and seeding -------------------------------------------------------------
@@ -137,20 +147,89 @@ class KubeApiStandIn(KueueObjects):
             for key in [key for key in self.pods if key[0] == name]:
                 del self.pods[key]
 
-    def add_node(self, name: str, gpus: int, *, product: str | None = None, resources: dict[str, int] | None = None) -> None:
+    def add_node(
+        self,
+        name: str,
+        gpus: int,
+        *,
+        product: str | None = None,
+        resources: dict[str, int] | None = None,
+        labels: dict[str, str] | None = None,
+        taints: list[str] | None = None,
+        unschedulable: bool = False,
+        ready: bool = True,
+    ) -> None:
         """``product``: the ``nvidia.com/gpu.product`` label GPU feature discovery would set; ``resources``: other
         extended resources it advertises (a node in MIG ``mixed`` mode: ``{"nvidia.com/mig-1g.10gb": 7}`` and no
-        whole GPUs)."""
-        labels = {"kubernetes.io/hostname": name, **({"nvidia.com/gpu.product": product} if product else {})}
-        offered = {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": str(gpus)}
+        whole GPUs); ``labels``: more labels; ``taints``: as ``kubectl taint`` writes them (``key=value:Effect``,
+        ``key:Effect``); ``unschedulable``: cordoned; ``ready``: its Ready condition. The node lifecycle controller's
+        taints follow a cordon (``node.kubernetes.io/unschedulable:NoSchedule``) and a node that is not ready
+        (``node.kubernetes.io/not-ready``, NoSchedule and NoExecute), as the API server then holds them."""
+        own = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}
+        all_labels = {**own, **({GPU_PRODUCT: product} if product else {}), **(labels or {})}
+        offered = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
         offered.update({resource: str(count) for resource, count in (resources or {}).items()})
+        spec: dict[str, Any] = {"podCIDR": "10.244.0.0/24", "providerID": f"sandbox://{name}"}
+        held = [parse_taint(taint) for taint in taints or []]
+        if unschedulable:
+            spec["unschedulable"] = True
+            held.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule", "timeAdded": _now()})
+        if not ready:
+            held += [
+                {"key": "node.kubernetes.io/not-ready", "effect": e, "timeAdded": _now()} for e in ("NoSchedule", "NoExecute")
+            ]
+        if held:
+            spec["taints"] = held
         with self._lock:
             self.nodes[name] = {
                 "apiVersion": "v1",
                 "kind": "Node",
-                "metadata": {"name": name, "resourceVersion": self._next_rv(), "uid": f"node-{name}", "labels": labels},
-                "status": {"allocatable": dict(offered), "capacity": dict(offered)},
+                "metadata": {
+                    "name": name,
+                    "resourceVersion": self._next_rv(),
+                    "uid": f"node-{name}",
+                    "labels": all_labels,
+                    "creationTimestamp": _now(),
+                },
+                "spec": spec,
+                "status": {"allocatable": dict(offered), "capacity": dict(offered), "conditions": _node_conditions(ready)},
             }
+
+    def taint_node(self, name: str, taint: str) -> None:
+        """``kubectl taint nodes NAME key=value:Effect``: a taint of the same key and effect is replaced."""
+        added = parse_taint(taint)
+        added["timeAdded"] = _now()
+        with self._lock:
+            node = self.nodes[name]
+            kept = [t for t in node["spec"].get("taints") or [] if (t["key"], t["effect"]) != (added["key"], added["effect"])]
+            node["spec"]["taints"] = [*kept, added]
+            node["metadata"]["resourceVersion"] = self._next_rv()
+
+    def untaint_node(self, name: str, key: str) -> None:
+        """``kubectl taint nodes NAME key-``: every taint of that key goes (the field too when none is left)."""
+        with self._lock:
+            node = self.nodes[name]
+            kept = [t for t in node["spec"].get("taints") or [] if t["key"] != key]
+            if kept:
+                node["spec"]["taints"] = kept
+            else:
+                node["spec"].pop("taints", None)
+            node["metadata"]["resourceVersion"] = self._next_rv()
+
+    def break_device_plugin(self, node: str) -> None:
+        """The NVIDIA device plugin stops on ``node``: the kubelet advertises 0 of every ``nvidia.com/`` resource
+        (capacity and allocatable, as after a kubelet restart without the plugin), and the device plugin DaemonSet,
+        if any, has one pod fewer ready (once per node)."""
+        with self._lock:
+            state = self.nodes[node]["status"]
+            for quantities in (state["allocatable"], state["capacity"]):
+                for resource in quantities:
+                    if resource.startswith("nvidia.com/"):
+                        quantities[resource] = "0"
+            self.nodes[node]["metadata"]["resourceVersion"] = self._next_rv()
+            if node not in self._broken_plugins:
+                self._broken_plugins.add(node)
+                self.device_plugin_lost()
 
     def add_quota(self, namespace: str, name: str, hard: dict[str, str], *, used_gpus: int = 0) -> None:
         with self._lock:
@@ -221,41 +300,92 @@ class KubeApiStandIn(KueueObjects):
         started: datetime | None = None,
         node: str | None = None,
         nominated_node: str | None = None,
+        resources: dict[str, int] | None = None,
+        node_selector: dict[str, str] | None = None,
+        affinity: dict[str, Any] | None = None,
+        tolerations: list[dict[str, Any]] | None = None,
+        owner: tuple[str, str] | None = None,
+        scheduling_gates: list[str] | None = None,
+        unschedulable_message: str | None = None,
     ) -> None:
-        """A pod as the API server stores it after admission: the priority resolved from its class (or the
-        global default class, whose name admission fills in), ``nvidia.com/gpu`` requests equal to limits."""
+        """A pod as the API server stores it after admission: the priority and preemption policy resolved from its
+        class (or the global default class, whose name admission fills in), extended resources in requests equal
+        to limits (``resources`` instead of ``gpus``: ``{"nvidia.com/mig-1g.10gb": 1}``), the not-ready/unreachable
+        tolerations DefaultTolerationSeconds adds. Pending: no ``nodeName``, ``PodScheduled`` False (reason
+        ``SchedulingGated`` with ``scheduling_gates``, else ``Unschedulable`` with the scheduler's
+        ``unschedulable_message``, when given); otherwise bound to ``node``. ``owner``: its controller's (kind, name);
+        a Job's pods also carry the labels the job controller gives them. ``affinity``/``tolerations``: as the API has them."""
+        extended = dict(resources) if resources is not None else ({"nvidia.com/gpu": gpus} if gpus else {})
         with self._lock:
             if not priority_class:
                 priority_class = next((n for n, pc in self.priority_classes.items() if pc["globalDefault"]), "")
-            resources = {"requests": {"cpu": "4", "nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}
+            known = self.priority_classes.get(priority_class)
+            container: dict[str, Any] = {"name": "main", "image": "registry.example/train:1", "resources": {}}
+            if extended:
+                wanted = {resource: str(count) for resource, count in extended.items()}
+                container["resources"] = {"requests": {"cpu": "4", **wanted}, "limits": dict(wanted)}
             spec: dict[str, Any] = {
-                "containers": [{"name": "main", "image": "registry.example/train:1", "resources": resources if gpus else {}}],
+                "containers": [container],
                 "schedulerName": "default-scheduler",
                 "restartPolicy": "Never",
-                "priority": self.priority_classes[priority_class]["value"] if priority_class in self.priority_classes else 0,
+                "priority": known["value"] if known else 0,
+                "preemptionPolicy": known["preemptionPolicy"] if known else "PreemptLowerPriority",
+                "tolerations": [*copy.deepcopy(tolerations or []), *_DEFAULT_TOLERATIONS],
             }
             if priority_class:
                 spec["priorityClassName"] = priority_class
-            status: dict[str, Any] = {"phase": phase}
+            if node_selector:
+                spec["nodeSelector"] = dict(node_selector)
+            if affinity:
+                spec["affinity"] = copy.deepcopy(affinity)
+            if scheduling_gates:
+                spec["schedulingGates"] = [{"name": gate} for gate in scheduling_gates]
+            at = (started or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            status: dict[str, Any] = {"phase": phase, "qosClass": "Burstable" if extended else "BestEffort"}
             if phase != "Pending":
                 spec["nodeName"] = node or "gpu-node-a"
-                status["startTime"] = (started or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+                status["startTime"] = at
+                status["conditions"] = [_condition("PodScheduled", "True", at)]
+            elif scheduling_gates:
+                message = "Scheduling is blocked due to non-empty scheduling gates"
+                status["conditions"] = [_condition("PodScheduled", "False", at, "SchedulingGated", message)]
+            elif unschedulable_message is not None:
+                status["conditions"] = [_condition("PodScheduled", "False", at, "Unschedulable", unschedulable_message)]
             if nominated_node:
                 status["nominatedNodeName"] = nominated_node
+            metadata: dict[str, Any] = {
+                "name": name,
+                "namespace": namespace,
+                "labels": dict(labels or {}),
+                "resourceVersion": self._next_rv(),
+                "uid": f"pod-{namespace}-{name}",
+                "creationTimestamp": at,
+            }
+            if owner is not None:
+                metadata["ownerReferences"] = [self._owner_reference(namespace, *owner)]
+                if owner[0] == "Job":
+                    uid = job_uid(namespace, owner[1])
+                    generated = {JOB_UID_LABEL: uid, JOB_NAME_LABEL: owner[1], "controller-uid": uid, "job-name": owner[1]}
+                    metadata["labels"] = {**metadata["labels"], **generated}
             self.pods[(namespace, name)] = {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "labels": dict(labels or {}),
-                    "resourceVersion": self._next_rv(),
-                    "uid": f"pod-{namespace}-{name}",
-                    "creationTimestamp": (started or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                },
+                "metadata": metadata,
                 "spec": spec,
                 "status": status,
             }
+
+    def _owner_reference(self, namespace: str, kind: str, name: str) -> dict[str, Any]:
+        stored = self.apps.get((kind, namespace, name))
+        uid = (
+            stored["metadata"]["uid"]
+            if stored
+            else job_uid(namespace, name)
+            if kind == "Job"
+            else f"{kind.lower()}-{namespace}-{name}"
+        )
+        api_version = "batch/v1" if kind == "Job" else "apps/v1"
+        return {"apiVersion": api_version, "kind": kind, "name": name, "uid": uid, "controller": True, "blockOwnerDeletion": True}
 
     def set_pod_phase(self, namespace: str, name: str, phase: str) -> None:
         with self._lock:
@@ -397,7 +527,16 @@ class KubeApiStandIn(KueueObjects):
         return Outgoing.json(200, self.namespaces[ns])
 
     def _get_nodes(self, incoming: Incoming, body: Any) -> Outgoing:
-        return _list("NodeList", list(self.nodes.values()), self._next_rv())
+        fields = incoming.query.get("fieldSelector", "")
+        try:
+            selected = [node for node in self.nodes.values() if _fields_match(_node_fields(node), fields, _NODE_FIELDS)]
+        except _BadSelector as error:
+            return _status(400, str(error), "BadRequest")
+        return _list("NodeList", copy.deepcopy(selected), self._next_rv())
+
+    def _get_node(self, incoming: Incoming, body: Any, name: str) -> Outgoing:
+        node = self.nodes.get(name)
+        return Outgoing.json(200, copy.deepcopy(node)) if node else _not_found("nodes", name)
 
     def _get_all_quotas(self, incoming: Incoming, body: Any) -> Outgoing:
         return _list("ResourceQuotaList", list(self.quotas.values()), self._next_rv())
@@ -466,6 +605,10 @@ class KubeApiStandIn(KueueObjects):
     def _get_pods(self, incoming: Incoming, body: Any, ns: str) -> Outgoing:
         return self._pod_list([pod for (namespace, _), pod in self.pods.items() if namespace == ns], incoming)
 
+    def _get_pod(self, incoming: Incoming, body: Any, ns: str, name: str) -> Outgoing:
+        pod = self.pods.get((ns, name))
+        return Outgoing.json(200, copy.deepcopy(pod)) if pod else _not_found("pods", name)
+
     def _pod_list(self, pods: list[dict[str, Any]], incoming: Incoming) -> Outgoing:
         fields = incoming.query.get("fieldSelector", "")
         labels = incoming.query.get("labelSelector", "")
@@ -493,7 +636,7 @@ class KubeApiStandIn(KueueObjects):
 
     def _get_api_groups(self, incoming: Incoming, body: Any) -> Outgoing:
         scheduling = {"name": "scheduling.k8s.io", "versions": [_SCHEDULING], "preferredVersion": _SCHEDULING}
-        groups = [scheduling, *self.api_groups()]
+        groups = [*self.apps_api_groups(), scheduling, *self.api_groups()]
         return Outgoing.json(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 
     def api_groups(self) -> list[dict[str, Any]]:
@@ -535,6 +678,13 @@ class KubeApiStandIn(KueueObjects):
         return str(next(self._rv))
 
 
+GPU_PRODUCT = "nvidia.com/gpu.product"
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+# What the DefaultTolerationSeconds admission plugin adds to every pod.
+_DEFAULT_TOLERATIONS = [
+    {"key": f"node.kubernetes.io/{condition}", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+    for condition in ("not-ready", "unreachable")
+]
 _REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
@@ -566,6 +716,8 @@ _POD_FIELDS = {
         "status.nominatedNodeName",
     )
 }
+# pkg/registry/core/node/strategy.go, NodeToSelectableFields (spec.unschedulable is "true" or "false" there).
+_NODE_FIELDS = {"metadata.name": "metadata.name", "spec.unschedulable": "spec.unschedulable"}
 _EVENT_FIELDS = {
     **{
         name: name
@@ -617,6 +769,53 @@ def scheduling_failure_event(
     }
 
 
+def failed_scheduling_event(namespace: str, pod: str, message: str, *, count: int = 1) -> dict[str, Any]:
+    """A ``FailedScheduling`` event of a pod as the kube-scheduler records it, in its words (``message``)."""
+    event = scheduling_failure_event(namespace, pod, nodes=0, count=count)
+    event["message"] = message
+    return event
+
+
+def parse_taint(text: str) -> dict[str, Any]:
+    """``key=value:Effect`` or ``key:Effect`` (as ``kubectl taint`` takes it) as the API's taint; ValueError otherwise."""
+    spec, colon, effect = text.rpartition(":")
+    key, _, value = spec.partition("=")
+    if not colon or not key or effect not in _TAINT_EFFECTS:
+        raise ValueError(f"invalid taint spec: {text} (key=value:Effect, the effect one of {', '.join(_TAINT_EFFECTS)})")
+    return {"key": key, **({"value": value} if value else {}), "effect": effect}
+
+
+def _condition(kind: str, state: str, at: str, reason: str = "", message: str = "") -> dict[str, Any]:
+    condition: dict[str, Any] = {"type": kind, "status": state, "lastProbeTime": None, "lastTransitionTime": at}
+    if reason:
+        condition.update(reason=reason, message=message)
+    return condition
+
+
+def _node_conditions(ready: bool) -> list[dict[str, Any]]:
+    """What the kubelet reports of itself: no pressure, and ready or not."""
+    at = _now()
+
+    def condition(kind: str, state: str, reason: str, message: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            "status": state,
+            "lastHeartbeatTime": at,
+            "lastTransitionTime": at,
+            "reason": reason,
+            "message": message,
+        }
+
+    return [
+        condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")
+        if ready
+        else condition("Ready", "False", "KubeletNotReady", "container runtime network not ready: NetworkReady=false"),
+    ]
+
+
 def quota_refusal_event(
     namespace: str, kind: str, name: str, *, requested: int, used: int, limited: int, count: int = 1
 ) -> dict[str, Any]:
@@ -658,8 +857,14 @@ def _invalid(name: str, hard: dict[str, Any]) -> Outgoing | None:
     return None
 
 
+def _node_fields(node: dict[str, Any]) -> dict[str, Any]:
+    """A node with ``spec.unschedulable`` spelt out, as the field selector sees it (absent is ``false``)."""
+    return {"metadata": node["metadata"], "spec": {"unschedulable": bool(node["spec"].get("unschedulable"))}}
+
+
 def _not_found(kind: str, name: str) -> Outgoing:
-    return _status(404, f'{kind} "{name}" not found', "NotFound")
+    """The API server's 404 for a core-group object: ``pods "x" not found`` with its details."""
+    return _status(404, f'{kind} "{name}" not found', "NotFound", {"name": name, "kind": kind})
 
 
 def _list(kind: str, items: list[dict[str, Any]], rv: str) -> Outgoing:

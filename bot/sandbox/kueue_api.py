@@ -38,6 +38,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from bot.sandbox.apimachinery import now, status
+from bot.sandbox.apps_api import job_uid
 from bot.sandbox.crd import (
     Problem,
     api_group,
@@ -168,10 +169,12 @@ class KueueObjects:
         pod_set: str = "main",
         pending: str | None = None,
         created: datetime | None = None,
+        job: str | None = None,
     ) -> None:
         """A Workload of one pod set (``count`` pods each requesting ``requests``) in the LocalQueue ``queue``:
         waiting for quota (``QuotaReserved`` False, reason ``Pending``, the scheduler's message ``pending``),
-        or, without ``pending``, admitted."""
+        or, without ``pending``, admitted. ``job``: the batch/v1 Job it was made for, linked as Kueue's job
+        reconciler links them (the Job as its controller ownerReference, the Job's uid in ``kueue.x-k8s.io/job-uid``)."""
         at = (created or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
         resources = {key: str(value) for key, value in (requests or {}).items()}
         container = {"name": pod_set, "image": "registry.example/train:1", "resources": {"requests": resources}}
@@ -186,8 +189,15 @@ class KueueObjects:
                 _condition("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cluster_queue}", at),
                 _condition("Admitted", "True", "Admitted", "The workload is admitted", at),
             ]
+        metadata: dict[str, Any] = {"labels": {"kueue.x-k8s.io/queue-name": queue}, "creationTimestamp": at}
+        if job is not None:
+            uid = job_uid(namespace, job)
+            metadata["labels"]["kueue.x-k8s.io/job-uid"] = uid
+            metadata["ownerReferences"] = [
+                {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": uid, "controller": True, "blockOwnerDeletion": True}
+            ]
         workload = {
-            "metadata": {"labels": {"kueue.x-k8s.io/queue-name": queue}, "creationTimestamp": at},
+            "metadata": metadata,
             "spec": {"queueName": queue, "active": True, "podSets": [{"name": pod_set, "count": count, "template": template}]},
             "status": {"conditions": conditions},
         }

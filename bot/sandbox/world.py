@@ -16,7 +16,7 @@ import yaml
 
 from bot.domain.clusters import HOME, namespace_key
 from bot.domain.policy import Policy, parse_policy
-from bot.sandbox.kube_api import KubeApiStandIn
+from bot.sandbox.kube_api import KubeApiStandIn, failed_scheduling_event
 from bot.sandbox.kueue_api import resource_group
 from bot.sandbox.slack_api import SlackApiStandIn
 
@@ -49,6 +49,16 @@ BATCH_QUEUE = "frontier-batch"
 HOME_CLUSTER, US_CLUSTER = "eu-1", "us-2"
 US_SERVING = "biz-model-serving-us"  # in us-2 only, so no bare name of the sandbox names two namespaces
 PRIORITY_CLASSES = (("high-priority-business", 1000000), ("low-priority-experiment", 100))
+GPU_OPERATOR, DEVICE_PLUGIN = "gpu-operator", "nvidia-device-plugin-daemonset"
+# What the GPU operator and node feature discovery put on a GPU node (the product label is left to the MIG node:
+# the whole-GPU nodes are priced at the default price, as they always were in the sandbox).
+GPU_NODE = {"nvidia.com/gpu.present": "true", "feature.node.kubernetes.io/pci-10de.present": "true"}
+H100 = "NVIDIA-H100-80GB-HBM3"
+# The scheduler's words for a pod whose node selector no node matches (Kubernetes 1.27+).
+NO_NODE_MATCHES = (
+    "0/5 nodes are available: 5 node(s) didn't match Pod's node affinity/selector. "
+    "preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling."
+)
 
 
 def sandbox_policy(*, two_clusters: bool = False) -> Policy:
@@ -70,11 +80,19 @@ def seed_cluster(kube: KubeApiStandIn) -> None:
     """Frontier 4 GPUs (3 in use), business 16 (12 in use), on four 8-GPU nodes; the source document's
     two PriorityClasses, and running pods that account for the quotas' usage. Frontier's inference runs on
     MIG slices of an A100 in MIG mode (2 of 1g.10gb, 1 in use), its batch training in the Kueue ClusterQueue
-    frontier-batch (4 GPUs of the a100 flavor, on an 8-GPU node of its own)."""
-    for node in ("gpu-node-a", "gpu-node-b", "gpu-node-c"):
-        kube.add_node(node, 8)
-    kube.add_node("gpu-node-d", 8)
-    kube.add_node("gpu-node-mig", 0, product="NVIDIA-A100-SXM4-80GB", resources={MIG_SLICE: 7})
+    frontier-batch (4 GPUs of the a100 flavor, on an 8-GPU node of its own). The NVIDIA device plugin runs on
+    every GPU node; something to ask ``why`` about: frontier's fine-tune pod waits for an H100 this cluster does
+    not have (its node selector matches no node)."""
+    for node in ("gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-d"):
+        kube.add_node(node, 8, labels={**GPU_NODE, "nvidia.com/gpu.count": "8"})
+    mig = {
+        **GPU_NODE,
+        "nvidia.com/gpu.count": "1",
+        "nvidia.com/mig.config": "all-1g.10gb",
+        "nvidia.com/mig.config.state": "success",
+    }
+    kube.add_node("gpu-node-mig", 0, product="NVIDIA-A100-SXM4-80GB", resources={MIG_SLICE: 7}, labels=mig)
+    _add_device_plugin(kube, nodes=5)
     _seed_inference_and_batch(kube)
     kube.add_namespace("ai-frontier-research", {"team": "frontier", "cost-center": "frontier-ai"})
     kube.add_namespace("biz-model-serving", {"team": "business", "cost-center": "core-business"})
@@ -94,12 +112,14 @@ def seed_cluster(kube: KubeApiStandIn) -> None:
         ("biz-model-serving", "ranker-train-nightly", 4, "high-priority-business", timedelta(hours=3)),
     ):
         kube.add_pod(namespace, pod, gpus=gpus, priority_class=priority_class, started=started - age)
+    _seed_pending_fine_tune(kube, started - timedelta(minutes=40))
 
 
 def seed_us_cluster(kube: KubeApiStandIn) -> None:
     """us-2: business serves models in biz-model-serving-us, 8 GPUs (6 in use) on two 8-GPU H100 nodes."""
     for node in ("us-gpu-node-a", "us-gpu-node-b"):
-        kube.add_node(node, 8, product="NVIDIA-H100-80GB-HBM3")
+        kube.add_node(node, 8, product=H100, labels={**GPU_NODE, "nvidia.com/gpu.count": "8"})
+    _add_device_plugin(kube, nodes=2)
     _add_priority_classes(kube)
     kube.add_namespace(US_SERVING, {"team": "business", "cost-center": "core-business"})
     hard = {"requests.nvidia.com/gpu": "8", "limits.nvidia.com/gpu": "8", "requests.cpu": "20", "pods": "20"}
@@ -121,6 +141,37 @@ def _add_priority_classes(kube: KubeApiStandIn) -> None:
     """The source document's two PriorityClasses."""
     for name, value in PRIORITY_CLASSES:
         kube.add_priority_class(name, value)
+
+
+def _add_device_plugin(kube: KubeApiStandIn, *, nodes: int) -> None:
+    """The GPU operator's NVIDIA device plugin DaemonSet, ready on each of the ``nodes`` GPU nodes."""
+    kube.add_namespace(GPU_OPERATOR)
+    kube.add_daemon_set(
+        GPU_OPERATOR,
+        DEVICE_PLUGIN,
+        labels={"app": DEVICE_PLUGIN},
+        desired=nodes,
+        ready=nodes,
+        node_selector={"nvidia.com/gpu.present": "true"},
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+
+
+def _seed_pending_fine_tune(kube: KubeApiStandIn, created: datetime) -> None:
+    """Job llm-finetune's pod asks for 2 GPUs on an H100 node (they are in us-2): the scheduler places it nowhere."""
+    kube.add_job("ai-frontier-research", "llm-finetune")
+    kube.add_pod(
+        "ai-frontier-research",
+        "llm-finetune-x2k9p",
+        gpus=2,
+        priority_class="low-priority-experiment",
+        phase="Pending",
+        started=created,
+        owner=("Job", "llm-finetune"),
+        node_selector={"nvidia.com/gpu.product": H100},
+        unschedulable_message=NO_NODE_MATCHES,
+    )
+    kube.add_event(failed_scheduling_event("ai-frontier-research", "llm-finetune-x2k9p", NO_NODE_MATCHES, count=4))
 
 
 def _seed_inference_and_batch(kube: KubeApiStandIn) -> None:

@@ -17,7 +17,7 @@ from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.lifecycle import Lifecycle
-from bot.services.ports import QuotaCluster, Transactions
+from bot.services.ports import ClusterInspection, QuotaCluster, Transactions
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
 from bot.services.queries import Queries
@@ -54,4 +54,6 @@ class Services:
     costs: CostLookup | None = None
     proposals: ProposalService | None = None
     pricer: Pricer | None = None
-    doctor: Doctor | None = None  # the GPU stack's checklist (built by every bootstrap; None in tests of other things)
+    # What why and doctor read of the clusters (read only); None where nothing wired it (tests of other things).
+    inspection: ClusterInspection | None = None
+    doctor: Doctor | None = None  # the GPU stack's checklist

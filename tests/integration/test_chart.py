@@ -148,7 +148,33 @@ KUEUE_GRANTS: dict[str, tuple[str, str] | None] = {
     "get_policy_group": None,
     "get_federated_quota": None,
     "patch_federated_quota": None,
+    # bot/adapters/inspect.py: every read a GET of its own path, named by the permission it needs (INSPECT_GRANTS).
+    "get_raw": None,
 }
+# Every permission bot/adapters/inspect.py names (what a refusal says to grant), and the grant it is.
+INSPECT_GRANTS = {
+    "get pods -n {namespace}": ("pods", "get"),
+    "get jobs.batch -n {namespace}": ("batch/jobs", "get"),
+    "get deployments.apps -n {namespace}": ("apps/deployments", "get"),
+    "get statefulsets.apps -n {namespace}": ("apps/statefulsets", "get"),
+    "get workloads.{KUEUE_GROUP} -n {namespace}": ("kueue.x-k8s.io/workloads", "get"),
+    "list pods -n {namespace}": ("pods", "list"),
+    "list nodes": ("nodes", "list"),
+    "list pods -A": ("pods", "list"),
+    "list events -n {namespace}": ("events", "list"),
+    "list priorityclasses.scheduling.k8s.io": ("scheduling.k8s.io/priorityclasses", "list"),
+    "get configmaps/{AUTOSCALER_STATUS} -n {AUTOSCALER_NAMESPACE}": ("configmaps", "get"),
+    "list daemonsets.apps": ("apps/daemonsets", "list"),
+}
+
+
+def inspect_grants(*, kueue: bool) -> set[tuple[str, str]]:
+    """What the inspector's reads need (Workloads only with Kueue), after checking it names no other permission."""
+    named = set(re.findall(r'f?"((?:get|list) [^"]*)"', (ROOT / "bot" / "adapters" / "inspect.py").read_text()))
+    assert named == set(INSPECT_GRANTS), (
+        f"a new read of the inspector needs a grant in the chart and in INSPECT_GRANTS: {named ^ set(INSPECT_GRANTS)}"
+    )
+    return {grant for grant in INSPECT_GRANTS.values() if kueue or not grant[0].startswith("kueue")}
 
 
 def kueue_grants() -> set[tuple[str, str]]:
@@ -166,8 +192,10 @@ def kueue_grants() -> set[tuple[str, str]]:
 @pytest.mark.helm
 @pytest.mark.parametrize("sets", [[], ["rbac.clusterWideWrites=true"]])
 def test_rbac_is_exactly_what_the_code_calls(sets: list[str]) -> None:
-    assert granted(render(*sets)) == grants_the_code_needs()
-    assert granted(render(*sets, values=ONE_CLUSTER_QUEUE)) == grants_the_code_needs() | kueue_grants()
+    assert granted(render(*sets)) == grants_the_code_needs() | inspect_grants(kueue=False)
+    assert granted(render(*sets, values=ONE_CLUSTER_QUEUE)) == grants_the_code_needs() | kueue_grants() | inspect_grants(
+        kueue=True
+    )
 
 
 @pytest.mark.helm
@@ -175,20 +203,47 @@ def test_writes_are_limited_to_the_managed_namespaces() -> None:
     objects = render()
     cluster_verbs = {verb for o in of(objects, "ClusterRole") for rule in o["rules"] for verb in rule["verbs"]}
     assert cluster_verbs == {"get", "list"} and not {"create", "patch"} & cluster_verbs
-    roles = of(objects, "Role")
+    roles = [r for r in of(objects, "Role") if r["metadata"]["namespace"] != "kube-system"]
     assert sorted(r["metadata"]["namespace"] for r in roles) == ["ai-frontier-research", "biz-model-serving"]
     assert all(
         r["rules"]
         == [
             {"apiGroups": [""], "resources": ["resourcequotas"], "verbs": ["get", "create", "patch"]},
-            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+            {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get"]},
+            {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["get"]},
         ]
         for r in roles
     )
-    cluster_resources = {resource for o in of(objects, "ClusterRole") for rule in o["rules"] for resource in rule["resources"]}
-    assert "pods" not in cluster_resources  # pods are read in the managed namespaces only
+    # Pods are listed cluster-wide, read-only: a node's free GPUs are what the pods of every namespace leave.
+    pod_rules = [rule for o in of(objects, "ClusterRole") for rule in o["rules"] if "pods" in rule["resources"]]
+    assert pod_rules == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
     bindings = of(objects, "RoleBinding") + of(objects, "ClusterRoleBinding")
     assert {(b["subjects"][0]["name"], b["subjects"][0]["namespace"]) for b in bindings} == {("gpu-gpu-quota-bot", "gpu-system")}
+
+
+AUTOSCALER_STATUS = {
+    "apiGroups": [""],
+    "resources": ["configmaps"],
+    "resourceNames": ["cluster-autoscaler-status"],
+    "verbs": ["get"],
+}
+
+
+@pytest.mark.helm
+@pytest.mark.parametrize("sets", [[], ["rbac.clusterWideWrites=true"]], ids=["roles", "cluster-wide-writes"])
+def test_the_autoscaler_status_is_read_by_name_in_kube_system_only(sets: list[str]) -> None:
+    objects = render(*sets)
+    configmap_rules = [
+        (o["kind"], o["metadata"].get("namespace"), rule)
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole")
+        for rule in o["rules"]
+        if "configmaps" in rule["resources"]
+    ]
+    assert configmap_rules == [("Role", "kube-system", AUTOSCALER_STATUS)]
+    (binding,) = [b for b in of(objects, "RoleBinding") if b["metadata"]["namespace"] == "kube-system"]
+    assert binding["roleRef"]["name"] == "gpu-gpu-quota-bot-autoscaler-status"
 
 
 @pytest.mark.helm
@@ -307,8 +362,11 @@ def test_an_existing_policy_configmap_without_its_namespaces_is_refused() -> Non
 @pytest.mark.helm
 def test_an_existing_policy_configmap_grants_writes_in_its_managed_namespaces_only() -> None:
     objects = render(*EXISTING)
-    assert sorted(r["metadata"]["namespace"] for r in of(objects, "Role")) == ["research-a", "serving-b"]
-    assert sorted(b["metadata"]["namespace"] for b in of(objects, "RoleBinding")) == ["research-a", "serving-b"]
+    writers = [
+        r for r in of(objects, "Role") if r["metadata"]["namespace"] != "kube-system"
+    ]  # kube-system: the autoscaler status
+    assert sorted(r["metadata"]["namespace"] for r in writers) == ["research-a", "serving-b"]
+    assert sorted(b["metadata"]["namespace"] for b in of(objects, "RoleBinding")) == ["kube-system", "research-a", "serving-b"]
     assert not of(objects, "ConfigMap")  # the named one is used, the inline example policy is not rendered
     pod = of(objects, "Deployment")[0]["spec"]["template"]["spec"]
     assert {"name": "policy", "configMap": {"name": "team-policy"}} in pod["volumes"]

@@ -1,7 +1,7 @@
 """The chart's Kueue RBAC, rendered by the real helm: ``get`` and ``patch`` on the ClusterQueues the policy
 names in effect, by name (the bot reads and patches them one by name and never lists or watches them,
-which ``resourceNames`` could not limit), and ``list`` of Workloads in the managed namespaces (the
-blocked-workload job lists them per namespace and never reads one alone) when Kueue is in use:
+which ``resourceNames`` could not limit), and ``get`` and ``list`` of Workloads in the managed namespaces (the
+blocked-workload job lists them per namespace, ``why`` reads one by name) when Kueue is in use:
 ``kueue.enabled``, or a ClusterQueue named. With an existing policy ConfigMap the ClusterQueues are
 ``managedClusterQueues``. That these are exactly the grants the calls need is test_chart's
 ``test_rbac_is_exactly_what_the_code_calls``."""
@@ -15,7 +15,7 @@ import pytest
 from tests.integration.test_chart import EXISTING, ONE_CLUSTER_QUEUE, checksum, notes, of, refused, render
 
 KUEUE = "kueue.x-k8s.io"
-WORKLOADS_LIST = {"apiGroups": [KUEUE], "resources": ["workloads"], "verbs": ["list"]}
+WORKLOADS_READ = {"apiGroups": [KUEUE], "resources": ["workloads"], "verbs": ["get", "list"]}
 
 
 def queue_rule(*names: str) -> dict[str, Any]:
@@ -127,12 +127,12 @@ def test_workloads_are_listed_in_each_managed_namespace_when_kueue_is_used(
     sets: list[str], values: dict[str, Any] | None
 ) -> None:
     objects = render(*sets, values=values)
-    namespaces = sorted(r["metadata"]["namespace"] for r in of(objects, "Role"))
+    namespaces = sorted(r["metadata"]["namespace"] for r in of(objects, "Role") if r["metadata"]["namespace"] != "kube-system")
     assert len(namespaces) == 2
-    assert rules_on(objects, "workloads") == [("Role", namespace, WORKLOADS_LIST) for namespace in namespaces]
+    assert rules_on(objects, "workloads") == [("Role", namespace, WORKLOADS_READ) for namespace in namespaces]
     cluster_wide = render(*sets, "rbac.clusterWideWrites=true", values=values)
-    assert rules_on(cluster_wide, "workloads") == [("ClusterRole", None, WORKLOADS_LIST)]  # like pods
-    assert not of(cluster_wide, "Role")
+    assert rules_on(cluster_wide, "workloads") == [("ClusterRole", None, WORKLOADS_READ)]  # like pods
+    assert [r["metadata"]["namespace"] for r in of(cluster_wide, "Role")] == ["kube-system"]  # the autoscaler status
 
 
 @pytest.mark.helm
@@ -148,7 +148,7 @@ def test_an_existing_policy_configmap_grants_its_managed_cluster_queues() -> Non
     # The inline policy is not in use: its ClusterQueue is not granted.
     objects = render(*WITH_QUEUES, values=ONE_CLUSTER_QUEUE)
     assert rules_on(objects, "clusterqueues") == [("ClusterRole", None, queue_rule("research-queue", "serving-queue"))]
-    assert rules_on(objects, "workloads") == [("Role", "research-a", WORKLOADS_LIST), ("Role", "serving-b", WORKLOADS_LIST)]
+    assert rules_on(objects, "workloads") == [("Role", "research-a", WORKLOADS_READ), ("Role", "serving-b", WORKLOADS_READ)]
     assert "Kueue ClusterQueues the bot may read and patch: research-queue, serving-queue" in notes(*WITH_QUEUES)
     without = render(*EXISTING, values=ONE_CLUSTER_QUEUE)
     assert rules_on(without, "clusterqueues") == rules_on(without, "workloads") == []

@@ -103,11 +103,17 @@ true
 {{- define "gpu-quota-bot.namespacedReadRules" -}}
 - apiGroups: [""]
   resources: [pods]
-  verbs: [list]
+  verbs: [get]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets]
+  verbs: [get]
 {{- if include "gpu-quota-bot.kueueWorkloads" . }}
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
-  verbs: [list]
+  verbs: [get, list]
 {{- end }}
 {{- end -}}
 
