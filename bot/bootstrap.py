@@ -427,7 +427,7 @@ def build_doctor(
     announcer: Announcer | None = None,
     is_admin: Callable[[str], bool] | None = None,
 ) -> Doctor:
-    """The GPU stack's checklist (``/gpu-quota doctor``, its weekly run, ``gpu-quota-bot doctor``)."""
+    """The GPU stack's checklist (``/gpu-quota doctor``, its weekly run)."""
     return Doctor(
         policy=policy,
         inspection=inspection,
@@ -437,6 +437,34 @@ def build_doctor(
         clock=clock,
         announcer=announcer,
         is_admin=is_admin,
+    )
+
+
+def standalone_doctor(settings: Settings, policy: Policy) -> Doctor:
+    """The checklist on its own (``gpu-quota-bot doctor``): every cluster of the policy, Kueue, the Karmada plane and
+    every Prometheus, read only; its database a scratch one (it remembers nothing, posts nothing)."""
+    clusters = connect_clusters(policy, settings.kubeconfig, timeout=(5.0, 10.0))
+    federation = connect_karmada(policy, settings.kubeconfig)
+    metrics = connect_cluster_metrics(settings, policy)
+    database = scratch_database()
+    target = PolicyTargets(
+        policy=policy,
+        quotas=ResourceQuotaTarget(policy=policy, cluster=clusters),
+        queues=ClusterQueueTarget(policy=policy, kueue=clusters),
+        federated=FederatedQuotaTarget(
+            refs=lambda scope: policy.federated_quota(scope.namespace, scope.resource), planes={KARMADA_PLANE: federation}
+        )
+        if federation is not None
+        else None,
+    )
+    clock = SystemClock()
+    return build_doctor(
+        policy=policy,
+        inspection=connect_inspection(clusters),
+        scrape=metrics if isinstance(metrics, ScrapeInspection) else None,
+        sync=QuotaSync(policy=policy, target=target, database=database, clock=clock),
+        database=database,
+        clock=clock,
     )
 
 

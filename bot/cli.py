@@ -1,4 +1,4 @@
-"""The ``gpu-quota-bot`` command: run, shell, digest, ledger, cost, db, check-config.
+"""The ``gpu-quota-bot`` command: run, shell, digest, ledger, cost, db, check-config, doctor.
 
 Every problem a person can fix (a setting, a file, a database that cannot be reached) ends as one
 line on stderr and exit code 2, never a traceback; secrets in URLs are never shown.
@@ -90,6 +90,20 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
+    from bot.doctor_cli import add_arguments as add_doctor_arguments
+
+    add_doctor_arguments(
+        commands.add_parser(
+            "doctor",
+            help="the GPU stack's checklist: device plugin, GPU nodes, MIG, exporters, quotas (exit 1 when broken)",
+            description="Check the GPU stack: the device plugin on every GPU node, GPUs in allocatable, MIG states, the DCGM "
+            "exporter and kube-state-metrics scraped, the PriorityClasses and quota objects the policy names, GPU pods "
+            "without limits; one line per check. Exit 1 when something is broken, 2 for a settings problem.",
+            epilog=_settings_help(POLICY, KUBERNETES, PROMETHEUS),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+    )
+
     database = commands.add_parser(
         "db",
         help="database schema",
@@ -114,6 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             from bot.check_config import run as check
 
             return check()
+        if args.command == "doctor":
+            from bot.doctor_cli import run as doctor
+
+            return doctor(args)
         if args.command == "digest":
             from bot.digest_cli import run
 

@@ -17,16 +17,20 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
 
+from bot.adapters.slack.doctor_words import plain_lines
 from bot.domain.clusters import cluster_of, namespace_key, split_key
 from bot.domain.durations import parse_duration
 from bot.domain.quota import stamp_annotations
 from bot.domain.resources import limits_key
+from bot.domain.stack_health import Exporter
 from bot.errors import GpuQuotaError
 from bot.sandbox.history import A100, History, PodRun
 from bot.sandbox.kube_api import KubeApiStandIn, quota_refusal_event, scheduling_failure_event
 from bot.sandbox.render import TextRenderer
+from bot.sandbox.scrape import SandboxScrape
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import CHANNELS, PEOPLE, QUOTA
+from bot.services.doctor import Refusal
 
 BANNER = """\
 ╭──────────────────────────────────────────────────────────────────────────────╮
@@ -56,6 +60,8 @@ SHELL_HELP = """\
   break device-plugin <node>   the NVIDIA device plugin stops on that node: it advertises no GPUs
   taint <node> <key=value:Effect>  taint a node, as kubectl taint does (e.g. taint gpu-node-b nvidia.com/gpu=true:NoSchedule)
   untaint <node> <key>    remove that node's taints of that key
+  doctor [cluster]        the GPU stack's checklist, as `gpu-quota-bot doctor` prints it (admins: /gpu-quota doctor)
+  scrape off|on dcgm|kube-state-metrics   Prometheus stops (or starts again) scraping that exporter
   finish <ns> <gpus>      jobs finish: the namespace's pods now use <gpus> GPUs (then `tick` follows a reclaim)
   kubectl edit <ns> <n>   change a quota by hand, as an admin with kubectl would (sandbox only)
   users                   who is who
@@ -232,6 +238,8 @@ class Shell:
             "break": self._break,
             "taint": self._taint,
             "untaint": self._untaint,
+            "doctor": self._doctor,
+            "scrape": self._scrape,
             "users": lambda _: self._users(),
             "help": lambda _: self._say(SHELL_HELP),
         }.get(words[0])
@@ -567,6 +575,34 @@ class Shell:
             return
         kube.untaint_node(args[0], args[1])
         self._say(f"node/{args[0]} untainted: no {args[1]} taint left.")
+
+    def _doctor(self, args: list[str]) -> None:
+        doctor = self._sandbox.services.doctor if self._sandbox.services is not None else None
+        if doctor is None or len(args) > 1:
+            self._say("Usage: doctor [cluster]")
+            return
+        answer = doctor.examine_named(args[0] if args else None)
+        if isinstance(answer, Refusal):
+            self._say(f"No cluster {args[0]}; the clusters: {self._clusters()}")
+            return
+        policy = self._sandbox.policy
+        for line in plain_lines(answer, {part: policy.cluster_label(part) for part in policy.cluster_names()}):
+            self._say(f"  {line}")
+
+    def _scrape(self, args: list[str]) -> None:
+        """Prometheus stops or starts scraping an exporter (the sandbox's scrape side)."""
+        scrape = self._sandbox.scrape
+        exporters = {exporter.value: exporter for exporter in Exporter}
+        if not isinstance(scrape, SandboxScrape) or len(args) != 2 or args[0] not in ("off", "on") or args[1] not in exporters:
+            self._say("Usage (sandbox only): scrape off|on dcgm|kube-state-metrics")
+            return
+        exporter = exporters[args[1]]
+        if args[0] == "off":
+            scrape.off.add(exporter)
+            self._say(f"Prometheus no longer reaches {args[1]}: its targets are down and its series gone (try `doctor`).")
+        else:
+            scrape.off.discard(exporter)
+            self._say(f"Prometheus scrapes {args[1]} again.")
 
     def _users(self) -> None:
         for person in PEOPLE:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import blocks, ids
+from bot.adapters.slack import blocks, doctor_words, ids
 from bot.adapters.slack.events import SlashCommand
 from bot.adapters.slack.mrkdwn import escape
 from bot.adapters.slack.replies import cost_lines, reply_text
@@ -18,6 +18,7 @@ from bot.domain.commands import (
     AuditCommand,
     CancelCommand,
     CostCommand,
+    DoctorCommand,
     ExtendCommand,
     HelpCommand,
     ListCommand,
@@ -61,6 +62,7 @@ HELP = {
     "cost": "GPU-hours, cost, idle cost, budget and GPU models of your teams (or a team or namespace) this month "
     "or in YYYY-MM, from the cost ledger.",
     "audit": "The audit trail of a namespace or a request.",
+    "doctor": "Admins: the GPU stack's checklist (device plugin, GPU nodes, MIG, exporters, quotas), each with its evidence and fix.",
     "help": "This help.",
 }
 
@@ -101,6 +103,7 @@ Deferred = (
     | RetryCommand
     | AuditCommand
     | CostCommand
+    | DoctorCommand
 )
 
 
@@ -158,6 +161,8 @@ def handle(services: Services, slash: SlashCommand, parsed: Deferred, respond: R
             )
         case CostCommand():
             reply(lambda: _cost(services, user, parsed), "cost", header="GPU cost")
+        case DoctorCommand(cluster=cluster):
+            reply(lambda: _doctor(services, user, cluster), "doctor", header="GPU stack checkup")
         case CancelCommand(request_id=request_id):
             reply(lambda: reply_text(services.lifecycle.cancel(user=user, request_id=request_id)), "cancel")
         case ReleaseCommand(request_id=request_id):
@@ -173,3 +178,10 @@ def _cost(services: Services, user: str, parsed: CostCommand) -> list[str]:
         return ["Costs need Prometheus (PROMETHEUS_URL), which this bot is not connected to."]
     answers = services.costs.answer(user=user, target=parsed.target, month=parsed.month)
     return [text for answer in answers for text in cost_lines(answer, services.policy.pricing.currency)]
+
+
+def _doctor(services: Services, user: str, cluster: str | None) -> list[str]:
+    if services.doctor is None:
+        return ["The checklist is not wired in this bot."]
+    names = {part: services.policy.cluster_label(part) for part in services.policy.cluster_names()}
+    return doctor_words.slack_lines(services.doctor.for_admin(user=user, cluster=cluster), names)

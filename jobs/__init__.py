@@ -51,6 +51,8 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         jobs.append(("idle_nudges", CronTrigger.from_crontab(schedules.idle_nudges, timezone=zone), services.idle.check, 900))
     if services.proposals is not None and schedules.proposals:  # off unless the policy sets it
         jobs.append(("proposals", CronTrigger.from_crontab(schedules.proposals, timezone=zone), services.proposals.run, 6 * 3600))
+    if services.doctor is not None and schedules.doctor:  # off unless the policy sets it
+        jobs.append(("doctor", CronTrigger.from_crontab(schedules.doctor, timezone=zone), services.doctor.weekly, 6 * 3600))
     for job_id, trigger, work, grace in jobs:
         scheduler.add_job(
             run_job,

@@ -194,6 +194,7 @@ WORDLESS_SERVICES = [
     "container",
     "decisions",
     "digest",
+    "doctor",
     "effects",
     "failures",
     "home",

@@ -453,6 +453,13 @@ class Schedules(_Frozen):
         default=None,
         description="Proposed shifts from the last 14 days, to the admin channel (needs admin_channel and PROMETHEUS_URL): off unless set.",
     )
+    doctor: Cron | None = Field(
+        default=None,
+        description=(
+            "The GPU stack's checklist (as /gpu-quota doctor), posting to the admin channel only the checks broken"
+            " since its last run (needs admin_channel), e.g. weekly: 0 8 * * 1. Off unless set."
+        ),
+    )
 
     @field_validator("timezone")
     @classmethod
@@ -686,6 +693,8 @@ class Policy(_Frozen):
     def _proposals_have_a_channel(self) -> Policy:
         if self.schedules.proposals and not self.admin_channel:
             raise ValueError("schedules.proposals posts to the admin channel: set admin_channel")
+        if self.schedules.doctor and not self.admin_channel:
+            raise ValueError("schedules.doctor posts to the admin channel: set admin_channel")
         return self
 
     # --- lookups -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from bot.domain.clusters import HOME
+from bot.domain.clusters import HOME, split_key
 from bot.domain.scheduling import DaemonSetFacts, NodeFacts, PodFacts
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -130,12 +130,12 @@ class SeriesFacts:
 
 @dataclass(frozen=True)
 class DevicePluginEvidence:
-    daemon_sets: tuple[str, ...]  # "namespace/name" of each found
+    daemon_sets: tuple[str, ...]  # "namespace/name" of each found, in its cluster
     desired: int
     ready: int
     gpu_nodes: int
     not_covered: tuple[str, ...] = ()  # GPU nodes none of them runs on
-    not_ready_namespace: str = ""  # where to look at its pods
+    not_ready_namespace: str = ""  # where to look at its pods (in its cluster)
 
 
 @dataclass(frozen=True)
@@ -309,12 +309,12 @@ def device_plugin_check(daemon_sets: Sequence[DaemonSetFacts], nodes: Sequence[N
     plugins = [ds for ds in daemon_sets if is_device_plugin(ds)]
     gpus = gpu_nodes(nodes)
     evidence = DevicePluginEvidence(
-        daemon_sets=tuple(sorted(f"{ds.namespace}/{ds.name}" for ds in plugins)),
+        daemon_sets=tuple(sorted(f"{split_key(ds.namespace)[1]}/{ds.name}" for ds in plugins)),
         desired=sum(ds.desired for ds in plugins),
         ready=sum(ds.ready for ds in plugins),
         gpu_nodes=len(gpus),
         not_covered=tuple(sorted(n.name for n in gpus if not any(ds.runs_on(n) for ds in plugins))) if plugins else (),
-        not_ready_namespace=next((ds.namespace for ds in plugins if ds.ready < ds.desired), ""),
+        not_ready_namespace=next((split_key(ds.namespace)[1] for ds in plugins if ds.ready < ds.desired), ""),
     )
 
     def result(status: Status, fix: Fix | None = None) -> CheckResult:

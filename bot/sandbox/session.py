@@ -34,11 +34,12 @@ from bot.executor import TrackingExecutor
 from bot.sandbox.certificate import Certificate
 from bot.sandbox.history import HistoryMetrics, sandbox_history
 from bot.sandbox.kube_api import KubeApiStandIn, write_kubeconfig
+from bot.sandbox.scrape import SandboxScrape
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
 from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_clusters
 from bot.services.container import Services
-from bot.services.ports import MetricsSource
+from bot.services.ports import MetricsSource, ScrapeInspection
 
 BOT_TOKEN = "xoxb-sandbox-token"
 SIGNING_SECRET = "sandbox-signing-secret"
@@ -56,9 +57,11 @@ class Sandbox:
         retry_delays: tuple[float, ...] = (0.05, 0.1),
         kube_timeout: tuple[float, float] = (5.0, 20.0),
         metrics: MetricsSource | None = None,
+        scrape: ScrapeInspection | None = None,
         tls: Certificate | None = None,
     ) -> None:
-        """``tls``: the stand-ins serve HTTPS with this certificate and the bot's clients trust only it."""
+        """``tls``: the stand-ins serve HTTPS with this certificate and the bot's clients trust only it; ``scrape``:
+        the Prometheus side ``doctor`` reads (default: ``SandboxScrape``, which the shell's ``scrape off`` changes)."""
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
         self._tls = tls
@@ -74,6 +77,9 @@ class Sandbox:
         self._retry_delays = retry_delays
         self._kube_timeout = kube_timeout
         self._metrics = metrics
+        self.scrape: ScrapeInspection = scrape or SandboxScrape(
+            sandbox_history(self.clock.now()), interval=self.policy.metrics.sample_interval, clusters=self.policy.cluster_names()
+        )
         self.executor = TrackingExecutor()
         self.database: Database | None = None
         self.services: Services | None = None
@@ -109,6 +115,7 @@ class Sandbox:
             queues=cluster,
             federation=connect_karmada(self.policy, kubeconfig),
             inspection=connect_inspection(cluster),
+            scrape=self.scrape,
             slack=slack_ports(client),
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),

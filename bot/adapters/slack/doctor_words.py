@@ -179,7 +179,7 @@ def _node_gpus(e: NodeGpusEvidence) -> tuple[str, str]:
             f"`kubectl get pods -A -o wide --field-selector spec.nodeName={node} | grep device-plugin`: read its logs, delete it"
             " to restart it; `nvidia-smi` on the node if the driver is in doubt",
         )
-    return f"{e.gpu_nodes} GPU nodes, each advertising GPUs", ""
+    return f"{_count(e.gpu_nodes, 'GPU node')}, each advertising GPUs", ""
 
 
 def _mig(e: MigEvidence, fix: Fix | None) -> tuple[str, str]:
@@ -193,7 +193,7 @@ def _mig(e: MigEvidence, fix: Fix | None) -> tuple[str, str]:
         return f"MIG layout being applied on {states}", "wait: its GPUs come back when the state is success"
     if not e.mig_nodes:
         return "no MIG node", ""
-    return f"{e.mig_nodes} MIG nodes, nvidia.com/mig.config.state=success", ""
+    return f"{_count(e.mig_nodes, 'MIG node')}, nvidia.com/mig.config.state=success", ""
 
 
 def _target(e: TargetEvidence, fix: Fix | None) -> tuple[str, str]:
@@ -248,7 +248,7 @@ def _priority_classes(e: PriorityClassEvidence) -> tuple[str, str]:
         )
     if not e.named:
         return "the policy names no PriorityClass", ""
-    return f"{_list(e.named)} exist", ""
+    return f"{_list(e.named)} {'exists' if len(e.named) == 1 else 'exist'}", ""
 
 
 def _quotas(e: QuotaEvidence) -> tuple[str, str]:
@@ -257,7 +257,7 @@ def _quotas(e: QuotaEvidence) -> tuple[str, str]:
             _list([_gap(m) for m in e.missing]),
             "create what is missing; a missing ResourceQuota the bot's sweep creates at the policy's default quota",
         )
-    return f"the {e.scopes} governed resources of the managed namespaces each have their quota object", ""
+    return f"{_count(e.scopes, 'governed resource')} of the managed namespaces, each in its quota object", ""
 
 
 def _gap(m: MissingQuota) -> str:
@@ -290,6 +290,10 @@ def _where(cluster: str, names: Mapping[str, str]) -> str:
 def _list(items: Sequence[str]) -> str:
     shown = ", ".join(items[:SHOWN])
     return shown + (f" and {len(items) - SHOWN} more" if len(items) > SHOWN else "")
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _seconds(seconds: float) -> str:
