@@ -1,0 +1,56 @@
+"""``/gpu-quota doctor`` through signed Slack HTTP into the real Bolt app, against the Kubernetes API stand-in: an
+admin gets the checklist (each broken part named), anyone else is refused before anything is read, nothing is
+written; the weekly run posts to the admin channel only when a check changed to broken."""
+
+from __future__ import annotations
+
+from bot.sandbox.session import Sandbox
+from tests.integration.conftest import SlackOverHttp
+
+
+def outbox_entries(sandbox: Sandbox) -> int:
+    assert sandbox.database is not None
+    return sum(sandbox.database.outbox().health().counts.values())
+
+
+def test_an_admin_gets_the_checklist_with_the_broken_node_named_and_nothing_is_written(
+    sandbox: Sandbox, slack: SlackOverHttp
+) -> None:
+    assert sandbox.kube is not None
+    sandbox.kube.break_device_plugin("gpu-node-c")
+    before = outbox_entries(sandbox)
+    ack = slack.command("U0PAT", "doctor")
+    assert ack.status_code == 200
+    (answer,) = slack.responses()
+    assert "*Something is broken*" in answer
+    assert ":x: *GPUs in allocatable*: device plugin not running on gpu-node-c" in answer
+    assert ":x: *device plugin*: gpu-operator/nvidia-device-plugin-daemonset: 4 of 5 pods ready" in answer
+    assert ":white_check_mark: *quota objects*" in answer
+    assert sandbox.kube.writes() == [] and outbox_entries(sandbox) == before
+
+
+def test_someone_not_an_admin_is_refused_before_the_cluster_is_read(sandbox: Sandbox, slack: SlackOverHttp) -> None:
+    assert sandbox.kube is not None
+    reads = len(sandbox.kube.log)
+    slack.command("U0ALICE", "doctor")
+    (answer,) = slack.responses()
+    assert "`doctor` is for the platform admins" in answer and "broken" not in answer
+    assert len(sandbox.kube.log) == reads
+
+
+def test_an_unknown_cluster_is_refused_by_name(sandbox: Sandbox, slack: SlackOverHttp) -> None:
+    slack.command("U0PAT", "doctor mars")
+    (answer,) = slack.responses()
+    assert "no cluster `mars`" in answer
+
+
+def test_the_weekly_run_posts_once_when_something_becomes_broken(sandbox: Sandbox, slack: SlackOverHttp) -> None:
+    assert sandbox.services is not None and sandbox.services.doctor is not None and sandbox.kube is not None
+    doctor = sandbox.services.doctor
+    assert not doctor.weekly().posted  # healthy: nothing said
+    sandbox.kube.break_device_plugin("gpu-node-a")
+    assert doctor.weekly().posted
+    assert not doctor.weekly().posted  # still broken, already said
+    posts = [r.text for r in slack.channel_messages("C0PLATFORM")]
+    assert len(posts) == 1
+    assert "device plugin" in posts[0] and "gpu-node-a" in posts[0] and "/gpu-quota doctor" in posts[0]
