@@ -4,8 +4,11 @@ written; the weekly run posts to the admin channel only when a check changed to 
 
 from __future__ import annotations
 
+from bot.clock import ManualClock
+from bot.domain.stack_health import Check, Status
 from bot.sandbox.session import Sandbox
-from tests.integration.conftest import SlackOverHttp
+from bot.sandbox.world import sandbox_policy
+from tests.integration.conftest import START, SlackOverHttp
 
 
 def outbox_entries(sandbox: Sandbox) -> int:
@@ -54,3 +57,19 @@ def test_the_weekly_run_posts_once_when_something_becomes_broken(sandbox: Sandbo
     posts = [r.text for r in slack.channel_messages("C0PLATFORM")]
     assert len(posts) == 1
     assert "device plugin" in posts[0] and "gpu-node-a" in posts[0] and "/gpu-quota doctor" in posts[0]
+
+
+def test_with_two_clusters_one_down_only_its_checks_say_could_not_check() -> None:
+    box = Sandbox(policy=sandbox_policy(two_clusters=True), clock=ManualClock(START), kube_timeout=(2.0, 2.0)).start()
+    try:
+        assert box.services is not None and box.services.doctor is not None
+        box.kubes["us-2"].refuse_connections()
+        checkup = box.services.doctor.examine()
+        by_cluster = {(r.cluster, r.check): r.status for r in checkup.results}
+        assert by_cluster[("us-2", Check.NODE_GPUS)] is Status.UNCHECKED
+        assert by_cluster[("us-2", Check.DEVICE_PLUGIN)] is Status.UNCHECKED
+        assert by_cluster[("", Check.NODE_GPUS)] is Status.OK and by_cluster[("", Check.DEVICE_PLUGIN)] is Status.OK
+        assert by_cluster[("us-2", Check.DCGM_TARGET)] is Status.OK  # its Prometheus answers
+        assert box.services.doctor.examine(["us-2"]).results[0].cluster == "us-2"
+    finally:
+        box.stop()

@@ -303,6 +303,15 @@ def test_a_proposals_schedule_needs_an_admin_channel() -> None:
         parse_policy(raw)
 
 
+def test_the_doctor_job_is_off_by_default_runs_on_the_policys_schedule_and_needs_an_admin_channel() -> None:
+    assert "doctor" not in registered(policy_dict())
+    assert "doctor" in registered({**policy_dict(), "schedules": {"doctor": "0 8 * * 1"}})
+    raw = {**policy_dict(), "schedules": {"doctor": "0 8 * * 1"}}
+    del raw["admin_channel"]
+    with pytest.raises(PolicyError, match="schedules.doctor posts to the admin channel"):
+        parse_policy(raw)
+
+
 def test_the_ledger_job_records_the_finished_days_so_the_digest_needs_no_prometheus(jobs: Jobs) -> None:
     assert "ledger" in registered(policy_dict())
     assert jobs.services.ledger is not None and jobs.services.digest is not None
