@@ -7,21 +7,30 @@ from collections.abc import Sequence
 
 import pytest
 
+from bot.adapters.slack.doctor_words import slack_lines
+from bot.adapters.slack.words import render
 from bot.bootstrap import build_doctor
 from bot.domain.clusters import HOME
 from bot.domain.scheduling import DaemonSetFacts, NodeFacts, PodFacts, PriorityClassFacts
 from bot.domain.stack_health import (
     Cause,
     Check,
+    CheckResult,
+    Checkup,
+    DownTarget,
+    Exporter,
+    Fix,
     QuotaGap,
     ScrapeTarget,
     SeriesFacts,
     Status,
+    TargetEvidence,
     Unchecked,
 )
 from bot.errors import Forbidden, GpuQuotaError, Unreachable
 from bot.services.announce import Announcer
 from bot.services.doctor import Doctor, DoctorRefusal, Refusal
+from bot.services.messages import BrokenCheck, StackBroken, from_json, to_json
 from tests.unit.conftest import POLICY, World, make_world
 
 GPU_LABELS = {"nvidia.com/gpu.present": "true"}
@@ -211,3 +220,12 @@ def test_the_weekly_run_remembers_in_the_database(world: World) -> None:
     doctor(world, FakeInspection(), FakeScrape()).weekly()
     remembered = world.database.run(lambda repo: repo.doctor_statuses())
     assert remembered["device_plugin@"] == "ok" and remembered[f"{Check.DCGM_TARGET.value}@"] == "ok"
+
+
+def test_the_weekly_notice_survives_the_outbox_and_slack_lines_escape_cluster_text() -> None:
+    said = StackBroken((BrokenCheck(Check.NODE_GPUS, "us-2", ("gpu-node-3",)),))
+    assert from_json(to_json(said)) == said
+    assert "*[us-2] GPUs in allocatable*" in render(said) and "gpu-node-3" in render(said)
+    evil = TargetEvidence(Exporter.DCGM, up=0, down=(DownTarget("http://x/metrics", "down", "<!channel> & boom"),))
+    lines = slack_lines(Checkup((CheckResult(Check.DCGM_TARGET, Status.BROKEN, evil, Fix.REPAIR_TARGET),)), {"": ""})
+    assert "&lt;!channel&gt; &amp; boom" in lines[1] and "<!channel>" not in "".join(lines)
