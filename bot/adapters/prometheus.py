@@ -625,7 +625,10 @@ class PrometheusMetrics:
             for name in metrics
         )
         found: dict[str, set[str]] = {}
-        for metric, value in self._instant(query, at=datetime.now(timezone.utc)):
+        # At Prometheus's own now (no ``time``): a whole second earlier may precede the first sample of a new target.
+        params = {"timeout": f"{int(self._timeout)}s"}
+        for answer in self._call(lambda: self._client.custom_query(query, params=params)):
+            metric, value = answer.get("metric", {}), _number(answer.get("value", [0, "NaN"])[1]) or 0.0
             if value > 0 and self._cluster_of(metric) == cluster:
                 found.setdefault(metric.get(SERIES_LABEL, ""), set()).update(n for n in labels if metric.get(n))
         return {
