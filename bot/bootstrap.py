@@ -77,6 +77,7 @@ from bot.services.refusals import Refused
 from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
 from bot.services.submissions import Submissions
+from bot.services.why import Why
 from bot.settings import Settings
 
 # A refusal's or a failure reason's ``str`` (logs, form errors, job results, the CLIs) is the Slack edge's
@@ -399,6 +400,7 @@ def build_services(
         proposals=proposals,
         pricer=pricer,
         inspection=inspection,
+        why=Why(policy=policy, access=access, inspection=inspection, sync=sync, cluster=cluster, pods=pods, queues=queues),
     )
 
 

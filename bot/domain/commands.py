@@ -214,6 +214,7 @@ Command = (
     | RetryCommand
     | AuditCommand
     | CostCommand
+    | WhyCommand
     | HelpCommand
     | Malformed
 )
@@ -229,6 +230,7 @@ USAGE = {
     "retry": "retry <request id>",
     "audit": "audit <namespace|request id>",
     "cost": "cost [team|namespace] [YYYY-MM]",
+    "why": "why <namespace>[/<pod|job|deployment|workload>]",
     "help": "help [command]",
 }
 
@@ -530,5 +532,6 @@ _PARSERS = {
     "extend": _parse_extend,
     "audit": _parse_audit,
     "cost": _parse_cost,
+    "why": _parse_why,
     "help": _parse_help,
 }

@@ -25,6 +25,7 @@ from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.shifts import ShiftService
 from bot.services.submissions import Submissions
+from bot.services.why import Why
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,4 @@ class Services:
     pricer: Pricer | None = None
     # What why and doctor read of the clusters (read only); None where nothing wired it (tests of other things).
     inspection: ClusterInspection | None = None
+    why: Why | None = None  # why a pod is pending (read only); None where nothing wired it
