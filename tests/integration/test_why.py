@@ -146,7 +146,7 @@ def test_required_node_affinity_is_read_from_the_pod_spec(slack: SlackOverHttp) 
     kube(slack).add_pod(RESEARCH, "pinned", gpus=1, phase="Pending", affinity=affinity)
     answer, _ = why(slack, f"{RESEARCH}/pinned")
     assert "its required node affinity `pool In (h100)` matches no node offering the resource" in answer
-    assert "none carries `pool`" in answer
+    assert "Those nodes have no `pool` label." in answer
 
 
 def test_a_misspelt_resource_names_what_the_nodes_offer(slack: SlackOverHttp) -> None:

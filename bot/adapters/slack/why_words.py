@@ -305,7 +305,7 @@ def _selector(cause: SelectorMismatch) -> str:
         "no node offering the resource" if cause.blocks_all else f"none of the nodes with room for it now ({_names(cause.roomy)})"
     )
     present = "; ".join(
-        f"{_code(p.key)}: {', '.join(_code(v) for v in p.values[:_LISTED])}" if p.values else f"none carries {_code(p.key)}"
+        f"{_code(p.key)}: {', '.join(_code(v) for v in p.values[:_LISTED])}" if p.values else f"no {_code(p.key)} label"
         for p in cause.present
     )
     evidence = f" Those nodes have {present}." if present else ""
