@@ -79,6 +79,7 @@ from bot.services.refusals import Refused
 from bot.services.shifts import ShiftService
 from bot.services.spend import SpendReader
 from bot.services.submissions import Submissions
+from bot.services.why import Why
 from bot.settings import Settings
 
 # A refusal's or a failure reason's ``str`` (logs, form errors, job results, the CLIs) is the Slack edge's
@@ -413,6 +414,7 @@ def build_services(
             announcer=announcer,
             is_admin=access.is_admin,
         ),
+        why=Why(policy=policy, access=access, inspection=inspection, sync=sync, cluster=cluster, pods=pods, queues=queues),
     )
 
 

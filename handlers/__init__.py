@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from slack_bolt import App
 
-from handlers import actions, commands, events, forms
+from handlers import actions, commands, events, forms, why_form
 
 if TYPE_CHECKING:
     from bot.executor import TrackingExecutor
@@ -21,4 +21,5 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
     commands.register(app, services, work)
     actions.register(app, services, work)
     forms.register(app, services, work)
+    why_form.register(app, services, work)
     events.register(app, services, work)  # last: its catch-all answers any event the others did not take

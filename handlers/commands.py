@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, assert_never
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import blocks, doctor_words, ids
+from bot.adapters.slack import blocks, doctor_words, ids, why_words
 from bot.adapters.slack.events import SlashCommand
 from bot.adapters.slack.mrkdwn import escape
 from bot.adapters.slack.replies import cost_lines, reply_text
@@ -28,12 +28,14 @@ from bot.domain.commands import (
     RetryCommand,
     ShiftCommand,
     StatusCommand,
+    WhyCommand,
     parse_command,
 )
 from bot.domain.durations import MAX_DURATION
 from bot.executor import BUSY
+from bot.services.why import PickAPod
 from handlers.outcome import attempt
-from handlers.replies import open_extend_form, open_request_form, open_shift_form, reply_privately, submitted_text
+from handlers.replies import open_extend_form, open_request_form, open_shift_form, open_view, reply_privately, submitted_text
 
 if TYPE_CHECKING:
     from bot.executor import TrackingExecutor
@@ -63,6 +65,8 @@ HELP = {
     "or in YYYY-MM, from the cost ledger.",
     "audit": "The audit trail of a namespace or a request.",
     "doctor": "Admins: the GPU stack's checklist (device plugin, GPU nodes, MIG, exporters, quotas), each with its evidence and fix.",
+    "why": "Why a GPU pod (or a Job, Deployment or Kueue Workload) is pending: each cause with its evidence and fix. "
+    "Without a pod name, a form lists the namespace's pending GPU pods. Reads only.",
     "help": "This help.",
 }
 
@@ -104,6 +108,7 @@ Deferred = (
     | AuditCommand
     | CostCommand
     | DoctorCommand
+    | WhyCommand
 )
 
 
@@ -169,6 +174,8 @@ def handle(services: Services, slash: SlashCommand, parsed: Deferred, respond: R
             reply(lambda: reply_text(services.lifecycle.release(user=user, request_id=request_id)), "release")
         case RetryCommand(request_id=request_id):
             reply(lambda: reply_text(services.lifecycle.retry(user=user, request_id=request_id)), "retry")
+        case WhyCommand():
+            _why(services, slash, parsed, respond, client)
         case _:
             assert_never(parsed)
 
@@ -185,3 +192,31 @@ def _doctor(services: Services, user: str, cluster: str | None) -> list[str]:
         return ["The checklist is not wired in this bot."]
     names = {part: services.policy.cluster_label(part) for part in services.policy.cluster_names()}
     return doctor_words.slack_lines(services.doctor.for_admin(user=user, cluster=cluster), names)
+
+
+def _why(services: Services, slash: SlashCommand, parsed: WhyCommand, respond: Respond, client: WebClient) -> None:
+    """The answer, or the form to pick a pending pod (its list as text when the form cannot open)."""
+    why = services.why
+    if why is None:
+        reply_privately(respond, "This bot is not set up to answer `why`.")
+        return
+    outcome = attempt(
+        lambda: why.answer(user=slash.user_id, target=parsed.target, name=parsed.name), user=slash.user_id, what="why"
+    )
+    if isinstance(outcome, str):
+        reply_privately(respond, outcome)
+        return
+    if isinstance(outcome, PickAPod) and outcome.pods:
+        answer = why_words.why_text(outcome)
+        open_view(
+            client, lambda text: reply_privately(respond, text), slash.trigger_id, why_words.pick_form(outcome), instead=answer
+        )
+        return
+    response = respond(
+        text=blocks.truncate(why_words.why_text(outcome), 3000),
+        blocks=why_words.why_blocks(outcome),
+        response_type="ephemeral",
+        replace_original=False,
+    )
+    if response.status_code != 200:
+        log.error("Slack refused the why answer (HTTP %s)", response.status_code)

@@ -225,6 +225,7 @@ WORDLESS_SERVICES = [
     "submissions",
     "text",
     "views",
+    "why",
 ]
 # Not converted yet (a shrinking list; empty now: every service module is wordless). Everything said in
 # threads, direct messages and posts is a typed message (``bot.services.messages``), a use case's refusal a

@@ -215,6 +215,7 @@ Command = (
     | AuditCommand
     | CostCommand
     | DoctorCommand
+    | WhyCommand
     | HelpCommand
     | Malformed
 )
@@ -231,6 +232,7 @@ USAGE = {
     "audit": "audit <namespace|request id>",
     "cost": "cost [team|namespace] [YYYY-MM]",
     "doctor": "doctor [cluster]",
+    "why": "why <namespace>[/<pod|job|deployment|workload>]",
     "help": "help [command]",
 }
 
@@ -533,5 +535,6 @@ _PARSERS = {
     "audit": _parse_audit,
     "cost": _parse_cost,
     "doctor": _parse_doctor,
+    "why": _parse_why,
     "help": _parse_help,
 }

@@ -26,6 +26,7 @@ from bot.services.reclaim import ReclaimWatch
 from bot.services.reconcile import Reconciler
 from bot.services.shifts import ShiftService
 from bot.services.submissions import Submissions
+from bot.services.why import Why
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,4 @@ class Services:
     # What why and doctor read of the clusters (read only); None where nothing wired it (tests of other things).
     inspection: ClusterInspection | None = None
     doctor: Doctor | None = None  # the GPU stack's checklist
+    why: Why | None = None  # why a pod is pending (read only); None where nothing wired it

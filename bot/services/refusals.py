@@ -338,6 +338,14 @@ class NotYoursToSee(Refusal):
 
 
 @dataclass(frozen=True)
+class NotYoursToDiagnose(Refusal):
+    """``why`` about a namespace of a team the person is not in (nothing was read of it)."""
+
+    team: str  # the label
+    namespace: str
+
+
+@dataclass(frozen=True)
 class MonthNotBegun(Refusal):
     month: date  # its first day
 

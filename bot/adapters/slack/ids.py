@@ -23,6 +23,7 @@ EXTEND_FORM = "gq_extend_form"
 SHIFT_FORM = "gq_shift_form"
 DENY_FORM = "gq_deny_form"
 CONFIRM_APPROVAL_FORM = "gq_confirm_approval"  # approving a permanent or large change
+WHY_FORM = "gq_why_form"  # ``why <namespace>``: pick a pending pod
 
 # Input blocks of the forms; each holds one element whose action_id is INPUT_ACTION.
 NAMESPACE_BLOCK = "namespace"
@@ -35,4 +36,5 @@ DURATION_BLOCK = "duration"
 SOURCE_BLOCK = "source"  # the shift form: where the GPUs come from
 TARGET_BLOCK = "target"  # and where they go
 REASON_BLOCK = "reason"
+WHY_POD_BLOCK = "why_pod"  # the why form: the pending pod picked
 INPUT_ACTION = "value"

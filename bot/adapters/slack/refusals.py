@@ -385,6 +385,15 @@ def _(refusal: r.NotYoursToSee) -> Notice:
 
 
 @notice.register
+def _(refusal: r.NotYoursToDiagnose) -> Notice:
+    return fill(
+        "Only the people of {team} and admins can ask why pods of `{namespace}` are pending.",
+        team=refusal.team,
+        namespace=refusal.namespace,
+    )
+
+
+@notice.register
 def _(refusal: r.MonthNotBegun) -> Notice:
     return fill("{month} has not begun.", month=f"{refusal.month:%B %Y}")
 
