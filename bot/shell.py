@@ -130,6 +130,12 @@ DEMO = [
     "up us-2",
     "time +1m",
     "quota",
+    "# Alice's fine-tune job has been pending for a while. The bot says why, with the fix (it only reads).",
+    "as alice",
+    "/gpu-quota why ai-frontier-research/llm-finetune",
+    "# A GPU node's device plugin dies; the admins' checklist names it (`gpu-quota-bot doctor` exits 1).",
+    "break device-plugin gpu-node-b",
+    "doctor eu-1",
 ]
 
 
