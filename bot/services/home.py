@@ -9,6 +9,7 @@ event about their namespaces or their requests).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from bot.clock import Clock
 from bot.domain.lifecycle import RequestState
@@ -72,6 +73,15 @@ class HomeService:
             log.error("could not publish the App Home of %s: %s", user, error)
             return
         self._db.run(lambda repo: repo.save_home_tab(user, at=self._clock.now(), last_audit_id=audit_id))
+
+    def publish_all(self, users: Sequence[str]) -> None:
+        """Publish each person's tab once, as part of the work that changed it; a failure is logged and the
+        next person's tab is still published (the ``home_tabs`` job tries again)."""
+        for user in dict.fromkeys(users):
+            try:
+                self.publish(user)
+            except Exception as error:  # the database, mostly: the decision is made, its tab can follow
+                log.error("could not re-publish the App Home of %s: %s", user, error)
 
     def refresh_changed(self) -> list[str]:
         """Re-publish the tabs of people something happened to since their tab was published."""
