@@ -22,6 +22,10 @@ from bot.services.views import HomeView, TeamSpendLine
 
 log = logging.getLogger(__name__)
 
+# A tab is published after each decision and by the home_tabs job: the quotas the bot read or wrote
+# this recently will do (its own writes are in them at once), instead of a cluster read per namespace.
+QUOTA_MAX_AGE = 30.0
+
 
 class HomeService:
     def __init__(
@@ -37,7 +41,12 @@ class HomeService:
     def view_for(self, user: str, *, notice: str = "") -> HomeView:
         teams = self._access.teams_of(user)
         decidable = [team for team in self._policy.teams.values() if self._access.may_decide(user, team, fresh=False)]
-        quotas = tuple(status for team in teams for ns in team.namespaces for status in self._queries.statuses_of(ns.name))
+        quotas = tuple(
+            status
+            for team in teams
+            for ns in team.namespaces
+            for status in self._queries.statuses_of(ns.name, max_age=QUOTA_MAX_AGE)
+        )
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
         labels = {team.name: team.label for team in teams}
 
