@@ -347,6 +347,10 @@ def build_services(
         pricer=pricer,
         over_budget=budget.over_budget_in if budget is not None else lambda repo, team: False,
     )
+    queries = Queries(policy=policy, database=database, target=target, access=access, clock=clock, pods=pods)
+    home_service = HomeService(
+        policy=policy, database=database, access=access, queries=queries, publisher=slack.home_tabs, clock=clock
+    )
     decisions = Decisions(
         policy=policy,
         database=database,
@@ -357,8 +361,8 @@ def build_services(
         sync=sync,
         failures=failures,
         pricer=pricer,
+        homes=home_service.publish_all,
     )
-    queries = Queries(policy=policy, database=database, target=target, access=access, clock=clock, pods=pods)
     return Services(
         policy=policy,
         database=database,
@@ -382,9 +386,7 @@ def build_services(
             queues=queues,
         ),
         reclaims=ReclaimWatch(policy=policy, target=target, database=database, announcer=announcer, clock=clock),
-        home=HomeService(
-            policy=policy, database=database, access=access, queries=queries, publisher=slack.home_tabs, clock=clock
-        ),
+        home=home_service,
         inbox=EventInbox(database=database, clock=clock),
         shifts=ShiftService(
             policy=policy,

@@ -30,6 +30,9 @@ APPLY_SECONDS = Histogram(
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60),
 )
 ERRORS = Counter("gpu_quota_errors", "Failures talking to other systems", ["system", "kind"])
+# ``interaction``: command | click | form | event; ``reason``: busy (the work queue was full, the person
+# was told at once) | expired (it waited past the response URL's life and was answered "expired").
+REFUSED = Counter("gpu_quota_refused", "Interactions the bot acknowledged but did not do", ["interaction", "reason"])
 # The scheduled job is the ``task`` label, never ``job``: Prometheus owns ``job`` (the scrape job) and
 # renames a scraped ``job`` label to ``exported_job``, which no rule or panel would then match.
 JOB_RUNS = Counter("gpu_quota_job_runs", "Scheduled job runs, by outcome", ["task", "outcome"])

@@ -19,7 +19,7 @@ from bot.adapters.slack.notifier import slack_call
 from bot.adapters.slack.replies import reply_text
 from bot.adapters.slack.words import render
 from bot.errors import GpuQuotaError
-from bot.executor import BUSY
+from bot.executor import BUSY, EXPIRED
 from bot.services.outcomes import Confirmation
 from bot.services.ports import ActionKind
 from handlers.outcome import attempt
@@ -36,7 +36,14 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
     def on_click(ack: Ack, body: dict[str, Any], respond: Respond, client: WebClient) -> None:
         answer = answerer(services, body, respond)
         # Slack shows nothing of a click's ack body: the busy answer goes where the answer would.
-        work.hand_off(lambda: click_work(body, answer, respond, client), ack=ack, busy_ack=ack, busy_notice=lambda: answer(BUSY))
+        work.hand_off(
+            lambda: click_work(body, answer, respond, client),
+            ack=ack,
+            busy_ack=ack,
+            busy_notice=lambda: answer(BUSY),
+            expired=lambda: answer(EXPIRED),
+            interaction="click",
+        )
 
     def click_work(body: dict[str, Any], answer: Callable[[str], None], respond: Respond, client: WebClient) -> None:
         click = ButtonClick.from_body(body)

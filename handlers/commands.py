@@ -32,7 +32,7 @@ from bot.domain.commands import (
     parse_command,
 )
 from bot.domain.durations import MAX_DURATION
-from bot.executor import BUSY
+from bot.executor import BUSY, EXPIRED
 from bot.services.why import PickAPod
 from handlers.outcome import attempt
 from handlers.replies import open_extend_form, open_request_form, open_shift_form, open_view, reply_privately, submitted_text
@@ -92,7 +92,13 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             ack(text=help_text(parsed.topic))
             return
         deferred: Deferred = parsed
-        work.hand_off(lambda: handle(services, slash, deferred, respond, client), ack=ack, busy_ack=lambda: ack(text=BUSY))
+        work.hand_off(
+            lambda: handle(services, slash, deferred, respond, client),
+            ack=ack,
+            busy_ack=lambda: ack(text=BUSY),
+            expired=lambda: reply_privately(respond, EXPIRED),
+            interaction="command",
+        )
 
 
 # The commands answered after the acknowledgement (help and malformed text are answered in it).

@@ -23,7 +23,7 @@ from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
-from bot.executor import BUSY
+from bot.executor import BUSY, EXPIRED
 from handlers.outcome import attempt
 from handlers.replies import submitted_text
 
@@ -73,6 +73,8 @@ class FormListeners:
             lambda: show(client, body, notice_view(title, attempt(outcome, user=user, what=what))),
             ack=lambda: ack(response_action="update", view=notice_view(title, progress)),
             busy_ack=busy,
+            expired=lambda: show(client, body, notice_view(title, EXPIRED)),
+            interaction="form",
         )
 
     def on_request_form(self, ack: Ack, body: dict[str, Any], client: WebClient) -> None:

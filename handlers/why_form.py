@@ -15,7 +15,7 @@ from bot.adapters.slack.events import FormSubmission
 from bot.adapters.slack.notifier import slack_call
 from bot.domain.clusters import is_namespace_key
 from bot.errors import GpuQuotaError
-from bot.executor import BUSY
+from bot.executor import BUSY, EXPIRED
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -44,21 +44,25 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             ack(response_action="update", view=_notice("This bot is not set up to answer `why`."))
             return
 
-        def answer() -> None:
-            outcome = attempt(
-                lambda: why.answer(user=form.user_id, target=namespace, name=pod), user=form.user_id, what="why form"
-            )
-            view = _notice(outcome) if isinstance(outcome, str) else why_words.answer_view(outcome)
+        def show(view: dict[str, Any]) -> None:
             view_id = (body.get("view") or {}).get("id")
             try:
                 slack_call("show the why answer", lambda: client.views_update(view_id=view_id, view=view))
             except GpuQuotaError as error:
                 log.error("could not show the why answer to %s: %s", form.user_id, error)
 
+        def answer() -> None:
+            outcome = attempt(
+                lambda: why.answer(user=form.user_id, target=namespace, name=pod), user=form.user_id, what="why form"
+            )
+            show(_notice(outcome) if isinstance(outcome, str) else why_words.answer_view(outcome))
+
         work.hand_off(
             answer,
             ack=lambda: ack(response_action="update", view=_notice(READING)),
             busy_ack=lambda: ack(response_action="errors", errors={ids.WHY_POD_BLOCK: BUSY}),
+            expired=lambda: show(_notice(EXPIRED)),
+            interaction="form",
         )
 
     app.view(ids.WHY_FORM)(on_why_form)

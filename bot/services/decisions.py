@@ -8,7 +8,7 @@ applied from one read, what the thread and the requester are told, and the outco
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from functools import partial
 
@@ -55,8 +55,10 @@ class Decisions:
         announcer: Announcer,
         clock: Clock,
         pricer: Pricer,
+        homes: Callable[[Sequence[str]], object] = lambda users: None,
     ) -> None:
-        """``pricer`` prices the change shown in the confirmation form."""
+        """``pricer`` prices the change shown in the confirmation form; ``homes`` re-publishes people's
+        App Home tabs (``HomeService.publish_all``): the decider's and the requester's, once decided."""
         self._policy = policy
         self._db = database
         self._access = access
@@ -66,6 +68,7 @@ class Decisions:
         self._announce = announcer
         self._clock = clock
         self._pricer = pricer
+        self._homes = homes
 
     def approve_or_confirm(self, *, user: str, request_id: int, reason: str = "") -> Confirmation | Decided:
         """An approval by button or typed in the thread: the confirmation an approver must see first,
@@ -174,6 +177,9 @@ class Decisions:
             # A shift or an extension: the quota first; "Approved by" (recorded before the outcome) goes with it.
             state = self._applier.apply(request_id, leased=row, out=out)
         out.deliver()  # once: what the decision and the apply said
+        # Feedback at once for both people: the decided request leaves the decider's tab, the requester's
+        # shows its state (the home_tabs job brings the others' tabs along later).
+        self._homes([user, request.requester_id])
         if verdict == Verdict.DENY:
             decision = Decision.DENIED
         elif row.state == RequestState.APPROVED:

@@ -9,6 +9,7 @@ event about their namespaces or their requests).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from bot.clock import Clock
 from bot.domain.lifecycle import RequestState
@@ -20,6 +21,10 @@ from bot.services.queries import Queries, pending_line
 from bot.services.views import HomeView, TeamSpendLine
 
 log = logging.getLogger(__name__)
+
+# A tab is published after each decision and by the home_tabs job: the quotas the bot read or wrote
+# this recently will do (its own writes are in them at once), instead of a cluster read per namespace.
+QUOTA_MAX_AGE = 30.0
 
 
 class HomeService:
@@ -36,7 +41,12 @@ class HomeService:
     def view_for(self, user: str, *, notice: str = "") -> HomeView:
         teams = self._access.teams_of(user)
         decidable = [team for team in self._policy.teams.values() if self._access.may_decide(user, team, fresh=False)]
-        quotas = tuple(status for team in teams for ns in team.namespaces for status in self._queries.statuses_of(ns.name))
+        quotas = tuple(
+            status
+            for team in teams
+            for ns in team.namespaces
+            for status in self._queries.statuses_of(ns.name, max_age=QUOTA_MAX_AGE)
+        )
         month = f"{self._clock.now().astimezone(self._policy.schedules.zone):%Y-%m}"
         labels = {team.name: team.label for team in teams}
 
@@ -72,6 +82,15 @@ class HomeService:
             log.error("could not publish the App Home of %s: %s", user, error)
             return
         self._db.run(lambda repo: repo.save_home_tab(user, at=self._clock.now(), last_audit_id=audit_id))
+
+    def publish_all(self, users: Sequence[str]) -> None:
+        """Publish each person's tab once, as part of the work that changed it; a failure is logged and the
+        next person's tab is still published (the ``home_tabs`` job tries again)."""
+        for user in dict.fromkeys(users):
+            try:
+                self.publish(user)
+            except Exception as error:  # the database, mostly: the decision is made, its tab can follow
+                log.error("could not re-publish the App Home of %s: %s", user, error)
 
     def refresh_changed(self) -> list[str]:
         """Re-publish the tabs of people something happened to since their tab was published."""

@@ -48,12 +48,16 @@ class Queries:
                 raise Refused(InNoTeam(Asked.STATUS))
         return [status for name in names for status in self.statuses_of(name)]
 
-    def statuses_of(self, namespace: str) -> list[NamespaceStatus]:
+    def statuses_of(self, namespace: str, *, max_age: float = 0.0) -> list[NamespaceStatus]:
         """The status of each resource the namespace governs (``status_of``)."""
-        return [self.status_of(QuotaScope(namespace, resource)) for resource in self._policy.governed_resources(namespace)]
+        return [
+            self.status_of(QuotaScope(namespace, resource), max_age=max_age)
+            for resource in self._policy.governed_resources(namespace)
+        ]
 
-    def status_of(self, scope: QuotaScope) -> NamespaceStatus:
-        """Quota in the cluster (or why it could not be read), base, grants, pending requests and GPU pods of one scope."""
+    def status_of(self, scope: QuotaScope, *, max_age: float = 0.0) -> NamespaceStatus:
+        """Quota in the cluster (or why it could not be read), base, grants, pending requests and GPU pods of one scope;
+        ``max_age``: a quota read (or written) by the bot this many seconds ago will do."""
         namespace, resource = scope.namespace, scope.resource
         team = self._policy.team_of(namespace)
         assert team is not None
@@ -62,7 +66,7 @@ class Queries:
         error = None
         queue = None
         try:
-            snapshot = self._target.read(scope)
+            snapshot = self._target.read(scope, max_age=max_age)
             if snapshot is not None:
                 hard, used = snapshot.hard, snapshot.used
             if isinstance(snapshot, ClusterQueueSnapshot):

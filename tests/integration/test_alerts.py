@@ -22,7 +22,17 @@ from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import WebApp
 from bot.clock import SystemClock
-from bot.observability import APPLIES, APPLY_SECONDS, DECISIONS, LEADER, OutboxBacklog, RequestStates, count_error, exposition
+from bot.observability import (
+    APPLIES,
+    APPLY_SECONDS,
+    DECISIONS,
+    LEADER,
+    REFUSED,
+    OutboxBacklog,
+    RequestStates,
+    count_error,
+    exposition,
+)
 from bot.sandbox.history import A100, H100, History, PodRun
 from jobs import run_job
 from tests.integration.conftest import serve
@@ -62,6 +72,7 @@ def scraped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusServ
     APPLIES.labels(outcome="failed").inc()
     APPLY_SECONDS.observe(0.3)
     count_error("kubernetes", "temporary")
+    REFUSED.labels(interaction="command", reason="busy").inc()
     LEADER.set(1)
     workdir = tmp_path_factory.mktemp("bot")
     upgrade(f"sqlite:///{workdir}/bot.db")
@@ -154,6 +165,7 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
     leader = one(scraped, "gpu_quota_leader")
     dead = one(scraped, "gpu_quota_outbox_entries", state="dead")
     waiting = one(scraped, "gpu_quota_outbox_oldest_pending_seconds")
+    refused = one(scraped, "gpu_quota_refused_total", interaction="command", reason="busy")
 
     def text(labels: dict[str, str]) -> str:
         name = labels["__name__"]
@@ -188,6 +200,7 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
             {"series": text(errors), "values": "0+600x30"},  # 10 errors a second
             {"series": text(dead), "values": "0x10 1x20"},  # Slack refused one message for good at 10 min
             {"series": text(waiting), "values": "0+120x30"},  # nothing delivered: the oldest ages
+            {"series": text(refused), "values": "0+1x30"},  # a command refused every minute
         ],
         "alert_rule_test": [
             {"eval_time": "20m", "alertname": "GpuQuotaBotDown", "exp_alerts": []},
@@ -198,6 +211,7 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
             fires("GpuQuotaBotErrors", {"system": "kubernetes"}),
             fires("GpuQuotaSlackUndeliverable", {}),
             fires("GpuQuotaSlackBacklog", {}, value="40m 0s"),  # 20 min x 120 s a minute
+            fires("GpuQuotaBotRefusing", {"interaction": "command", "reason": "busy"}, value="10"),
         ],
     }
     # The alert that matters most, spelled out: it names the bot's failing job, not the scrape job.
@@ -214,6 +228,7 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
             {"series": text(errors), "values": "2x30"},
             {"series": text(dead), "values": "2x30"},  # old dead entries, none new
             {"series": text(waiting), "values": "0x30"},
+            {"series": text(refused), "values": "4x30"},  # refused long ago, none since
         ],
         "alert_rule_test": [{"eval_time": "20m", "alertname": name, "exp_alerts": []} for name in rules],
     }

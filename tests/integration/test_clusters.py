@@ -20,7 +20,7 @@ import yaml
 from bot.clock import ManualClock
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy, parse_policy
-from bot.executor import WORKERS
+from bot.executor import TrackingExecutor
 from bot.sandbox.karmada_api import KarmadaApiStandIn
 from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import Sandbox
@@ -31,6 +31,9 @@ from tests.integration.conftest import SlackOverHttp, served
 from tests.integration.processes import SANDBOX_POLICY, run_bot, run_env, wait_for
 
 ALICE, BOB, LEE, MAYA = "U0ALICE", "U0BOB", "U0LEE", "U0MAYA"
+
+# The work pool of these bots: a test that puts every worker on us-2 must fit the policy's 16 GPUs there.
+POOL = 8
 
 
 def two_cluster_policy() -> Policy:
@@ -52,7 +55,9 @@ def slack(
     database_url: str, clock: ManualClock, tmp_path: Path, clusters: tuple[KubeApiStandIn, KubeApiStandIn]
 ) -> Iterator[SlackOverHttp]:
     config = kubeconfig(tmp_path / "kubeconfig", *clusters)
-    box = Sandbox(policy=two_cluster_policy(), clock=clock, kubeconfig=config, database_url=database_url).start()
+    box = Sandbox(policy=two_cluster_policy(), clock=clock, kubeconfig=config, database_url=database_url)
+    box.executor = TrackingExecutor(POOL)
+    box.start()
     with served(box) as slack:
         yield slack
 
@@ -134,7 +139,7 @@ def test_a_hanging_cluster_delays_only_its_own_changes(
 ) -> None:
     home, remote = clusters
     remote_cards = []
-    for _ in range(WORKERS):  # as many approvals in one namespace of us-2 as the bot has workers
+    for _ in range(POOL):  # as many approvals in one namespace of us-2 as the bot has workers
         slack.command(ALICE, f"request {REMOTE} +1 for 1d asked while us-2 answered")
         remote_cards.append(slack.request_message())
     slack.command(ALICE, f"request eu-1/{RESEARCH} +1 for 1d home goes on")
@@ -157,18 +162,18 @@ def test_a_hanging_cluster_delays_only_its_own_changes(
     report = services.reconciler.tick()
     assert report.resumed == [] and report.errors == []  # the reconcile leaves them waiting while us-2 hangs
     assert slack.sandbox.executor.wait_idle(timeout=60)
-    assert state(slack, WORKERS + 1) == RequestState.APPLIED and home.hard(RESEARCH, QUOTA) == "5"
+    assert state(slack, POOL + 1) == RequestState.APPLIED and home.hard(RESEARCH, QUOTA) == "5"
     threads = [slack.thread(card) for card in remote_cards]
     waiting = [sum("waiting for cluster us-2" in said for said in thread) for thread in threads]
-    assert sorted(waiting)[1:] == [1] * (WORKERS - 1), threads  # the others stopped waiting for the namespace, said once
-    assert {state(slack, request_id) for request_id in range(1, WORKERS + 1)} <= {RequestState.APPROVED, RequestState.APPLIED}
+    assert sorted(waiting)[1:] == [1] * (POOL - 1), threads  # the others stopped waiting for the namespace, said once
+    assert {state(slack, request_id) for request_id in range(1, POOL + 1)} <= {RequestState.APPROVED, RequestState.APPLIED}
 
     time.sleep(max(0.0, hung_until - time.monotonic()) + 1.1)  # us-2 answers again, and is due for another try
     clock.advance(timedelta(minutes=10))  # past every apply's backoff: the reconcile resumes them
     services.reconciler.tick()
-    assert [state(slack, request_id) for request_id in range(1, WORKERS + 1)] == [RequestState.APPLIED] * WORKERS
-    assert remote.hard(RESEARCH, QUOTA) == str(2 + WORKERS) and remote.quota_writes(RESEARCH) == 1  # all in one write
-    assert [sum("Applied" in said for said in slack.thread(card)) for card in remote_cards] == [1] * WORKERS
+    assert [state(slack, request_id) for request_id in range(1, POOL + 1)] == [RequestState.APPLIED] * POOL
+    assert remote.hard(RESEARCH, QUOTA) == str(2 + POOL) and remote.quota_writes(RESEARCH) == 1  # all in one write
+    assert [sum("Applied" in said for said in slack.thread(card)) for card in remote_cards] == [1] * POOL
 
 
 def test_a_shift_whose_source_cluster_does_not_answer_stops_waiting_for_its_namespace(

@@ -146,7 +146,7 @@ def test_app_home_of_the_requester_is_refreshed_when_their_request_changes(slack
     assert "GQ-1 pending" in json.dumps(slack.sandbox.slack.homes[ALICE])
     message = slack.request_message()
     slack.click(LEE, slack.buttons(message)["Approve"], message)
-    assert home.refresh_changed() == [ALICE]
+    assert home.refresh_changed() == []  # the approval's own work re-published it (#23): nothing left for the job
     mine = json.dumps(slack.sandbox.slack.homes[ALICE])
     assert "GQ-1 pending" not in mine and "ends" in mine
 
