@@ -44,7 +44,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             ack(response_action="update", view=_notice("This bot is not set up to answer `why`."))
             return
 
-        def show(view: dict[str, Any]) -> None:
+        def show(view: View) -> None:
             view_id = (body.get("view") or {}).get("id")
             try:
                 slack_call("show the why answer", lambda: client.views_update(view_id=view_id, view=view))
