@@ -241,15 +241,24 @@ def pod_facts(item: Mapping[str, Any], *, node_gpu_labelled: bool = False) -> Po
 
 
 def effective_requests(spec: Mapping[str, Any]) -> dict[str, int]:
-    """Each extended resource (a name with ``/``) the pod requests as the scheduler and the quota count it: the sum
-    over its containers, or its largest init container when that is more. A container giving only a limit of one
-    requests that much (the API server defaults it so)."""
+    """Each extended resource (a name with ``/``) the pod requests as the scheduler and the quota count it (the
+    API's ``PodRequests``): the containers' sum plus the sidecars' (init containers with ``restartPolicy: Always``,
+    which keep running beside them), or, when more, what the init phase needs at its peak (each ordinary init
+    container with the sidecars started before it). A container giving only a limit requests that much (the API
+    server defaults it so)."""
     containers = [_container_requests(c) for c in spec.get("containers") or []]
-    init = [_container_requests(c) for c in spec.get("initContainers") or []]
-    names = {name for requests in containers + init for name in requests}
-    wanted = {
-        name: max(sum(r.get(name, 0) for r in containers), max((r.get(name, 0) for r in init), default=0)) for name in names
-    }
+    init = [(_container_requests(c), c.get("restartPolicy") == "Always") for c in spec.get("initContainers") or []]
+    names = {name for requests in containers + [r for r, _ in init] for name in requests}
+    wanted = {}
+    for name in names:
+        sidecars, init_peak = 0, 0
+        for requests, sidecar in init:
+            if sidecar:
+                sidecars += requests.get(name, 0)
+                init_peak = max(init_peak, sidecars)
+            else:
+                init_peak = max(init_peak, sidecars + requests.get(name, 0))
+        wanted[name] = max(sum(r.get(name, 0) for r in containers) + sidecars, init_peak)
     return {name: count for name, count in sorted(wanted.items()) if count > 0}
 
 

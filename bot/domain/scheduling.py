@@ -230,6 +230,18 @@ class AutoscalerStatus:
     written_at: str = ""  # its ``time`` field, as written
 
 
+# What the DaemonSet controller adds to every daemon pod (pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations):
+# a cordoned, not-ready or pressured node keeps its daemons (network-unavailable only for host-network pods: left out).
+DAEMON_TOLERATIONS = (
+    Toleration("node.kubernetes.io/not-ready", "Exists", effect="NoExecute"),
+    Toleration("node.kubernetes.io/unreachable", "Exists", effect="NoExecute"),
+    Toleration("node.kubernetes.io/disk-pressure", "Exists", effect="NoSchedule"),
+    Toleration("node.kubernetes.io/memory-pressure", "Exists", effect="NoSchedule"),
+    Toleration("node.kubernetes.io/pid-pressure", "Exists", effect="NoSchedule"),
+    Toleration(UNSCHEDULABLE_TAINT, "Exists", effect="NoSchedule"),
+)
+
+
 @dataclass(frozen=True)
 class DaemonSetFacts:
     """A DaemonSet's spec and status, as the doctor reads a device plugin's."""
@@ -250,7 +262,8 @@ class DaemonSetFacts:
             return False
         if self.required_terms and not any(term.matches(node.labels, node.name) for term in self.required_terms):
             return False
-        return all(any(t.tolerates(taint) for t in self.tolerations) for taint in node.taints if taint.blocks)
+        tolerations = self.tolerations + DAEMON_TOLERATIONS
+        return all(any(t.tolerates(taint) for t in tolerations) for taint in node.taints if taint.blocks)
 
 
 @dataclass(frozen=True)

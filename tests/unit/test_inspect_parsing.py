@@ -46,6 +46,17 @@ def test_a_limit_alone_is_the_request_and_a_request_without_limit_is_not_limited
     assert is_limited({"containers": [container({"cpu": "1"})]})
 
 
+def test_sidecar_init_containers_add_to_the_containers_as_the_scheduler_counts_them() -> None:
+    sidecar = {**container({GPU: "1"}, {GPU: "1"}), "restartPolicy": "Always"}
+    assert effective_requests({"containers": [container({GPU: "1"}, {GPU: "1"})], "initContainers": [sidecar]}) == {GPU: 2}
+    # An ordinary init container after the sidecar runs beside it: the init phase's peak is 1 + 3.
+    later = container({GPU: "3"}, {GPU: "3"})
+    spec = {"containers": [container({GPU: "1"}, {GPU: "1"})], "initContainers": [sidecar, later]}
+    assert effective_requests(spec) == {GPU: 4}
+    # Before the sidecar starts it does not count: 3, then 1 + 1 running.
+    assert effective_requests({**spec, "initContainers": [later, sidecar]}) == {GPU: 3}
+
+
 def test_a_pod_is_read_with_its_affinity_owner_gates_and_unschedulable_condition() -> None:
     item = {
         "metadata": {

@@ -127,6 +127,14 @@ def daemon_set(**overrides: object) -> DaemonSetFacts:
     return DaemonSetFacts(**{**fields, **overrides})  # type: ignore[arg-type]
 
 
+def test_a_daemon_set_keeps_running_on_a_cordoned_or_pressured_node_as_its_controller_tolerates() -> None:
+    cordoned = node(taints=(Taint("node.kubernetes.io/unschedulable", "", "NoSchedule"),), unschedulable=True)
+    pressured = node(taints=(Taint("node.kubernetes.io/memory-pressure", "", "NoSchedule"),))
+    not_ready = node(taints=(Taint("node.kubernetes.io/not-ready", "", "NoExecute"),))
+    assert daemon_set().runs_on(cordoned) and daemon_set().runs_on(pressured) and daemon_set().runs_on(not_ready)
+    assert not daemon_set().runs_on(node(taints=(GPU_TAINT,)))  # a taint of the platform's own still needs a toleration
+
+
 def test_a_daemon_set_runs_where_its_selector_and_tolerations_allow_even_on_a_cordoned_node() -> None:
     tainted = node(taints=(GPU_TAINT, Taint("spot", "", "PreferNoSchedule")), unschedulable=True)
     tolerant = daemon_set(tolerations=(Toleration("nvidia.com/gpu", "Exists", "", "NoSchedule"),))
