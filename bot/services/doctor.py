@@ -185,6 +185,18 @@ class Doctor:
     # --- one cluster ---------------------------------------------------------------------------
 
     def _cluster(self, cluster: str) -> list[CheckResult]:
+        """The cluster's checks; a fault of the bot's own in one cluster's checks (a bug: every failure of a read is
+        already its check's could-not-check) is logged and makes that cluster's lines could-not-check, not the others'."""
+        try:
+            return self._checks(cluster)
+        except Exception:
+            log.exception("the checks of cluster %r failed", cluster)
+            return [
+                unchecked(check, Cause.FAILED, detail="an error of the bot's own (see its log)", cluster=cluster)
+                for check in Check
+            ]
+
+    def _checks(self, cluster: str) -> list[CheckResult]:
         return [
             *self._nodes_and_plugin(cluster),
             *self._priority_classes(cluster),

@@ -208,6 +208,16 @@ def test_a_name_nothing_has_is_none_and_without_kueue_no_workload_is_asked(
     assert not [path for path in gets(kube) if "/workloads/" in path]
 
 
+def test_a_workload_lookup_the_chart_did_not_grant_reads_as_no_such_workload(
+    kube: KubeApiStandIn, inspector: ClusterInspector
+) -> None:
+    # Kueue is installed but the chart was told it is not used (kueue.enabled false): no workloads grant. The
+    # lookup is the last of the names tried, so the name is not a workload the bot governs, not a failure.
+    kube.fail("GET", r"/workloads/", 403, times=5, message='workloads.kueue.x-k8s.io "x" is forbidden')
+    assert inspector.workload_pods(NS, "nothing") is None
+    assert [path for path in gets(kube) if "/workloads/" in path]  # asked, and refused
+
+
 def test_nodes_carry_taints_labels_state_and_what_their_bound_pods_request(
     kube: KubeApiStandIn, inspector: ClusterInspector
 ) -> None:

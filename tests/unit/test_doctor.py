@@ -229,3 +229,11 @@ def test_the_weekly_notice_survives_the_outbox_and_slack_lines_escape_cluster_te
     evil = TargetEvidence(Exporter.DCGM, up=0, down=(DownTarget("http://x/metrics", "down", "<!channel> & boom"),))
     lines = slack_lines(Checkup((CheckResult(Check.DCGM_TARGET, Status.BROKEN, evil, Fix.REPAIR_TARGET),)), {"": ""})
     assert "&lt;!channel&gt; &amp; boom" in lines[1] and "<!channel>" not in "".join(lines)
+
+
+def test_a_fault_of_the_bots_own_in_a_clusters_checks_makes_its_lines_could_not_check(world: World) -> None:
+    inspection = FakeInspection()
+    inspection.failing["nodes"] = KeyError("status")  # not an error of the ports: a bug in reading the answer
+    checkup = doctor(world, inspection, FakeScrape()).examine()
+    assert checkup.results and {r.status for r in checkup.results} == {Status.UNCHECKED}
+    assert {r.evidence.cause for r in checkup.results if isinstance(r.evidence, Unchecked)} == {Cause.FAILED}
