@@ -189,12 +189,9 @@ class Doctor:
         already its check's could-not-check) is logged and makes that cluster's lines could-not-check, not the others'."""
         try:
             return self._checks(cluster)
-        except Exception:
+        except Exception as error:
             log.exception("the checks of cluster %r failed", cluster)
-            return [
-                unchecked(check, Cause.FAILED, detail="an error of the bot's own (see its log)", cluster=cluster)
-                for check in Check
-            ]
+            return [unchecked(check, Cause.FAILED, detail=type(error).__name__, cluster=cluster) for check in Check]
 
     def _checks(self, cluster: str) -> list[CheckResult]:
         return [

@@ -32,7 +32,7 @@ from bot.domain.diagnosis import (
     SelectorMismatch,
     UntoleratedTaint,
 )
-from bot.domain.scheduling import Taint, Toleration
+from bot.domain.scheduling import Requirement, SelectorTerm, Taint, Toleration
 from bot.services.ports import Action, ActionKind, ButtonLabel
 from bot.services.why import Check, CouldNotCheck, PendingChoice, PickAPod, Unanswered, WhyAnswer
 from tests.unit.test_blocks import assert_valid_message
@@ -176,3 +176,10 @@ def test_the_pick_form_keeps_to_100_options_of_75_characters_and_says_what_it_le
     assert json.loads(data["private_metadata"]) == {"namespace": NS}
     assert data["callback_id"] == ids.WHY_FORM
     assert Block.parse(data["blocks"][0]) is not None
+
+
+def test_a_pod_pinned_to_many_nodes_keeps_its_placement_evidence_and_fix_whole() -> None:
+    pinned = SelectorTerm((Requirement("metadata.name", "In", tuple(f"gpu-node-{i:03d}" for i in range(150))),))
+    text = cause_text(SelectorMismatch((), (pinned,) * 5, (), True, ()))
+    assert "142 more" in text and "2 more terms" in text and text.endswith("have an admin label a node.")
+    assert len(text) < 1000

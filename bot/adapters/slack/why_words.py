@@ -48,6 +48,7 @@ MAX_OPTIONS = 100  # a static_select's options
 MAX_OPTION_TEXT = 75
 MAX_OPTION_VALUE = 150
 _LISTED = 8  # names shown of a longer list
+_TERMS = 3  # node affinity terms shown
 
 CHECKS = {
     Check.POD: "the pod",
@@ -289,18 +290,26 @@ def _gated(cause: Gated) -> str:
 
 
 def _requirement_text(term: SelectorTerm) -> str:
+    """A term as ``key In (a, b)`` joined by "and", each value list cut after ``_LISTED`` (a pod may pin 150 nodes)."""
+
+    def values(listed: tuple[str, ...]) -> str:
+        more = f", {len(listed) - _LISTED} more" if len(listed) > _LISTED else ""
+        return ", ".join(listed[:_LISTED]) + more
+
     return " and ".join(
-        f"{r.key} {r.operator} ({', '.join(r.values)})" if r.values else f"{r.key} {r.operator}" for r in term.requirements
+        f"{r.key} {r.operator} ({values(r.values)})" if r.values else f"{r.key} {r.operator}" for r in term.requirements
     )
 
 
 def _selector(cause: SelectorMismatch) -> str:
-    wanted = [_code(f"{k}={v}") for k, v in cause.node_selector]
+    wanted = [_code(f"{k}={v}") for k, v in cause.node_selector[:_LISTED]]
     what = []
     if wanted:
         what.append(f"its `nodeSelector` {', '.join(wanted)}")
     if cause.terms:
-        what.append("its required node affinity " + " or ".join(_code(_requirement_text(t)) for t in cause.terms))
+        terms = " or ".join(_code(_requirement_text(t)) for t in cause.terms[:_TERMS])
+        more = f" or {len(cause.terms) - _TERMS} more terms" if len(cause.terms) > _TERMS else ""
+        what.append(f"its required node affinity {terms}{more}")
     reach = (
         "no node offering the resource" if cause.blocks_all else f"none of the nodes with room for it now ({_names(cause.roomy)})"
     )
@@ -362,7 +371,8 @@ def _scale_up(scale: ScaleUp | None) -> str:
         return "No cluster autoscaler status (`kube-system/cluster-autoscaler-status`): nodes are not added automatically."
     parts = []
     if scale.can_grow:
-        parts.append(f"it could add a node to {_names(scale.can_grow)}")
+        # Its status does not say which groups have GPUs: only that these may grow.
+        parts.append(f"it could add a node to {_names(scale.can_grow)}, where that group's nodes have this resource")
     if scale.at_max:
         parts.append(f"{_names(scale.at_max)} at the maximum size")
     parts += [f"{_code(name)} backing off ({escape(error) or 'no reason given'})" for name, error in scale.backing_off]
