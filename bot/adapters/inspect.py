@@ -13,7 +13,6 @@ import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 import urllib3
@@ -22,7 +21,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from bot.adapters.custom_objects import said_of, whole
-from bot.adapters.kube import ACTIVE_PODS, KubeCalls
+from bot.adapters.kube import ACTIVE_PODS, KubeCalls, api_time
 from bot.adapters.kueue import GROUP as KUEUE_GROUP
 from bot.adapters.kueue import KueueCluster
 from bot.domain.scheduling import (
@@ -236,8 +235,8 @@ def pod_facts(item: Mapping[str, Any], *, node_gpu_labelled: bool = False) -> Po
         preemption_policy=str(spec.get("preemptionPolicy") or "PreemptLowerPriority"),
         node_name=spec.get("nodeName") or None,
         nominated_node=state.get("nominatedNodeName") or None,
-        started_at=_moment(state.get("startTime")),
-        created_at=_moment(metadata.get("creationTimestamp")),
+        started_at=api_time(state.get("startTime")),
+        created_at=api_time(metadata.get("creationTimestamp")),
         scheduling_gates=tuple(str(g.get("name")) for g in spec.get("schedulingGates") or []),
         unschedulable_message=str(scheduled.get("message") or "") if unschedulable else None,
         owner=_controller(item),
@@ -335,7 +334,7 @@ def scheduler_event(item: Mapping[str, Any]) -> SchedulerEvent:
     return SchedulerEvent(
         message=str(item.get("message") or ""),
         count=int(item.get("count") or series.get("count") or 1),
-        last_seen=_moment(seen),
+        last_seen=api_time(seen),
     )
 
 
@@ -447,12 +446,3 @@ def _gpu_labelled(labels: Mapping[str, str]) -> bool:
 
 def _name(item: Mapping[str, Any]) -> str:
     return str((item.get("metadata") or {}).get("name") or "?")
-
-
-def _moment(text: Any) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -503,13 +503,14 @@ def gpu_pod(item: Mapping[str, Any], resource: str = GPU) -> GpuPod | None:
         gpus=gpus,
         priority_class=spec.get("priorityClassName") or "",
         phase=status.get("phase") or "Unknown",
-        started_at=_timestamp(status.get("startTime") or metadata.get("creationTimestamp")),
+        started_at=api_time(status.get("startTime") or metadata.get("creationTimestamp")),
         priority=spec.get("priority"),
         nominated_node=status.get("nominatedNodeName") or None,
     )
 
 
-def _timestamp(text: Any) -> datetime | None:
+def api_time(text: Any) -> datetime | None:
+    """An API object's RFC 3339 time (``2026-12-01T09:00:00Z``) as a datetime; None when absent or not one."""
     if not isinstance(text, str):
         return None
     try:
