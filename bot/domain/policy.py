@@ -31,6 +31,7 @@ from pydantic import (
 from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, split_key
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.karmada import FederatedQuotaRef
+from bot.domain.languages import Language, parse_language, supported_tags
 from bot.domain.quota import QuotaScope
 from bot.domain.resources import GPU, MIG_SLICES, is_resource_name, mig_profile, short_name
 
@@ -65,6 +66,19 @@ def _object_name(value: Any) -> Any:
 
 
 ObjectName = Annotated[str, BeforeValidator(_object_name)]
+
+
+def _language(value: Any) -> Any:
+    """A language tag as people write it (``zh-CN``, ``zh_Hans``, ``en``) read as one the bot speaks."""
+    if isinstance(value, str):
+        language = parse_language(value)
+        if language is None:
+            raise ValueError(f"the bot speaks {supported_tags()}; {value!r} is not one of them")
+        return language
+    return value
+
+
+SpokenLanguage = Annotated[Language, BeforeValidator(_language)]
 
 
 class _Frozen(BaseModel):
@@ -320,6 +334,13 @@ class Team(_Frozen):
     name: str = Field(default="", description="Filled from the mapping key (the team's id); not set in the file.")
     display_name: str = Field(default="", description="The team's name in messages; unset: its key.")
     channel: str = Field(description="Where requests are posted and decided (invite the bot there).")
+    language: SpokenLanguage | None = Field(
+        default=None,
+        description=(
+            "The language of the team's channel messages (cards, threads, digests, alerts): en or zh-CN; unset:"
+            " the policy's language. What goes to one person follows their Slack language."
+        ),
+    )
     namespaces: tuple[Annotated[ManagedNamespace, BeforeValidator(_namespace)], ...] = Field(
         description="The namespaces the team owns (only these are ever touched): names, or mappings with per-namespace overrides."
     )
@@ -587,6 +608,10 @@ KARMADA_PLANE = "karmada"  # the one Karmada plane a policy names (``karmada:``)
 class Policy(_Frozen):
     """The whole policy file."""
 
+    language: SpokenLanguage = Field(
+        default=Language.EN,
+        description="The bot's language where no team's applies (en or zh-CN): the admin channel, and teams without one.",
+    )
     defaults: Defaults = Field(default=Defaults(), description="Settings of every managed namespace and request.")
     pricing: Pricing = Field(default=Pricing(), description="The cost shown on requests and in digests.")
     schedules: Schedules = Field(default=Schedules(), description="When the scheduled jobs run.")
@@ -698,6 +723,15 @@ class Policy(_Frozen):
         return self
 
     # --- lookups -----------------------------------------------------------------------------
+
+    def language_of(self, team: Team | None) -> Language:
+        """The language of a team's channel messages: its own, else the policy's."""
+        return team.language if team is not None and team.language is not None else self.language
+
+    def language_of_channel(self, channel_id: str) -> Language:
+        """The language of messages posted in a channel: the team's whose channel it is, else the policy's."""
+        team = next((t for t in self.teams.values() if t.channel == channel_id), None)
+        return self.language_of(team)
 
     def team_of(self, namespace: str) -> Team | None:
         for team in self.teams.values():

@@ -1,13 +1,16 @@
-"""Sentences written whole, with named placeholders (``fill``): the form a message catalog takes.
+"""Sentences written whole, with named placeholders (``fill``): catalog entries, in the reader's language.
 
 The renderers of messages (``words``), refusals (``refusals``), reasons (``reasons``) and reports
-make their notices with these; ``mrkdwn.render`` escapes every piece of text in them.
+make their notices with these. The template is the English catalog id (``bot.adapters.i18n``): it is
+looked up in the current language before its placeholders are filled, so a translator may reorder
+them. ``mrkdwn.render`` escapes every piece of text in the result.
 """
 
 from __future__ import annotations
 
 import re
 
+from bot.adapters.i18n import format_number, gettext, ngettext
 from bot.services.text import Notice, Part, Words
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -15,8 +18,18 @@ Value = Part | Notice | str | int  # what a placeholder takes (a notice: a list 
 
 
 def fill(template: str, **values: Value) -> Notice:
-    """A notice from a whole sentence and its named values: text values are shown as text (escaped at
-    render), typed parts as themselves (a mention, a moment, a bold name)."""
+    """A notice from a whole sentence (translated) and its named values: text values are shown as text
+    (escaped at render), typed parts as themselves (a mention, a moment, a bold name)."""
+    return _filled(gettext(template), values)
+
+
+def fill_n(singular: str, plural: str, count: int, **values: Value) -> Notice:
+    """``fill`` of the form of the sentence for ``count`` (``{count}`` is filled with it unless given)."""
+    values.setdefault("count", format_number(count))
+    return _filled(ngettext(singular, plural, count), values)
+
+
+def _filled(template: str, values: dict[str, Value]) -> Notice:
     parts: list[Part] = []
     for index, piece in enumerate(_PLACEHOLDER.split(template)):
         if index % 2 == 0:
