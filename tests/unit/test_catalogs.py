@@ -18,21 +18,10 @@ from babel.messages.pofile import read_po
 
 from bot.adapters.i18n import CATALOG_DIRS, CATALOGS, DOMAIN, LOCALES
 from bot.domain.languages import Language
+from tests.language_checks import foreign_words
 
 ROOT = Path(__file__).parents[2]
 PLACEHOLDER = re.compile(r"\{(\w+)\}")
-# Latin words a Chinese sentence may keep: names of products, APIs and Kubernetes kinds, units and
-# abbreviations people use as they are in Chinese technical writing, and the bot's own commands.
-LATIN_KEPT = {
-    *"GPU GPUs MIG CPU CUDA DCGM API RBAC UTC ID URL PNG CSV SMTP TLS YAML JSON ok OK".split(),
-    *"Slack Kubernetes Kueue Karmada Prometheus Grafana Helm Thanos Mimir NVIDIA kubectl kube helm".split(),
-    *"Pod Pods Job Jobs Deployment StatefulSet DaemonSet Workload Workloads ResourceQuota ClusterQueue".split(),
-    *"LocalQueue ResourceFlavor FederatedResourceQuota PriorityClass ConfigMap Node Namespace cohort".split(),
-    *"nominalQuota borrowingLimit preemptionPolicy Never nodeSelector affinity tolerations toleration".split(),
-    *"gpu quota bot gpu-quota-bot gpu-quota request approve deny status cancel release extend retry".split(),
-    *"shift cost audit doctor why help list permanent for from to check-config exporter kube-state-metrics".split(),
-    *"dcgm-exporter device plugin nvidia-device-plugin requests limits exceeded YYYY MM h d w m s".split(),
-}
 
 
 def catalog(language: Language) -> Catalog:
@@ -84,21 +73,12 @@ def test_a_translation_has_the_placeholders_of_its_sentence(language: Language) 
     assert wrong == []
 
 
-def latin_words(text: str) -> list[str]:
-    """Latin words of a Chinese sentence that are not names, identifiers, units or kept terms."""
-    text = PLACEHOLDER.sub(" ", text)
-    text = re.sub(r"`[^`]*`", " ", text)  # commands, names, values in code spans
-    text = re.sub(r":[a-z0-9_+-]+:", " ", text)  # emoji codes
-    text = re.sub(r"[\w.-]+/[\w./-]+|[\w-]+\.[\w.-]+", " ", text)  # nvidia.com/gpu, file.yaml, policy keys
-    words = re.findall(r"[A-Za-z][A-Za-z'-]*", text)
-    return [word for word in words if word not in LATIN_KEPT and not word.isupper()]
-
-
 def test_no_english_word_is_left_in_a_chinese_sentence() -> None:
-    left = {ids(m)[0]: latin_words(" ".join(strings(m))) for m in entries(Language.ZH_CN)}
+    left = {ids(m)[0]: foreign_words(" ".join(strings(m))) for m in entries(Language.ZH_CN)}
     assert {sentence: words for sentence, words in left.items() if words} == {}
 
 
-def test_latin_words_are_found_but_names_codes_and_units_are_not() -> None:
-    assert latin_words("申请 {request} 已被 approved") == ["approved"]
-    assert latin_words("在 `ai-frontier` 中 3 块 GPU，nvidia.com/gpu，:white_check_mark:") == []
+def test_english_words_are_found_but_names_codes_and_units_are_not() -> None:
+    assert foreign_words("申请 {request} 已被 approved") == ["approved"]
+    assert foreign_words("在 `ai-frontier` 中 3 块 GPU，nvidia.com/gpu，:white_check_mark: <@U0LEE>") == []
+    assert foreign_words("ai-frontier 的配额", values=["ai-frontier"]) == []
