@@ -75,6 +75,8 @@ class SlackApiStandIn:
     ) -> None:
         self.token = token
         self.users = dict(users or {})
+        # Each person's Slack language (users.info gives it with include_locale); Slack's default is en-US.
+        self.locales: dict[str, str] = {}
         self.channels = dict(channels or {})
         self.usergroups = {k: list(v) for k, v in (usergroups or {}).items()}
         self.calls: list[tuple[str, dict[str, Any]]] = []
@@ -299,7 +301,10 @@ class SlackApiStandIn:
         user = str(params.get("user", ""))
         if user not in self.users:
             return {"ok": False, "error": "user_not_found"}
-        return {"ok": True, "user": {"id": user, "name": self.users[user], "deleted": False}}
+        found: dict[str, Any] = {"id": user, "name": self.users[user], "deleted": False}
+        if str(params.get("include_locale", "")).lower() in ("true", "1"):  # Slack adds it only when asked
+            found["locale"] = self.locales.get(user, "en-US")
+        return {"ok": True, "user": found}
 
     def _api_conversations_info(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = str(params.get("channel", ""))
