@@ -120,7 +120,7 @@ def _post(settings: Settings, policy: Policy, metrics: MetricsSource, day: date,
         return 2
     client = slack_client(settings.slack_bot_token.get_secret_value(), base_url=settings.slack_api_url)
     service = build_digest(
-        policy=policy, metrics=metrics, database=_database(settings, sandbox=False), notifier=slack_ports(client).notifier
+        policy=policy, metrics=metrics, database=_database(settings, sandbox=False), notifier=slack_ports(client, policy).notifier
     )
     unavailable: dict[str, str] = {}
     posted = answered(lambda: service.publish(day, teams=[team] if team else None), unavailable)
