@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    chosen: Language | None = getattr(args, "lang", None)
+    chosen: Language | None = args.lang
     with speaking(chosen or Language.EN):
         try:
             settings = load_settings()
