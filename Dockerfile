@@ -31,12 +31,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     HOME=/tmp \
     MPLCONFIGDIR=/tmp/matplotlib \
     PATH=/opt/gpu-quota-bot/bin:$PATH
-# pip writes each catalog's .po just after its .mo; the bot compiles a .po newer than its .mo (bot.adapters.i18n),
-# so the compiled catalogs are touched to be the newer ones.
 RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     python -m venv /opt/gpu-quota-bot \
     && /opt/gpu-quota-bot/bin/pip install --no-cache-dir --no-index --find-links /wheels gpu-quota-bot \
-    && find /opt/gpu-quota-bot -path '*/bot/locale/*' -name '*.mo' -exec touch {} + \
     && /opt/gpu-quota-bot/bin/pip uninstall --yes pip setuptools wheel \
     && useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin bot
 USER 10001:10001
