@@ -290,36 +290,59 @@ def _close_to(word: str) -> str | None:
 
 @dataclass(frozen=True)
 class ThreadDecision:
-    """``approve`` or ``deny <reason>`` typed as a reply in a request's thread."""
+    """``approve`` / ``批准`` or ``deny <reason>`` / ``拒绝 <理由>`` typed as a reply in a request's thread."""
 
     approve: bool
     reason: str = ""
 
 
 _LEADING_MENTION = re.compile(r"\s*<@([A-Z0-9]+)(?:\|[^>]*)?>")
+# What may follow a verb before the reason, or after an approval that stands alone: a hurried person's
+# punctuation, half-width or full-width (Chinese is typed with the latter: "拒绝：预算不够", "批准！").
+_PUNCTUATION = ".!:,;。！：，；、"
+# The Chinese verbs (a keyword, as typed; ``了`` is the particle of a thing done: 批准了, as "approved").
+# Chinese is written without spaces, so the reason may follow the verb at once: 拒绝预算不够.
+_CHINESE_DECISION = re.compile(r"(?P<verb>批准|拒绝)了?(?P<rest>.*)", re.DOTALL)
+# A denial's "reason" beginning with one of these makes the reply a question or a clause about denying
+# (拒绝吗？, 拒绝的话…), not a denial.
+_NOT_A_REASON = ("吗", "么", "呢", "的")
 
 
 def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | None:
     """A decision typed in a request's thread, or None for an ordinary reply (left alone).
 
-    ``approve`` must stand alone (an "approve of the idea, but..." reply is chat, not a decision);
-    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored; a reply
-    addressed to someone else ("@pat approve") asks them, so it is not the writer's decision.
+    ``approve`` (``批准``) must stand alone (an "approve of the idea, but..." reply is chat, not a
+    decision); ``deny`` (``拒绝``) may be followed by the reason. A leading @-mention of the bot is
+    ignored; a reply addressed to someone else ("@pat approve") asks them, so it is not the writer's
+    decision.
     """
     while mention := _LEADING_MENTION.match(text):
         if mention.group(1) != bot_user_id:
             return None
         text = text[mention.end() :]
-    words = text.strip().split(maxsplit=1)
+    text = text.strip()
+    chinese = _CHINESE_DECISION.fullmatch(text)
+    if chinese:
+        return _chinese_decision(chinese.group("verb"), chinese.group("rest"))
+    words = text.split(maxsplit=1)
     if not words:
         return None
-    verb = words[0].lower().rstrip(".!:,;")  # "Deny: no budget" is a denial, as a hurried person types it
+    verb = words[0].lower().rstrip(_PUNCTUATION)  # "Deny: no budget" is a denial, as a hurried person types it
     rest = words[1].strip() if len(words) > 1 else ""
-    if verb in ("approve", "approved") and not rest.strip(".! "):
+    if verb in ("approve", "approved") and not rest.strip(_PUNCTUATION + " "):
         return ThreadDecision(approve=True)
     if verb in ("deny", "denied"):
         return ThreadDecision(approve=False, reason=rest)
     return None
+
+
+def _chinese_decision(verb: str, rest: str) -> ThreadDecision | None:
+    reason = rest.lstrip(_PUNCTUATION + " \t\n\u3000").strip()
+    if verb == "批准":
+        return None if reason else ThreadDecision(approve=True)
+    if reason.startswith(_NOT_A_REASON) and not rest[:1].isspace() and rest[:1] not in _PUNCTUATION:
+        return None
+    return ThreadDecision(approve=False, reason=reason)
 
 
 def is_resource_word(text: str) -> bool:

@@ -299,6 +299,74 @@ def test_decisions_typed_in_a_thread(text: str, expected: ThreadDecision | None)
     assert parse_thread_decision(text, bot_user_id="UBOT") == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("批准", ThreadDecision(approve=True)),
+        ("批准。", ThreadDecision(approve=True)),
+        ("批准！", ThreadDecision(approve=True)),
+        ("批准!", ThreadDecision(approve=True)),
+        ("  批准  ", ThreadDecision(approve=True)),
+        ("批准了", ThreadDecision(approve=True)),
+        ("<@UBOT> 批准", ThreadDecision(approve=True)),
+        ("<@UBOT>批准。", ThreadDecision(approve=True)),
+        ("<@U0PAT> 批准", None),
+        ("批准吗？", None),
+        ("批准，但是下周再说", None),
+        ("不批准", None),
+        ("我批准", None),
+        ("拒绝 预算不足", ThreadDecision(approve=False, reason="预算不足")),
+        ("拒绝：预算不足", ThreadDecision(approve=False, reason="预算不足")),
+        ("拒绝，预算不足。", ThreadDecision(approve=False, reason="预算不足。")),
+        ("拒绝预算不够", ThreadDecision(approve=False, reason="预算不够")),
+        ("拒绝: budget", ThreadDecision(approve=False, reason="budget")),
+        ("拒绝了，数据还没清洗", ThreadDecision(approve=False, reason="数据还没清洗")),
+        ("拒绝", ThreadDecision(approve=False)),
+        ("拒绝。", ThreadDecision(approve=False)),
+        ("<@UBOT> 拒绝 这个月没有预算", ThreadDecision(approve=False, reason="这个月没有预算")),
+        ("拒绝吗？", None),
+        ("拒绝的话怎么办", None),
+        ("拒绝：的确不需要", ThreadDecision(approve=False, reason="的确不需要")),
+        ("我拒绝", None),
+        ("approve。", ThreadDecision(approve=True)),
+        ("Deny：", ThreadDecision(approve=False)),
+    ],
+)
+def test_decisions_typed_in_chinese_in_a_thread(text: str, expected: ThreadDecision | None) -> None:
+    assert parse_thread_decision(text, bot_user_id="UBOT") == expected
+
+
+_SEPARATORS = ["", " ", "：", "，", ": ", "， ", "\u3000"]
+_PARTICLES = ("吗", "么", "呢", "的", "了")
+# A reason as a Chinese team writes it: Chinese characters, Latin words, digits, spaces and punctuation inside.
+chinese_reasons = st.text(
+    alphabet=st.sampled_from("预算不足够数据还没清洗本月已超标请下周再申请GPU ab1，。、"), min_size=1, max_size=40
+).filter(lambda text: text.strip() and text.strip()[0] not in "，。、" and not text.strip().startswith(_PARTICLES))
+
+
+@given(st.sampled_from(_SEPARATORS), chinese_reasons)
+def test_a_chinese_denial_takes_the_reason_after_it_with_or_without_a_space(separator: str, reason: str) -> None:
+    assert parse_thread_decision(f"拒绝{separator}{reason}", bot_user_id="UBOT") == ThreadDecision(
+        approve=False, reason=reason.strip()
+    )
+
+
+@given(st.text(alphabet=st.sampled_from(" 。！!.，,：:；;、\u3000"), max_size=6))
+def test_a_chinese_approval_stands_alone_whatever_punctuation_follows(punctuation: str) -> None:
+    assert parse_thread_decision(f"批准{punctuation}", bot_user_id="UBOT") == ThreadDecision(approve=True)
+
+
+@given(chinese_reasons)
+def test_a_chinese_approval_followed_by_words_is_chat_not_a_decision(words: str) -> None:
+    assert parse_thread_decision(f"批准，{words}", bot_user_id="UBOT") is None
+
+
+@given(st.sampled_from(["批准", "拒绝 预算不足", "approve", "deny no budget", "looks good"]), st.sampled_from(["", " ", "  "]))
+def test_a_mention_of_the_bot_before_a_decision_changes_nothing_and_of_someone_else_makes_it_chat(text: str, space: str) -> None:
+    assert parse_thread_decision(f"<@UBOT>{space}{text}", bot_user_id="UBOT") == parse_thread_decision(text, bot_user_id="UBOT")
+    assert parse_thread_decision(f"<@U0PAT>{space}{text}", bot_user_id="UBOT") is None
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_listed_is_one_the_parser_knows(command: str) -> None:
     parsed = parse_command(command)
