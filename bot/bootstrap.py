@@ -29,6 +29,7 @@ from bot.adapters.kueue import KueueCluster
 from bot.adapters.metrics_clusters import ClusterMetrics
 from bot.adapters.prometheus import ClusterLabels, PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
+from bot.adapters.slack.input_words import plain_text as problem_text
 from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.adapters.slack.reasons import plain_text as reason_text
@@ -36,6 +37,7 @@ from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
 from bot.domain.clusters import HOME
+from bot.domain.input_problems import ParseError
 from bot.domain.policy import KARMADA_PLANE, Cluster, Policy
 from bot.domain.quota import QuotaScope
 from bot.executor import TrackingExecutor
@@ -83,10 +85,11 @@ from bot.services.submissions import Submissions
 from bot.services.why import Why
 from bot.settings import Settings
 
-# A refusal's or a failure reason's ``str`` (logs, form errors, job results, the CLIs) is the Slack edge's
-# wording, the one people read.
+# A refusal's, a failure reason's or a parse error's ``str`` (logs, form errors, job results, the CLIs, the
+# shell) is the Slack edge's wording, the one people read.
 Refused.worded_by(plain_text)
 ReasonedError.worded_by(reason_text)
+ParseError.worded_by(problem_text)
 
 
 def open_database(url: str, *, migrate: Callable[[str], object] = upgrade_if_behind) -> Database:
