@@ -70,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     shell.add_argument("--kubeconfig", type=Path, help="use a real cluster instead of the sandbox one")
     shell.add_argument("--database", help="database URL (default: a fresh SQLite file for this session)")
     shell.add_argument("--demo", action="store_true", help="play the README's story, then stop")
+    shell.add_argument(
+        "--lang",
+        choices=["en", "zh-CN"],
+        default="en",
+        help="the shell's language and the sandbox's: its teams' and every person's Slack locale (default en)",
+    )
 
     digest = commands.add_parser("digest", help="the daily GPU cost digest: --print it here or --post it to Slack")
     from bot.digest_cli import add_arguments
@@ -157,11 +163,12 @@ def _shell(args: argparse.Namespace) -> int:
     import logging
 
     from bot.clock import ShiftedClock
+    from bot.domain.languages import Language
     from bot.logs import configure_logging
     from bot.sandbox.history import HistoryMetrics, sandbox_history
     from bot.sandbox.session import Sandbox
-    from bot.sandbox.world import sandbox_policy
-    from bot.shell import DEMO, Shell
+    from bot.sandbox.world import SLACK_LOCALES, sandbox_policy
+    from bot.shell import Shell, demo_script
 
     if args.kubeconfig is not None:
         load_cluster(args.kubeconfig, setting="--kubeconfig")
@@ -173,13 +180,20 @@ def _shell(args: argparse.Namespace) -> int:
     clock = ShiftedClock()
     history = sandbox_history(clock.now())  # the shell's `idle` command changes it
     # The sandbox's own clusters are two (eu-1 and us-2); a real kubeconfig is governed as one cluster.
-    policy = sandbox_policy(two_clusters=args.kubeconfig is None)
+    language = Language(args.lang)
+    policy = sandbox_policy(two_clusters=args.kubeconfig is None, language=language)
     sandbox = Sandbox(
-        policy=policy, kubeconfig=args.kubeconfig, database_url=args.database, clock=clock, metrics=HistoryMetrics(history)
+        policy=policy,
+        kubeconfig=args.kubeconfig,
+        database_url=args.database,
+        clock=clock,
+        metrics=HistoryMetrics(history),
+        locale=SLACK_LOCALES[language],
     )
     sandbox.start()
     try:
-        Shell(sandbox, echo=not sys.stdin.isatty(), history=history).run(DEMO if args.demo else None)
+        shell = Shell(sandbox, echo=not sys.stdin.isatty(), history=history, language=language)
+        shell.run(demo_script(language) if args.demo else None)
     finally:
         sandbox.stop()
     return 0

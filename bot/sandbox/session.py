@@ -17,6 +17,7 @@ from slack_bolt import App, BoltResponse
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import bolt_request
+from bot.adapters.slack.languages import Languages
 from bot.bootstrap import (
     build_bolt_app,
     build_services,
@@ -39,7 +40,7 @@ from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
 from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_clusters
 from bot.services.container import Services
-from bot.services.ports import MetricsSource, ScrapeInspection
+from bot.services.ports import Directory, MetricsSource, ScrapeInspection
 
 BOT_TOKEN = "xoxb-sandbox-token"
 SIGNING_SECRET = "sandbox-signing-secret"
@@ -59,14 +60,16 @@ class Sandbox:
         metrics: MetricsSource | None = None,
         scrape: ScrapeInspection | None = None,
         tls: Certificate | None = None,
+        locale: str | None = None,
     ) -> None:
         """``tls``: the stand-ins serve HTTPS with this certificate and the bot's clients trust only it; ``scrape``:
-        the Prometheus side ``doctor`` reads (default: ``SandboxScrape``, which the shell's ``scrape off`` changes)."""
+        the Prometheus side ``doctor`` reads (default: ``SandboxScrape``, which the shell's ``scrape off`` changes);
+        ``locale``: every sandbox person's Slack locale (``zh-CN``; default: Slack's, en-US)."""
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
         self._tls = tls
         server_tls = tls.server_context() if tls else None
-        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN, tls=server_tls)
+        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN, tls=server_tls, locale=locale)
         self.kubes: dict[str, KubeApiStandIn] = (
             {} if kubeconfig else {part: KubeApiStandIn(tls=server_tls) for part in self.policy.cluster_names()}
         )
@@ -85,6 +88,8 @@ class Sandbox:
         self.services: Services | None = None
         self.app: App | None = None
         self.side: SlackSide | None = None
+        self.languages: Languages | None = None  # who reads which language, as the bot decides it
+        self._directory: Directory | None = None
 
     @property
     def kube(self) -> KubeApiStandIn | None:
@@ -109,6 +114,7 @@ class Sandbox:
         cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout, retry_after=1.0, clock=self.clock)
         ports = slack_ports(client, self.policy)
         assert ports.languages is not None
+        self.languages, self._directory = ports.languages, ports.directory
         self.services = build_services(
             policy=self.policy,
             database=self.database,
@@ -136,6 +142,15 @@ class Sandbox:
             names={p.user_id: p.name for p in PEOPLE} | dict(self.slack.users),
         )
         return self
+
+    def set_locale(self, user_id: str, locale: str) -> None:
+        """The person's Slack language from now on (``zh-CN``, ``en-US``): users.info says so, and the bot reads it
+        again at once (a deployment sees a change once its directory's cache of it expires, 5 minutes)."""
+        self.slack.locales[user_id] = locale
+        # SlackDirectory has no public way to forget one person's cached language: its cache is a dict by user id.
+        cached = getattr(self._directory, "_locales", None)
+        if isinstance(cached, dict):
+            cached.pop(user_id, None)
 
     def _write_kubeconfig(self) -> Path:
         """A context per stand-in, named as the policy's ``context`` (or the cluster's name); the home cluster's current."""
