@@ -18,6 +18,7 @@ from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.slack.http import bolt_request
 from bot.adapters.slack.languages import Languages
+from bot.adapters.slack.notifier import SlackDirectory
 from bot.bootstrap import (
     build_bolt_app,
     build_services,
@@ -147,10 +148,8 @@ class Sandbox:
         """The person's Slack language from now on (``zh-CN``, ``en-US``): users.info says so, and the bot reads it
         again at once (a deployment sees a change once its directory's cache of it expires, 5 minutes)."""
         self.slack.locales[user_id] = locale
-        # SlackDirectory has no public way to forget one person's cached language: its cache is a dict by user id.
-        cached = getattr(self._directory, "_locales", None)
-        if isinstance(cached, dict):
-            cached.pop(user_id, None)
+        if isinstance(self._directory, SlackDirectory):
+            self._directory.forget_locale(user_id)
 
     def _write_kubeconfig(self) -> Path:
         """A context per stand-in, named as the policy's ``context`` (or the cluster's name); the home cluster's current."""
