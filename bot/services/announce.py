@@ -54,7 +54,7 @@ from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError, PermanentError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
-from bot.services.mail_messages import BudgetWarningMail, MailMessage, MonthlyCloseMail
+from bot.services.mail_messages import MailMessage, mail_from_json, mail_to_json
 from bot.services.messages import CopyNotPosted, Message, Said, from_json, to_json
 from bot.services.pods import PodView
 from bot.services.ports import (
@@ -373,10 +373,8 @@ class Announcer:
     def _send_mail(self, entry: Claimed) -> None:
         if self._mailer is None:
             raise PermanentError("SMTP_URL is not set, so the bot sends no mail")
-        said = _notice(entry)
-        assert isinstance(said, BudgetWarningMail | MonthlyCloseMail), f"outbox entry {entry.id} holds no mail"
-        assert entry.target is not None, f"outbox entry {entry.id} names no recipient"
-        self._mailer.send(entry.target, said, key=mail_key(entry))
+        assert entry.notice is not None and entry.target is not None, f"outbox entry {entry.id} holds no mail"
+        self._mailer.send(entry.target, mail_from_json(entry.notice), key=mail_key(entry))
 
     def _give_up(self, entry: Claimed, error: str, attempts: int) -> None:
         log.error("giving up on outbox entry %d (%s) after %d tries: %s", entry.id, entry.stream, attempts, error)
@@ -411,7 +409,7 @@ class Outgoing:
 
     def mail(self, repo: Repository, address: str, mail: MailMessage) -> None:
         """A mail to one recipient (a stream per address: one refused does not hold back the others)."""
-        self._add(repo, f"mail:{address}", MAIL, notice=mail, target=address)
+        self._add(repo, f"mail:{address}", MAIL, notice=mail_to_json(mail), target=address)
 
     def deliver(self) -> None:
         """After the transaction committed: deliver what it recorded (what Slack does not take now waits
@@ -426,7 +424,7 @@ class Outgoing:
         stream: str,
         kind: str,
         *,
-        notice: Said | None = None,
+        notice: Said | dict[str, Any] | None = None,  # a dict: already the outbox's JSON (a mail's)
         actions: Sequence[Action] = (),
         request_id: int | None = None,
         target: str | None = None,
@@ -438,7 +436,11 @@ class Outgoing:
             now=self._now(),
             request_id=request_id,
             target=target,
-            notice=None if notice is None else to_json(notice) if isinstance(notice, Message) else notice.to_json(),
+            notice=None
+            if notice is None or isinstance(notice, dict)
+            else to_json(notice)
+            if isinstance(notice, Message)
+            else notice.to_json(),
             actions=[_action_json(a) for a in actions],
             latest_only=latest_only,
         )

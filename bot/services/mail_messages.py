@@ -3,8 +3,10 @@
 Like the Slack messages (``bot.services.messages``), a mail holds no word: it names what happened and
 carries the figures, the chart's among them (each day's cost per part), so the mail worded at delivery
 (``bot.adapters.mail.words``, in the team's language) shows the figures as they were when the warning
-fired, whenever the mail server takes it. The outbox stores it as JSON (``to_json``), one entry per
-recipient (its stream ``mail:<address>``, its target the address).
+fired, whenever the mail server takes it. The outbox stores it as JSON (``mail_to_json``: the class name
+and the fields, encoded as the Slack messages' are), one entry per recipient (its stream
+``mail:<address>``, its target the address). A mail is no Slack message: the Slack edge never words one,
+so its classes register here (``Mail.kinds``), by name, never renamed while entries of them may wait.
 """
 
 from __future__ import annotations
@@ -12,8 +14,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
+from typing import Any, ClassVar
 
-from bot.services.messages import BudgetAlert, Message
+# The outbox's JSON of typed values, shared with the Slack messages (one encoding for both).
+from bot.services.messages import BudgetAlert, _decode, _encode
+
+
+class Mail:
+    """The base of the typed mails (subclasses are frozen dataclasses)."""
+
+    kinds: ClassVar[dict[str, type[Mail]]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        assert cls.__name__ not in Mail.kinds, f"two mails named {cls.__name__}"
+        Mail.kinds[cls.__name__] = cls
 
 
 @dataclass(frozen=True)
@@ -31,7 +46,7 @@ class DayCost:
 
 
 @dataclass(frozen=True)
-class BudgetWarningMail(Message):
+class BudgetWarningMail(Mail):
     """The budget warning the team's channel got, by mail. ``team``: the policy's key (its language);
     ``day``: the day it fired (in ``schedules.timezone``), whose month the chart shows; ``pace``: the
     budget's daily pace (the chart's dashed line)."""
@@ -54,7 +69,7 @@ class NamespaceClose:
 
 
 @dataclass(frozen=True)
-class MonthlyCloseMail(Message):
+class MonthlyCloseMail(Mail):
     """A team's final figures of a month (``month``: its first day), read from the cost ledger once the month
     is over. ``missing``: days no metrics were recorded for (unknown, not counted as zero); ``over_since``:
     the day spend reached the budget."""
@@ -76,6 +91,19 @@ class MonthlyCloseMail(Message):
 
 
 MailMessage = BudgetWarningMail | MonthlyCloseMail
+
+
+def mail_to_json(mail: Mail) -> dict[str, Any]:
+    """The mail as the outbox stores it: ``{"mail": kind, "fields": {...}}``."""
+    return {"mail": type(mail).__name__, "fields": _encode(mail)}
+
+
+def mail_from_json(data: dict[str, Any] | list[dict[str, str]]) -> MailMessage:
+    """What ``mail_to_json`` stored; raises KeyError for what is no mail (a kind this version does not know)."""
+    assert isinstance(data, dict), "a mail's entry holds a mapping"
+    decoded = _decode(Mail.kinds[data["mail"]], data["fields"])
+    assert isinstance(decoded, BudgetWarningMail | MonthlyCloseMail)
+    return decoded
 
 
 def chart_days(daily: Mapping[date, Mapping[str, float]]) -> tuple[DayCost, ...]:
