@@ -436,11 +436,7 @@ class Outgoing:
             now=self._now(),
             request_id=request_id,
             target=target,
-            notice=None
-            if notice is None or isinstance(notice, dict)
-            else to_json(notice)
-            if isinstance(notice, Message)
-            else notice.to_json(),
+            notice=_stored(notice),
             actions=[_action_json(a) for a in actions],
             latest_only=latest_only,
         )
@@ -464,6 +460,13 @@ def mail_key(entry: Claimed) -> str:
 def _where(entry: Claimed) -> str:
     """Who did not take the entry, for the log line."""
     return "the mail server" if entry.kind == MAIL else "Slack"
+
+
+def _stored(notice: Said | dict[str, Any] | None) -> dict[str, Any] | list[dict[str, str]] | None:
+    """What an entry stores of what is said: a typed message's JSON, a notice's parts, or a mail's JSON as given."""
+    if notice is None or isinstance(notice, dict):
+        return notice
+    return to_json(notice) if isinstance(notice, Message) else notice.to_json()
 
 
 def _notice(entry: Claimed) -> Said:

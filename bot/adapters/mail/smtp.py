@@ -147,7 +147,7 @@ def translate(error: smtplib.SMTPException | OSError, server: SmtpServer, *, ste
         )
     if isinstance(error, ssl.SSLError):
         return PermanentError(
-            f"{at} did not complete a TLS handshake ({error.reason or type(error).__name__}): smtps:// speaks TLS from the"
+            f"{at} did not complete a TLS handshake ({getattr(error, 'reason', None) or type(error).__name__}): smtps:// speaks TLS from the"
             " first byte (port 465), smtp:// starts it with STARTTLS (port 587); is SMTP_URL's scheme right for this port?"
         )
     if isinstance(error, ConnectionRefusedError):
