@@ -380,3 +380,16 @@ def test_each_smtp_failure_is_temporary_or_permanent_with_the_servers_words(erro
     translated = translate(error, SERVER)  # type: ignore[arg-type]
     assert type(translated) is kind and words in str(translated)
     assert "smtp.example.com:587" in str(translated) and SECRET not in str(translated)
+
+
+def test_run_warns_of_budget_mail_that_cannot_go(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.server import mail_warnings
+
+    policy = parse_policy(POLICY)
+    assert mail_warnings(load_settings(), policy) == [
+        "teams frontier list budget.mail but SMTP_URL is not set: their budget mail is not sent"
+    ]
+    monkeypatch.setenv("SMTP_URL", "smtp://gpu-bot%40example.com@smtp.example.com")
+    assert mail_warnings(load_settings(), policy) == ["SMTP_URL names the user gpu-bot@example.com but SMTP_PASSWORD is not set"]
+    monkeypatch.setenv("SMTP_PASSWORD", SECRET)
+    assert mail_warnings(load_settings(), policy) == []
