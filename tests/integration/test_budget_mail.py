@@ -12,6 +12,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from apscheduler.schedulers.background import BackgroundScheduler
 from prometheus_client import REGISTRY
 from pydantic import SecretStr
 from sqlalchemy import select
@@ -270,6 +271,29 @@ def test_a_chinese_teams_mail_is_in_chinese(mail: MailServer, tmp_path: Path) ->
     (got,) = mail.to(FINANCE)
     assert got.subject == "Research 2026年11月 的 GPU 费用：€11,520.00，预算 €5,000.00（230%）"
     assert "按命名空间：\n  ns-train：€11,520.00（5,760.0 GPU 小时）" in got.text
+
+
+def scheduled(box: Sandbox) -> dict[str, str]:
+    """The jobs ``run`` would schedule for this sandbox's services, with their triggers."""
+    import jobs
+
+    assert box.services is not None
+    scheduler = BackgroundScheduler(timezone="UTC")
+    jobs.register(scheduler, box.services, reconcile_seconds=30, sweep_seconds=600)
+    return {job.id: str(job.trigger) for job in scheduler.get_jobs()}
+
+
+def test_the_monthly_close_is_scheduled_on_the_policys_cron_with_smtp_url_only(mail: MailServer, tmp_path: Path) -> None:
+    with_mail = sandbox(mail, ManualClock(CLOSE_AT), f"sqlite:///{tmp_path}/a.db")
+    without = Sandbox(
+        policy=policy(), seed=False, database_url=f"sqlite:///{tmp_path}/b.db", metrics=HistoryMetrics(HISTORY)
+    ).start()
+    try:
+        assert scheduled(with_mail)["monthly_close"] == "cron[month='*', day='1-7', day_of_week='*', hour='8', minute='0']"
+        assert "monthly_close" not in scheduled(without) and "budget_warnings" in scheduled(without)
+    finally:
+        with_mail.stop()
+        without.stop()
 
 
 def test_check_config_logs_in_without_sending(mail: MailServer, certificate: Certificate) -> None:
