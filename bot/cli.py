@@ -38,6 +38,11 @@ PROMETHEUS = [
     ("PROMETHEUS_CA_BUNDLE", "CA bundle file for an https Prometheus with a private CA"),
     ("PROMETHEUS_TIMEOUT_SECONDS", "per query (default 120)"),
 ]
+MAIL = [
+    ("SMTP_URL", "mail server for budget.mail: smtp://user@host:587 (STARTTLS), smtps://user@host:465"),
+    ("SMTP_PASSWORD", "the password of SMTP_URL's user"),
+    ("SMTP_CA_BUNDLE", "CA bundle file for a mail server with a private CA"),
+]
 SERVER = [
     ("PORT", "HTTP port: /slack/events (HTTP mode), /healthz, /readyz, /metrics (default 3000)"),
     ("LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR (default INFO)"),
@@ -62,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "run",
         help="serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the jobs",
         description="Serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the scheduled jobs.",
-        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, SERVER),
+        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, MAIL, SERVER),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
@@ -87,13 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     add_ledger_arguments(commands.add_parser("ledger", help="the cost ledger: backfill it from Prometheus"))
     add_cost_arguments(commands.add_parser("cost", help="GPU cost from the ledger: export a month as CSV or JSON"))
 
-    commands.add_parser(
+    check_config = commands.add_parser(
         "check-config",
         help="check the settings and the policy, and that what it names exists",
         description="Check the settings and the policy, and that the namespaces, Slack users, groups and channels it "
         "names exist; one line per problem.",
-        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS),
+        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, MAIL),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check_config.add_argument(
+        "--smtp-login", action="store_true", help="also log in to SMTP_URL's mail server (then quit: no mail is sent)"
     )
 
     from bot.doctor_cli import add_arguments as add_doctor_arguments
@@ -133,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check-config":
             from bot.check_config import run as check
 
-            return check()
+            return check(smtp_login=args.smtp_login)
         if args.command == "doctor":
             from bot.doctor_cli import run as doctor
 

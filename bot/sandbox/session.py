@@ -9,6 +9,7 @@ cluster of the policy is a Kubernetes API stand-in (``kubes``, by the cluster's 
 
 from __future__ import annotations
 
+import ssl
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from slack_bolt import App, BoltResponse
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
+from bot.adapters.mail.url import SmtpServer
 from bot.adapters.slack.http import bolt_request
 from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.notifier import SlackDirectory
@@ -25,6 +27,7 @@ from bot.bootstrap import (
     connect_clusters,
     connect_inspection,
     connect_karmada,
+    connect_mail,
     open_database,
     slack_client,
     slack_ports,
@@ -62,10 +65,13 @@ class Sandbox:
         scrape: ScrapeInspection | None = None,
         tls: Certificate | None = None,
         locale: str | None = None,
+        mail: SmtpServer | None = None,
+        mail_trusts: ssl.SSLContext | None = None,
     ) -> None:
         """``tls``: the stand-ins serve HTTPS with this certificate and the bot's clients trust only it; ``scrape``:
         the Prometheus side ``doctor`` reads (default: ``SandboxScrape``, which the shell's ``scrape off`` changes);
-        ``locale``: every sandbox person's Slack locale (``zh-CN``; default: Slack's, en-US)."""
+        ``locale``: every sandbox person's Slack locale (``zh-CN``; default: Slack's, en-US); ``mail``: the mail
+        server budget mail goes to (none: no mail), its certificate checked with ``mail_trusts``."""
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
         self._tls = tls
@@ -81,6 +87,7 @@ class Sandbox:
         self._retry_delays = retry_delays
         self._kube_timeout = kube_timeout
         self._metrics = metrics
+        self._mail, self._mail_trusts = mail, mail_trusts
         self.scrape: ScrapeInspection = scrape or SandboxScrape(
             sandbox_history(self.clock.now()), interval=self.policy.metrics.sample_interval, clusters=self.policy.cluster_names()
         )
@@ -129,6 +136,7 @@ class Sandbox:
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),
             retry_delays=self._retry_delays,
+            mailer=connect_mail(self._mail, self.policy, clock=self.clock, context=self._mail_trusts),
         )
         self.app = build_bolt_app(
             services=self.services,
