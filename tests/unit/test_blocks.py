@@ -154,7 +154,7 @@ def test_long_lists_stay_within_fifty_blocks_and_say_how_many_are_left() -> None
     assert len(packed) <= 50
     shown = sum(b["text"]["text"].count("line ") for b in packed if b["type"] == "section")
     last = packed[-1]
-    assert last["type"] == "context" and f"and {2000 - shown} more" in last["elements"][0]["text"]
+    assert last["type"] == "context" and f"and {2000 - shown:,} more" in last["elements"][0]["text"]
 
 
 def test_short_lists_are_packed_whole() -> None:
