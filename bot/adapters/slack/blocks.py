@@ -646,33 +646,19 @@ def pending_line(pending: PendingLine) -> str:
 
 
 def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
-    """One line per audit record: when (UTC), who, the action and its subject, the values, the detail.
-
-    The sentence is the bot's own (a catalog entry); every value in it is escaped here, and the detail
-    is rendered by ``reasons.render_detail`` (a typed detail in words, anything else as stored)."""
+    """One line per audit record: when (UTC), who, the action (its key) and its subject, the values, the detail
+    (``reasons.render_detail``: a typed detail in words, anything else as stored)."""
     lines = []
     for entry in entries:
-        subject = format_request_id(entry.request_id) if entry.request_id else entry.namespace or ""
-        values = {
-            "at": render(say(Code(f"{entry.at:%Y-%m-%d %H:%M}Z"))),
-            "actor": tr("bot") if entry.actor == _BOT else mention(entry.actor),
-            "action": escape(entry.action),
-            "subject": escape(subject),
-        }
+        actor = tr("bot") if entry.actor == _BOT else mention(entry.actor)
+        subject = format_request_id(entry.request_id) if entry.request_id else escape(entry.namespace or "")
         change = ""
         if entry.before and entry.after:
-            change = f"{_json(entry.before)} → {_json(entry.after)}"
+            change = f" {_json(entry.before)} → {_json(entry.after)}"
         elif entry.after:
-            change = _json(entry.after)
-        detail = reasons.render_detail(entry.detail) if entry.detail else ""
-        if change and detail:
-            lines.append(tr("{at} {actor} *{action}* {subject} {change} — {detail}", change=change, detail=detail, **values))
-        elif change:
-            lines.append(tr("{at} {actor} *{action}* {subject} {change}", change=change, **values))
-        elif detail:
-            lines.append(tr("{at} {actor} *{action}* {subject} — {detail}", detail=detail, **values))
-        else:
-            lines.append(tr("{at} {actor} *{action}* {subject}", **values))
+            change = f" {_json(entry.after)}"
+        detail = f" — {reasons.render_detail(entry.detail)}" if entry.detail else ""
+        lines.append(f"`{entry.at:%Y-%m-%d %H:%M}Z` {actor} *{escape(entry.action)}* {subject}{change}{detail}")
     return lines
 
 

@@ -36,7 +36,7 @@ from bot.domain.commands import RequestDraft, clean_text, format_request_id
 from bot.domain.durations import MAX_DURATION, format_duration
 from bot.domain.resources import Resolved, resolve, short_name
 from bot.services.outcomes import Confirmation
-from bot.services.text import Notice, User
+from bot.services.text import Notice, User, say
 from bot.services.views import ResourceChoice
 
 MAX_OPTIONS = 100  # a static_select's options
@@ -51,7 +51,7 @@ def _mrkdwn(text: str) -> MarkdownTextObject:
 
 def _problems(problems: Sequence[str]) -> ContextBlock:
     """What was wrong with what was typed, one warning line each (the problems escaped at render)."""
-    lines = "\n".join(render(fill(":warning: {problem}", problem=problem)) for problem in problems)
+    lines = "\n".join(render(say(":warning: ", problem)) for problem in problems)
     return ContextBlock(elements=[_mrkdwn(truncate(lines, 2000))])
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.adapters.i18n import format_number, gettext, ngettext, substitute, tr
+from bot.adapters.i18n import format_number, gettext, ngettext, substitute
 from bot.domain.resources import GPU, mig_profile
 
 SHARED_GPU = "nvidia.com/gpu.shared"  # the device plugin's time-slicing with renameByDefault
@@ -30,8 +30,7 @@ def amount_of(count: int, resource: str) -> str:
         return substitute(ngettext("{count} {profile} slice", "{count} {profile} slices", size), values)
     if resource == SHARED_GPU:
         return substitute(ngettext("{count} shared GPU", "{count} shared GPUs", size), values)
-    # Translators: an amount of a resource the bot has no words for, named as the cluster names it.
-    return tr("{count} × {resource}", count=values["count"], resource=resource)
+    return f"{values['count']} × {resource}"  # a resource the bot has no words for, named as the cluster names it
 
 
 def unit_hours(resource: str) -> str:
