@@ -167,7 +167,7 @@ def request_message(card: RequestCard) -> list[Block]:
 
 # Each state's name, as the notification text says it.
 _STATE_NAMES = {
-    RequestState.PENDING: N_("waiting for a decision"),
+    RequestState.PENDING: N_("pending"),
     RequestState.APPROVED: N_("approved"),
     RequestState.APPLIED: N_("applied"),
     RequestState.FAILED: N_("failed"),
