@@ -26,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.adapters.db.database import Database  # noqa: E402
 from bot.adapters.db.migrate import upgrade  # noqa: E402
+from bot.adapters.slack.languages import Languages  # noqa: E402
 from bot.adapters.slack.notifier import SlackNotifier, make_web_client  # noqa: E402
 from bot.clock import SystemClock  # noqa: E402
+from bot.domain.languages import Language  # noqa: E402
 from bot.sandbox.session import BOT_TOKEN  # noqa: E402
 from bot.sandbox.world import sandbox_policy, sandbox_slack  # noqa: E402
 from bot.services.announce import Announcer  # noqa: E402
@@ -62,10 +64,10 @@ def one_run(url: str, count: int) -> dict[str, float]:
     upgrade(url)
 
     def replica() -> Announcer:
-        notifier = SlackNotifier(make_web_client(BOT_TOKEN, base_url=slack.api_url))
+        notifier = SlackNotifier(make_web_client(BOT_TOKEN, base_url=slack.api_url), Languages.only(Language.EN))
         return Announcer(notifier=notifier, policy=sandbox_policy(), database=Database.from_url(url), clock=SystemClock())
 
-    notifier = SlackNotifier(make_web_client(BOT_TOKEN, base_url=slack.api_url))
+    notifier = SlackNotifier(make_web_client(BOT_TOKEN, base_url=slack.api_url), Languages.only(Language.EN))
     announcer, other = replica(), replica()
     notice = say("Approved by ", User("U0LEE"), " — 1 of 1.")
     figures = {

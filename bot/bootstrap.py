@@ -29,6 +29,7 @@ from bot.adapters.kueue import KueueCluster
 from bot.adapters.metrics_clusters import ClusterMetrics
 from bot.adapters.prometheus import ClusterLabels, PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
+from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.adapters.slack.reasons import plain_text as reason_text
 from bot.adapters.slack.refusals import plain_text
@@ -241,11 +242,19 @@ class SlackPorts:
     notifier: Notifier
     directory: Directory
     home_tabs: HomePublisher
+    languages: Languages | None = None  # who reads which language (the Bolt app's listeners need it too)
 
 
-def slack_ports(client: PooledWebClient) -> SlackPorts:
-    """The Slack adapters, all on one client."""
-    return SlackPorts(notifier=SlackNotifier(client), directory=SlackDirectory(client), home_tabs=SlackHomeTabs(client))
+def slack_ports(client: PooledWebClient, policy: Policy) -> SlackPorts:
+    """The Slack adapters, all on one client, wording what they send in the reader's language."""
+    directory = SlackDirectory(client)
+    languages = Languages(policy, directory.locale)
+    return SlackPorts(
+        notifier=SlackNotifier(client, languages),
+        directory=directory,
+        home_tabs=SlackHomeTabs(client, languages),
+        languages=languages,
+    )
 
 
 def _cluster_answering(policy: Policy, cluster: QuotaCluster) -> Callable[[QuotaScope], None] | None:
@@ -513,13 +522,16 @@ def _digest(
     )
 
 
-def build_bolt_app(*, services: Services, client: PooledWebClient, signing_secret: str, executor: TrackingExecutor) -> App:
+def build_bolt_app(
+    *, services: Services, client: PooledWebClient, signing_secret: str, executor: TrackingExecutor, languages: Languages
+) -> App:
     """The Bolt app with every listener registered. Token verification happens in ``run``, not here.
 
     Listeners run in the request's own thread (``process_before_response``): each decides its ack
     there, at once, and hands the slow work to ``executor``. Bolt's default runs the whole listener
     in a pool and polls for the ack every 10 ms, so acks queued behind other requests' work.
-    Listeners' ``client`` and ``respond`` share ``client``'s kept-alive connections (``transport``).
+    Listeners' ``client`` and ``respond`` share ``client``'s kept-alive connections (``transport``), and
+    answer in the language of the person who acted (``languages``; the executor carries it to the pool).
     """
     import handlers
 
@@ -531,5 +543,6 @@ def build_bolt_app(*, services: Services, client: PooledWebClient, signing_secre
         process_before_response=True,
     )
     app.use(share_connections(client))
+    app.use(languages.listener_middleware())
     handlers.register(app, services, executor)
     return app

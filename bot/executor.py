@@ -16,6 +16,7 @@ use ``wait_idle`` to wait for the work that follows an ack before looking at wha
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 import time
@@ -123,7 +124,8 @@ class TrackingExecutor(ThreadPoolExecutor):
         with self._idle:
             self._in_flight += 1
         try:
-            future: Future[Any] = executor.submit(fn, *args, **kwargs)
+            # The work runs in the context it was handed off in: the language of the person who asked.
+            future: Future[Any] = executor.submit(contextvars.copy_context().run, fn, *args, **kwargs)
         except BaseException:
             self._done(None)
             raise

@@ -96,6 +96,7 @@ def serve() -> int:
         log.warning(
             "PROMETHEUS_URL (or clusters.<name>.prometheus_url) is not set: no cost digests, budget warnings or idle-GPU nudges"
         )
+    ports = slack_ports(client, policy)
     services = build_services(
         policy=policy,
         database=database,
@@ -104,7 +105,7 @@ def serve() -> int:
         queues=cluster,
         federation=federation,
         inspection=connect_inspection(cluster),
-        slack=slack_ports(client),
+        slack=ports,
         clock=SystemClock(),
         metrics=metrics,
     )
@@ -116,7 +117,10 @@ def serve() -> int:
         # Socket Mode verifies nothing by signature and serves no Slack route; a random secret all
         # the same, so that no constant could ever sign a request this app accepts.
         signing_secret = secrets.token_hex(32)
-    app = build_bolt_app(services=services, client=client, signing_secret=signing_secret, executor=executor)
+    assert ports.languages is not None
+    app = build_bolt_app(
+        services=services, client=client, signing_secret=signing_secret, executor=executor, languages=ports.languages
+    )
     scheduler = BackgroundScheduler(timezone="UTC")
     jobs.register(
         scheduler, services, reconcile_seconds=settings.reconcile_interval_seconds, sweep_seconds=settings.sweep_interval_seconds

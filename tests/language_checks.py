@@ -27,6 +27,7 @@ LATIN_KEPT = frozenset(
         *"gpu-quota-bot gpu-quota request approve deny status cancel release extend retry shift cost".split(),
         *"audit doctor why help list permanent for check-config kube-state-metrics dcgm-exporter".split(),
         *"YYYY MM DD GiB h".split(),
+        *"ServiceAccount ServiceMonitor".split(),  # the kinds doctor's fixes name (RBAC, the Prometheus operator)
     }
 )
 _MARKUP = (

@@ -19,7 +19,7 @@ import io
 import logging
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date, datetime, timedelta, tzinfo
@@ -43,7 +43,23 @@ DOMAIN = "messages"
 LOCALES: Mapping[Language, Locale] = {Language.EN: Locale.parse("en"), Language.ZH_CN: Locale.parse("zh_Hans_CN")}
 CATALOG_DIRS: Mapping[Language, str] = {Language.EN: "en", Language.ZH_CN: "zh_Hans"}
 
-_current: ContextVar[Language] = ContextVar("language", default=Language.EN)
+
+class _Deferred:
+    """A language found out when words are first made (a person's Slack language costs a Slack call)."""
+
+    def __init__(self, find: Callable[[], Language]) -> None:
+        self._find: Callable[[], Language] | None = find
+        self._found = Language.EN
+        self._lock = threading.Lock()
+
+    def language(self) -> Language:
+        with self._lock:
+            if self._find is not None:
+                self._found, self._find = self._find(), None
+            return self._found
+
+
+_current: ContextVar[Language | _Deferred] = ContextVar("language", default=Language.EN)
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 # Message ids asked for in a language whose catalog lacks them (shown in English meanwhile): logged once
 # each, and read by the tests that render every message in every language.
@@ -56,7 +72,8 @@ _missed_lock = threading.Lock()
 
 def current() -> Language:
     """The language words are made in here and now."""
-    return _current.get()
+    chosen = _current.get()
+    return chosen.language() if isinstance(chosen, _Deferred) else chosen
 
 
 @contextmanager
@@ -73,6 +90,11 @@ def use(language: Language) -> None:
     """Words made from now on in this context are in ``language`` (a Slack request's thread: set on every
     request before its listener runs, so nothing of the previous request's stays)."""
     _current.set(language)
+
+
+def use_lazily(find: Callable[[], Language]) -> None:
+    """``use`` the language ``find`` returns, asked only when (and once) words are first made."""
+    _current.set(_Deferred(find))
 
 
 def locale() -> Locale:

@@ -182,9 +182,12 @@ class NodeFacts:
 
     @property
     def scheduling_taints(self) -> tuple[Taint, ...]:
-        """Taints that keep pods off, a cordon included."""
-        cordon = (Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule"),) if self.unschedulable else ()
-        return tuple(t for t in self.taints if t.blocks) + cordon
+        """Taints that keep pods off, a cordon included once (the API usually stores it as a taint too:
+        the node lifecycle controller adds it to a cordoned node)."""
+        blocking = tuple(t for t in self.taints if t.blocks)
+        stored = any(t.key == UNSCHEDULABLE_TAINT for t in blocking)
+        cordon = (Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule"),) if self.unschedulable and not stored else ()
+        return blocking + cordon
 
 
 @dataclass(frozen=True)

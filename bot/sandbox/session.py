@@ -107,6 +107,8 @@ class Sandbox:
         client = slack_client(BOT_TOKEN, base_url=self.slack.api_url, context=self._tls.client_context() if self._tls else None)
         # A cluster that stopped answering is tried again after a second of the sandbox's time (10 in a deployment).
         cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout, retry_after=1.0, clock=self.clock)
+        ports = slack_ports(client, self.policy)
+        assert ports.languages is not None
         self.services = build_services(
             policy=self.policy,
             database=self.database,
@@ -116,12 +118,18 @@ class Sandbox:
             federation=connect_karmada(self.policy, kubeconfig),
             inspection=connect_inspection(cluster),
             scrape=self.scrape,
-            slack=slack_ports(client),
+            slack=ports,
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),
             retry_delays=self._retry_delays,
         )
-        self.app = build_bolt_app(services=self.services, client=client, signing_secret=SIGNING_SECRET, executor=self.executor)
+        self.app = build_bolt_app(
+            services=self.services,
+            client=client,
+            signing_secret=SIGNING_SECRET,
+            executor=self.executor,
+            languages=ports.languages,
+        )
         self.side = SlackSide(
             signing_secret=SIGNING_SECRET,
             response_url_base=self.slack.response_url("r"),

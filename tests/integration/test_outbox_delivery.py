@@ -12,8 +12,10 @@ import pytest
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
 from bot.adapters.db.outbox import OutboxStore
+from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.notifier import SlackNotifier, make_web_client
 from bot.clock import ManualClock
+from bot.domain.languages import Language
 from bot.sandbox.session import BOT_TOKEN
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.world import sandbox_policy, sandbox_slack
@@ -41,7 +43,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def replica(url: str, stand_in: SlackApiStandIn, clock: ManualClock) -> Announcer:
     """One bot replica's announcer: its own engine, its own Slack client."""
-    notifier = SlackNotifier(make_web_client(BOT_TOKEN, base_url=stand_in.api_url))
+    notifier = SlackNotifier(make_web_client(BOT_TOKEN, base_url=stand_in.api_url), Languages.only(Language.EN))
     return Announcer(notifier=notifier, policy=sandbox_policy(), database=Database.from_url(url), clock=clock)
 
 

@@ -13,7 +13,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
+from bot.domain.languages import Language
 from bot.errors import TemporaryError
 from bot.logs import configure_logging
 from bot.sandbox.session import BOT_TOKEN
@@ -36,7 +38,7 @@ def stand_in() -> Iterator[SlackApiStandIn]:
 
 
 def notifier(stand_in: SlackApiStandIn) -> SlackNotifier:
-    return SlackNotifier(make_web_client(BOT_TOKEN, base_url=stand_in.api_url))
+    return SlackNotifier(make_web_client(BOT_TOKEN, base_url=stand_in.api_url), Languages.only(Language.EN))
 
 
 def posted(stand_in: SlackApiStandIn) -> list[str]:

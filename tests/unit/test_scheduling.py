@@ -115,6 +115,13 @@ def test_a_node_has_free_gpus_blocking_taints_and_a_cordon() -> None:
     assert node(allocatable={"nvidia.com/gpu": 0, "nvidia.com/mig-1g.10gb": 7}).offered == ("nvidia.com/mig-1g.10gb",)
 
 
+def test_a_cordon_the_api_stores_as_a_taint_is_counted_once() -> None:
+    """The node lifecycle controller adds the unschedulable taint to a cordoned node; the API returns both."""
+    cordon = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+    cordoned = node(taints=(GPU_TAINT, cordon), unschedulable=True)
+    assert cordoned.scheduling_taints == (GPU_TAINT, cordon)
+
+
 def daemon_set(**overrides: object) -> DaemonSetFacts:
     fields: dict[str, object] = {
         "namespace": "gpu-operator",

@@ -8,6 +8,7 @@ from typing import Any
 
 from slack_sdk import WebClient
 
+from bot.adapters import i18n
 from bot.adapters.i18n import format_money, format_share, tr
 from bot.adapters.slack import ids
 from bot.adapters.slack.blocks import (
@@ -22,6 +23,7 @@ from bot.adapters.slack.blocks import (
     pending_line,
     status_lines,
 )
+from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.lists import listed
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
@@ -93,11 +95,13 @@ def _to_decide(home: HomeView) -> list[Block]:
 
 
 class SlackHomeTabs:
-    """``HomePublisher`` over the Web API."""
+    """``HomePublisher`` over the Web API, in the person's language."""
 
-    def __init__(self, client: WebClient) -> None:
+    def __init__(self, client: WebClient, languages: Languages) -> None:
         self._client = client
+        self._languages = languages
 
     def publish_home(self, view: HomeView) -> None:
-        rendered = home_view(view)
+        with i18n.speaking(self._languages.of_person(view.user_id)):
+            rendered = home_view(view)
         slack_call("publish the App Home", lambda: self._client.views_publish(user_id=view.user_id, view=rendered))

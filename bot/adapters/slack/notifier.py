@@ -7,7 +7,8 @@ direct messages, posts and message updates are not: a 429 surfaces at once as ``
 Retry-After, so no worker thread sleeps through a rate limit and the caller decides when to try again
 (the outbox for what it delivers, the post claim for cards: a card post asleep in the SDK while a
 reconcile tick re-posted the card once left two cards).
-Messages are worded and rendered to mrkdwn here (``words.render``), at delivery.
+Messages are worded and rendered to mrkdwn here (``words.render``), at delivery, in the reader's
+language (``languages``): a channel's team's for what is posted in a channel, the person's for a DM.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, RateLimitErrorRetryHandler
 
+from bot.adapters import i18n
 from bot.adapters.slack.blocks import message_blocks, report_blocks, request_fallback_text, request_message
+from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.reports import digest_report
 from bot.adapters.slack.transport import PooledWebClient
 from bot.adapters.slack.words import render
@@ -83,8 +85,9 @@ def slack_call(action: str, call: Callable[[], T]) -> T:
 
 
 class SlackNotifier:
-    def __init__(self, client: PooledWebClient) -> None:
+    def __init__(self, client: PooledWebClient, languages: Languages) -> None:
         self._client = client
+        self._languages = languages
         # Cards' and the outbox's client: the same Slack and connections, without the rate-limit retry that
         # would sleep in place.
         self._outbox = client.with_retries([ConnectionErrorRetryHandler(max_retry_count=2)])
@@ -92,11 +95,11 @@ class SlackNotifier:
         self._lock = threading.Lock()
 
     def post_request(self, card: RequestCard) -> MessageRef:
+        with i18n.speaking(self._languages.of_channel(card.channel_id)):
+            text, blocks = request_fallback_text(card), request_message(card)
         response = slack_call(
             f"post {card.display_id} in <#{card.channel_id}>",
-            lambda: self._outbox.chat_postMessage(
-                channel=card.channel_id, text=request_fallback_text(card), blocks=request_message(card)
-            ),
+            lambda: self._outbox.chat_postMessage(channel=card.channel_id, text=text, blocks=blocks),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
 
@@ -109,46 +112,43 @@ class SlackNotifier:
     def update_request(self, card: RequestCard) -> None:
         ts = card.message_ts
         assert ts is not None, "only posted requests are updated"
+        with i18n.speaking(self._languages.of_channel(card.channel_id)):
+            text, blocks = request_fallback_text(card), request_message(card)
         slack_call(
             f"update the message of {card.display_id}",
-            lambda: self._outbox.chat_update(
-                channel=card.channel_id,
-                ts=ts,
-                text=request_fallback_text(card),
-                blocks=request_message(card),
-            ),
+            lambda: self._outbox.chat_update(channel=card.channel_id, ts=ts, text=text, blocks=blocks),
         )
 
     def reply(self, ref: MessageRef, message: Said, *, actions: Sequence[Action] = ()) -> None:
-        text = render(message)
+        text, blocks = self._worded(message, actions, self._languages.of_channel(ref.channel_id))
         slack_call(
             "reply in a request's thread",
-            lambda: self._outbox.chat_postMessage(
-                channel=ref.channel_id, thread_ts=ref.ts, text=text, blocks=message_blocks(text, actions)
-            ),
+            lambda: self._outbox.chat_postMessage(channel=ref.channel_id, thread_ts=ref.ts, text=text, blocks=blocks),
         )
 
     def tell_user(self, user_id: str, message: Said, *, actions: Sequence[Action] = ()) -> None:
         channel = self._dm_channel(user_id)
-        text = render(message)
+        text, blocks = self._worded(message, actions, self._languages.of_person(user_id))
         slack_call(
             f"send a direct message to {user_id}",
-            lambda: self._outbox.chat_postMessage(channel=channel, text=text, blocks=message_blocks(text, actions)),
+            lambda: self._outbox.chat_postMessage(channel=channel, text=text, blocks=blocks),
         )
 
     def post(self, channel_id: str, message: Said, *, actions: Sequence[Action] = ()) -> MessageRef:
-        text = render(message)
+        text, blocks = self._worded(message, actions, self._languages.of_channel(channel_id))
         response = slack_call(
             f"post in {channel_id}",
-            lambda: self._outbox.chat_postMessage(channel=channel_id, text=text, blocks=message_blocks(text, actions)),
+            lambda: self._outbox.chat_postMessage(channel=channel_id, text=text, blocks=blocks),
         )
         return MessageRef(str(response["channel"]), str(response["ts"]))
 
     def publish(self, channel_id: str, digest: Digest) -> MessageRef:
-        report = digest_report(digest)
+        with i18n.speaking(self._languages.of_channel(channel_id)):
+            report = digest_report(digest)
+            blocks = report_blocks(report)
         response = slack_call(
             f"post {report.title!r} in <#{channel_id}>",
-            lambda: self._client.chat_postMessage(channel=channel_id, text=report.title, blocks=report_blocks(report)),
+            lambda: self._client.chat_postMessage(channel=channel_id, text=report.title, blocks=blocks),
         )
         ref = MessageRef(str(response["channel"]), str(response["ts"]))
         if report.attachment is not None:
@@ -164,6 +164,13 @@ class SlackNotifier:
             )
         return ref
 
+    @staticmethod
+    def _worded(message: Said, actions: Sequence[Action], language: i18n.Language) -> tuple[str, list[Any]]:
+        """The message's mrkdwn and blocks (with its buttons) in ``language``."""
+        with i18n.speaking(language):
+            text = render(message)
+            return text, message_blocks(text, actions)
+
     def _dm_channel(self, user_id: str) -> str:
         with self._lock:
             if user_id in self._dm_channels:
@@ -178,18 +185,46 @@ class SlackNotifier:
 
 
 class SlackDirectory:
-    """User group members from ``usergroups.users.list``, cached for ``ttl`` seconds for display only.
+    """User group members from ``usergroups.users.list``, cached for ``ttl`` seconds for display only, and
+    each person's Slack language (``users.info`` with ``include_locale``), cached as long.
 
     ``fresh=True`` (every decision) always asks Slack and refreshes the cache: a removed approver
     must not approve on a stale list.
     """
 
-    def __init__(self, client: WebClient, *, ttl: float = 300.0, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, client: PooledWebClient, *, ttl: float = 300.0, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._client = client
+        # A locale is asked for while words are made, possibly before an ack: no rate-limit retry that
+        # would sleep there (a person whose locale Slack would not give now reads the channel's language).
+        self._lookups = client.with_retries([])
         self._ttl = ttl
         self._monotonic = monotonic
         self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+        self._locales: dict[str, tuple[float, str | None]] = {}
         self._lock = threading.Lock()
+
+    def locale(self, user_id: str) -> str | None:
+        """The person's Slack locale (``en-US``, ``zh-CN``), or None when Slack did not say (logged; asked
+        again after a fifth of ``ttl``)."""
+        now = self._monotonic()
+        with self._lock:
+            cached = self._locales.get(user_id)
+        if cached is not None and now < cached[0]:
+            return cached[1]
+        locale: str | None
+        try:
+            response: Any = slack_call(
+                f"read the language of <@{user_id}>",
+                lambda: self._lookups.users_info(user=user_id, include_locale=True),
+            )
+            locale = str(response["user"].get("locale") or "") or None
+            until = now + self._ttl
+        except (PermanentError, TemporaryError) as error:
+            log.warning("the language of %s is unknown for now (%s): the channel's language is used", user_id, error)
+            locale, until = None, now + self._ttl / 5
+        with self._lock:
+            self._locales[user_id] = (until, locale)
+        return locale
 
     def usergroup_members(self, usergroup_id: str, *, fresh: bool = False) -> frozenset[str]:
         now = self._monotonic()
