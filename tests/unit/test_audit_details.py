@@ -9,6 +9,7 @@ import pytest
 
 from bot.adapters.slack.reasons import render_detail
 from bot.domain import audit_details as d
+from bot.domain.auto_notes import AutoApprovalNote, AutoRefusal
 
 WORDED = [
     (d.ReclaimStarted(5, 2), "5 GPUs in use above the new quota of 2: running pods keep them until they finish"),
@@ -26,6 +27,14 @@ WORDED = [
     (d.SourceGave(3, "ns-b"), "gave 3 GPUs to ns-b"),
     (d.SourceGivenBack("ns-b", True, 3), "the shift to ns-b ended; 3 GPUs back"),
     (d.SourceGivenBack("ns-b", False, 3), "the shift to ns-b failed; 3 GPUs back"),
+    (
+        AutoApprovalNote(True, None, 1, 4 * 3600, 0, 4.0, 1, 4 * 3600, None),
+        "auto-approved: 1 GPU for 4h within auto_approve (max 1 GPU active, 4h)",
+    ),
+    (
+        AutoApprovalNote(False, AutoRefusal.OVER_BUDGET, 1, 4 * 3600, 0, 4.0, 2, 4 * 3600, 8.0),
+        "not auto-approved: the team is over its budget (auto_approve: max 2 GPUs active, 4h, 8 GPU-hours a day)",
+    ),
 ]
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import singledispatch
 
+from bot.adapters.slack import approval_words
 from bot.adapters.slack.sentences import fill
 from bot.domain import audit_details as d
+from bot.domain.auto_notes import AutoApprovalNote
 from bot.domain.commands import format_request_id
 from bot.domain.reclaim import span_text
 from bot.domain.resources import quota_key
@@ -99,3 +101,8 @@ def _(detail: d.SourceGivenBack) -> Notice:
     if detail.ended:
         return fill("the shift to {target} ended; {gpus} GPUs back", target=detail.target, gpus=detail.gpus)
     return fill("the shift to {target} failed; {gpus} GPUs back", target=detail.target, gpus=detail.gpus)
+
+
+@notice.register
+def _(detail: AutoApprovalNote) -> Notice:
+    return approval_words.note_notice(detail)  # the card's words for the same verdict

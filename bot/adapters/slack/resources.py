@@ -1,9 +1,9 @@
-"""How a governed resource reads in a message: "4 GPUs", "2 MIG 3g.40gb slices", "3 × amd.com/gpu"."""
+"""How a governed resource reads in a message, in the reader's language: "4 GPUs", "2 MIG 3g.40gb slices", "3 × amd.com/gpu"."""
 
 from __future__ import annotations
 
+from bot.adapters.i18n import format_number, gettext, ngettext, substitute
 from bot.domain.resources import GPU, mig_profile
-from bot.services.text import gpus
 
 SHARED_GPU = "nvidia.com/gpu.shared"  # the device plugin's time-slicing with renameByDefault
 
@@ -16,20 +16,21 @@ def resource_label(resource: str) -> str:
     if profile is not None:
         return f"MIG {profile.name}"
     if resource == SHARED_GPU:
-        return "shared GPU"
+        return gettext("shared GPU")
     return resource
 
 
 def amount_of(count: int, resource: str) -> str:
     """``count`` of ``resource``: ``4 GPUs``, ``1 MIG 3g.40gb slice``, ``2 shared GPUs``, ``3 × amd.com/gpu``."""
+    values = {"count": format_number(count), "profile": resource_label(resource)}  # the sign kept in what is shown
+    size = abs(count)  # which picks the plural form
     if resource == GPU:
-        return gpus(count)
-    plural = abs(count) != 1
+        return substitute(ngettext("{count} GPU", "{count} GPUs", size), values)
     if mig_profile(resource) is not None:
-        return f"{count} {resource_label(resource)} slice{'s' if plural else ''}"
+        return substitute(ngettext("{count} {profile} slice", "{count} {profile} slices", size), values)
     if resource == SHARED_GPU:
-        return f"{count} shared GPU{'s' if plural else ''}"
-    return f"{count} × {resource}"
+        return substitute(ngettext("{count} shared GPU", "{count} shared GPUs", size), values)
+    return f"{values['count']} × {resource}"  # a resource the bot has no words for, named as the cluster names it
 
 
 def unit_hours(resource: str) -> str:
