@@ -82,3 +82,10 @@ def test_english_words_are_found_but_names_codes_and_units_are_not() -> None:
     assert foreign_words("申请 {request} 已被 approved") == ["approved"]
     assert foreign_words("在 `ai-frontier` 中 3 块 GPU，nvidia.com/gpu，:white_check_mark: <@U0LEE>") == []
     assert foreign_words("ai-frontier 的配额", values=["ai-frontier"]) == []
+
+
+@pytest.mark.parametrize("language", list(Language))
+def test_no_sentence_reads_as_a_percent_format_to_gettexts_tools(language: Language) -> None:
+    """A "% o" in a sentence ("40 % of the time") makes pybabel check %-placeholders, and compiling the
+    catalog then fails on its translation: a percentage is a value ("{percent} %"), not part of the sentence."""
+    assert [ids(m)[0] for m in entries(language) if m.python_format] == []

@@ -700,23 +700,24 @@ def _usage_and_shortage(said: m.ShiftProposal) -> Notice:
         "target": said.namespace,
     }
     if said.saturation is not None:
-        values["saturation"] = format_number(round(said.saturation * 100))
+        # "40 %" as a value: a "% o" in a sentence would read as a %-format to gettext's tools.
+        values["saturation"] = tr("{percent} %", percent=format_number(round(said.saturation * 100)))
     if said.source_busy is None:
         return _unmeasured_source(said, values)
     values["busy"] = format_number(round(said.source_busy * 100))
     if said.saturation is not None and said.blocked is not None:
         return fill_n(
             "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy; {target} was blocked by quota"
-            " {count} time (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            " {count} time (the bot's alerts) and at its quota {saturation} of the time (Prometheus).",
             "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy; {target} was blocked by quota"
-            " {count} times (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            " {count} times (the bot's alerts) and at its quota {saturation} of the time (Prometheus).",
             said.blocked,
             **values,
         )
     if said.saturation is not None:
         return fill(
             "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy;"
-            " {target} was at its quota {saturation} % of the time (Prometheus).",
+            " {target} was at its quota {saturation} of the time (Prometheus).",
             **values,
         )
     if said.blocked is None:
@@ -745,16 +746,16 @@ def _unmeasured_source(said: m.ShiftProposal, values: dict[str, Value]) -> Notic
     if said.saturation is not None and said.blocked is not None:
         return fill_n(
             "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured; {target} was blocked"
-            " by quota {count} time (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            " by quota {count} time (the bot's alerts) and at its quota {saturation} of the time (Prometheus).",
             "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured; {target} was blocked"
-            " by quota {count} times (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            " by quota {count} times (the bot's alerts) and at its quota {saturation} of the time (Prometheus).",
             said.blocked,
             **values,
         )
     if said.saturation is not None:
         return fill(
             "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured;"
-            " {target} was at its quota {saturation} % of the time (Prometheus).",
+            " {target} was at its quota {saturation} of the time (Prometheus).",
             **values,
         )
     if said.blocked is None:
