@@ -21,6 +21,7 @@ from bot.adapters.clusters import ClusterSet
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade_if_behind
 from bot.adapters.db.models import Base
+from bot.adapters.i18n import in_english
 from bot.adapters.inspect import ClusterInspector
 from bot.adapters.inspect_clusters import ClusterInspections
 from bot.adapters.karmada import KarmadaPlane
@@ -89,11 +90,11 @@ from bot.services.submissions import Submissions
 from bot.services.why import Why
 from bot.settings import Settings
 
-# A refusal's, a failure reason's or a parse error's ``str`` (logs, form errors, job results, the CLIs, the
-# shell) is the Slack edge's wording, the one people read.
-Refused.worded_by(plain_text)
-ReasonedError.worded_by(reason_text)
-ParseError.worded_by(problem_text)
+# A refusal's, a failure reason's or a parse error's ``str`` (logs, job results) is the Slack edge's wording in
+# English, the log's language, whoever's request it came from.
+Refused.worded_by(in_english(plain_text))
+ReasonedError.worded_by(in_english(reason_text))
+ParseError.worded_by(in_english(problem_text))
 
 
 def open_database(url: str, *, migrate: Callable[[str], object] = upgrade_if_behind) -> Database:

@@ -26,7 +26,8 @@ class GpuQuotaError(Exception):
 class WordedError(GpuQuotaError, Generic[T]):
     """An error carrying typed data for a person (a refusal, a failure reason), worded at the Slack edge.
     Its ``str`` (logs, job results, the CLIs) is that wording in plain text once the edge has lent it to
-    the subclass (``worded_by``, by the bootstrap); before that, the data's repr."""
+    the subclass (``worded_by``, by the bootstrap: in English, the log's language, whoever asked); before
+    that, the data's repr. People read it worded in their language by the edge, never through ``str``."""
 
     _words: ClassVar[Callable[[Any], str]] = repr
 
@@ -100,7 +101,11 @@ class RateLimited(TemporaryError):
 
 
 class NamespaceNotFound(UserError):
-    """The namespace does not exist in the cluster."""
+    """The namespace (``namespace``: its key, when known) does not exist in the cluster."""
+
+    def __init__(self, message: str, *, namespace: str = "") -> None:
+        super().__init__(message)
+        self.namespace = namespace
 
 
 class QuotaConflict(TemporaryError):

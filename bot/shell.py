@@ -27,6 +27,7 @@ from typing import Any, TextIO, TypeVar
 from bot.adapters import i18n
 from bot.adapters.i18n import N_, format_duration, format_number, format_share, gettext, speaking, tr, tr_n
 from bot.adapters.slack.doctor_words import plain_lines
+from bot.adapters.slack.refusals import plain_text as refusal_text
 from bot.domain.clusters import cluster_of, namespace_key, split_key
 from bot.domain.commands import format_request_id
 from bot.domain.durations import MAX_DURATION, parse_duration
@@ -42,6 +43,7 @@ from bot.sandbox.scrape import SandboxScrape
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import BATCH_QUEUE, CHANNELS, HOME_CLUSTER, PEOPLE, PLATFORM_GROUP, QUOTA, US_CLUSTER, US_SERVING, Person
 from bot.services.doctor import Refusal
+from bot.services.refusals import Refused
 
 T = TypeVar("T")
 
@@ -493,8 +495,8 @@ class Shell:
             return
         try:
             posted = self._as_bot(lambda: digest.publish(day))
-        except GpuQuotaError as error:  # a day not over yet, or before the sandbox's metrics: worded here, in the shell's
-            self._say(f"  {error}")
+        except GpuQuotaError as error:  # a day not over yet, or before the sandbox's metrics: worded in the shell's language
+            self._say("  " + (refusal_text(error.refusal) if isinstance(error, Refused) else str(error)))
             return
         self._show_new()
         if posted:

@@ -197,6 +197,7 @@ WORDLESS_SERVICES = [
     "digest",
     "doctor",
     "effects",
+    "error_reasons",
     "failures",
     "home",
     "idle",

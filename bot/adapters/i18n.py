@@ -26,6 +26,7 @@ from datetime import date, datetime, timedelta, tzinfo
 from decimal import Decimal
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from babel import Locale
 from babel.dates import format_date, format_datetime, format_skeleton
@@ -36,6 +37,7 @@ from babel.numbers import format_currency, format_decimal, format_percent
 from bot.domain.languages import Language
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 CATALOGS = Path(__file__).parents[1] / "locale"
 DOMAIN = "messages"
@@ -56,7 +58,11 @@ class _Deferred:
     def language(self) -> Language:
         with self._lock:
             if self._find is not None:
-                self._found, self._find = self._find(), None
+                find, self._find = self._find, None
+                try:
+                    self._found = find()
+                except Exception:  # never let words fail for want of a language: English, and a log line
+                    log.exception("could not find the reader's language: English is used")
             return self._found
 
 
@@ -85,6 +91,16 @@ def speaking(language: Language) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def in_english(words: Callable[[T], str]) -> Callable[[T], str]:
+    """``words`` made in English whatever the current language (what goes to the log)."""
+
+    def english(value: T) -> str:
+        with speaking(Language.EN):
+            return words(value)
+
+    return english
 
 
 def use(language: Language) -> None:

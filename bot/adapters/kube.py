@@ -266,7 +266,7 @@ class KubernetesCluster:
 
     def _require_namespace(self, namespace: str) -> None:
         if not self.namespace_exists(namespace):
-            raise NamespaceNotFound(f"the namespace {namespace} does not exist in the cluster")
+            raise NamespaceNotFound(f"the namespace {namespace} does not exist in the cluster", namespace=namespace)
 
     def _call(self, action: str, call: Callable[[], T], *, allow_missing: bool = False) -> T:
         """Run a client call; a 404 raises ``_NotFound`` when ``allow_missing``, else a PermanentError."""

@@ -145,6 +145,13 @@ class ClusterNotAnswering(FailureReason):
     cause: str
 
 
+@dataclass(frozen=True)
+class NamespaceMissing(FailureReason):
+    """The cluster has no namespace ``namespace``."""
+
+    namespace: str
+
+
 def to_json(reason: FailureReason) -> dict[str, Any]:
     """The reason as ``{"reason": kind, field: value, ...}`` (nested reasons the same way)."""
     fields = {f.name: getattr(reason, f.name) for f in dataclasses.fields(reason)}  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ from bot.domain.policy import Policy
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
 from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError
+from bot.services.error_reasons import read_failure
 from bot.services.ports import Workloads
 from bot.services.views import PodsInView
 
@@ -66,7 +67,7 @@ class PodView:
             values = self._cached(_CLASSES + cluster, read_classes) if allowed else {}
         except GpuQuotaError as error:
             log.warning("cannot read the GPU pods of %s: %s", namespace, error)
-            return PodsInView(pod_mix([]), error=str(error))
+            return PodsInView(pod_mix([]), error=read_failure(error))
         warnings = borrowed_class_warnings(pods, allowed=allowed, values=values)
         return PodsInView(pod_mix(pods), tuple(pods), allowed, tuple(warnings))
 

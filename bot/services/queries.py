@@ -12,6 +12,7 @@ from bot.domain.policy import Policy
 from bot.domain.quota import QuotaScope
 from bot.errors import GpuQuotaError
 from bot.services.access import Access
+from bot.services.error_reasons import read_failure
 from bot.services.pods import PodView
 from bot.services.ports import QuotaTarget, Transactions
 from bot.services.refusals import Asked, InNoTeam, NoSuchRequest, NotYoursToAudit, Refused
@@ -80,7 +81,7 @@ class Queries:
                 )
         except GpuQuotaError as failure:
             log.warning("status of %s (%s): %s", namespace, resource, failure)
-            error = str(failure)
+            error = read_failure(failure)
 
         def load(repo):  # type: ignore[no-untyped-def]
             row = repo.namespace(namespace, resource)

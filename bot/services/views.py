@@ -96,7 +96,7 @@ class PodsInView:
     pods: tuple[GpuPod, ...] = ()
     allowed: tuple[str, ...] = ()
     warnings: tuple[ClassWarning, ...] = ()
-    error: str | None = None
+    error: FailureReason | None = None
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ class NamespaceStatus:
     base: int | None
     grants: tuple[GrantLine, ...]
     pending: tuple[PendingLine, ...]
-    error: str | None = None
+    error: FailureReason | None = None  # why the quota could not be read
     pods: PodsInView | None = None  # the GPU pods by priority class; None when unknown or not read
     reclaiming_since: datetime | None = None  # the quota was lowered below usage then; running pods keep their GPUs
     queue: QueueLine | None = None  # the quota is a Kueue ClusterQueue's (``quota_name``): what Kueue says of it

@@ -96,7 +96,7 @@ def test_pending_request_has_approve_and_deny_with_the_request_id() -> None:
 
 def test_deny_form_asks_why_and_carries_the_request() -> None:
     view = modals.deny_form(17).to_dict()
-    assert view["callback_id"] == ids.DENY_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}
+    assert view["callback_id"] == ids.DENY_FORM and json.loads(view["private_metadata"]) == {"request_id": 17, "language": "en"}
     (field,) = view["blocks"]
     assert field["block_id"] == ids.REASON_BLOCK and field.get("optional") is not True
     assert view["title"]["text"] == "Deny GQ-17"
@@ -177,7 +177,7 @@ def test_request_form_is_prefilled_and_lists_problems() -> None:
     assert inputs[ids.GPUS_BLOCK]["initial_value"] == "+4"
     assert inputs[ids.DURATION_BLOCK]["initial_value"] == "3d"
     assert "'lots' is not a GPU count" in json.dumps(view["blocks"][0])
-    assert json.loads(view["private_metadata"]) == {"channel": "C0GENERAL"}
+    assert json.loads(view["private_metadata"]) == {"channel": "C0GENERAL", "language": "en"}
 
 
 def test_request_form_falls_back_to_typing_when_there_are_too_many_namespaces() -> None:
@@ -188,7 +188,7 @@ def test_request_form_falls_back_to_typing_when_there_are_too_many_namespaces() 
 
 def test_extend_form_carries_the_request_id() -> None:
     view = modals.extend_form(17, duration=timedelta(days=1)).to_dict()
-    assert view["callback_id"] == ids.EXTEND_FORM and json.loads(view["private_metadata"]) == {"request_id": 17}
+    assert view["callback_id"] == ids.EXTEND_FORM and json.loads(view["private_metadata"]) == {"request_id": 17, "language": "en"}
 
 
 def test_the_card_escapes_everything_a_person_typed() -> None:
@@ -219,7 +219,7 @@ def test_the_card_shows_the_pods_by_class_and_warns_with_cluster_text_escaped() 
     assert "running: 3 GPUs in 2 pods — 2 × research-low, 1 × &lt;!here&gt;" in text
     assert ":warning: 1 GPU in 1 pod run as &lt;!here&gt;, not one of the classes borrowed GPUs are meant for" in text
     assert "<!here>" not in text
-    unreadable = rendered(blocks.request_message(card(pods=PodsInView(pod_mix([]), error="HTTP 403"))))
+    unreadable = rendered(blocks.request_message(card(pods=PodsInView(pod_mix([]), error=AsSaid("HTTP 403")))))
     assert "GPU pods unreadable: HTTP 403" in unreadable and ":warning:" not in unreadable
     assert "GPU pods in" not in rendered(blocks.request_message(card()))
 

@@ -89,7 +89,7 @@ PODS = [
 VALUES.append("trainer-2")
 WARNINGS = borrowed_class_warnings(PODS, allowed=["research-low"], values={"research-low": 100, "high-priority-business": 10**6})
 WITH_PODS = PodsInView(pod_mix(PODS), tuple(PODS), ("research-low",), tuple(WARNINGS))
-UNREADABLE_PODS = PodsInView(pod_mix([]), error="HTTP 403")
+UNREADABLE_PODS = PodsInView(pod_mix([]), error=AsSaid("HTTP 403"))
 SHIFT = ShiftSide("biz-model-serving", "Business serving", before=6, after=3, applied=False, returned=False, used=4)
 APPROVED_NOTE = AutoApprovalNote(True, None, 1, 4 * 3600, 0, 4.0, 2, 4 * 3600, 8.0)
 REFUSED_NOTE = AutoApprovalNote(False, AutoRefusal.TOO_MANY_ACTIVE, 1, 4 * 3600, 2, 8.0, 2, 4 * 3600, None)
@@ -279,7 +279,7 @@ STATUSES = [
         None,
         (),
         (),
-        error="nodes are gone",
+        error=AsSaid("nodes are gone"),
     ),
     NamespaceStatus(
         "biz-model-serving", "Business serving", "compute-quota", "nvidia.com/gpu", 4, None, 4, (), (), pods=UNREADABLE_PODS

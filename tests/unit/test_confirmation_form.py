@@ -37,7 +37,7 @@ def test_the_form_shows_the_change_its_cost_and_carries_the_request() -> None:
     view = modals.confirm_approval_form(confirmation()).to_dict()  # serialising validates Slack's limits
     text = json.dumps(view, ensure_ascii=False)
     assert view["callback_id"] == ids.CONFIRM_APPROVAL_FORM and view["submit"]["text"] == "Approve"
-    assert json.loads(view["private_metadata"]) == {"request_id": 123456}
+    assert json.loads(view["private_metadata"]) == {"request_id": 123456, "language": "en"}
     assert "4 → *1* (-3)" in text and "saves 5,475.00 USD per month" in text
     assert "a permanent change" in text and "1 of 2 approvals so far" in text
     assert "at 2.50 USD/h, the &lt;b&gt;A100&lt;/b&gt; price this namespace ran on" in text  # the basis, escaped

@@ -20,6 +20,7 @@ from bot.services.messages import ApplyFailed, GrantNotPutBack, SourceNotRaised,
 from tests.language_checks import catalog_misses, foreign_words
 
 WORDED = [
+    (f.NamespaceMissing("ai-typo"), "the namespace ai-typo does not exist in the cluster"),
     (
         f.ClusterNotAnswering("us-2", "2026-12-08T02:46:00+00:00", "no answer for 4 s"),
         "waiting for cluster us-2: no answer for 4 s (since 2026-12-08 02:46 UTC)",

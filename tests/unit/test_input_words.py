@@ -79,12 +79,13 @@ def test_a_long_paste_is_shortened_where_it_is_quoted() -> None:
         assert input_words.plain_text(problem) == f"`{'9' * 30}…` 不是时长：请用 90m、12h、3d 或 2w 这样的写法，最长 366 天"
 
 
-def test_a_parse_error_says_the_edge_s_words_in_the_current_language() -> None:
+def test_a_parse_error_says_the_edge_s_words_in_english_for_the_log_and_in_the_readers_language_for_people() -> None:
     with pytest.raises(ValueError) as raised:
         parse_duration("-3d")
     assert str(raised.value) == "`-3d` is not a duration: use 90m, 12h, 3d or 2w, at most 366d"
     with speaking(Language.ZH_CN):
-        assert str(raised.value) == "`-3d` 不是时长：请用 90m、12h、3d 或 2w 这样的写法，最长 366 天"
+        assert str(raised.value) == "`-3d` is not a duration: use 90m, 12h, 3d or 2w, at most 366d"
+        assert input_words.plain_text(raised.value.problem) == "`-3d` 不是时长：请用 90m、12h、3d 或 2w 这样的写法，最长 366 天"
 
 
 def test_every_command_has_its_usage_in_the_order_help_lists_them() -> None:

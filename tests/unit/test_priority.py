@@ -10,6 +10,7 @@ import pytest
 from bot.adapters.kube import gpu_pod
 from bot.adapters.slack import pod_words
 from bot.adapters.slack.mrkdwn import render
+from bot.domain.failure_reasons import AsSaid
 from bot.domain.policy import PolicyError, parse_policy
 from bot.domain.priority import (
     ClassWarning,
@@ -174,9 +175,9 @@ def test_the_view_reads_each_namespace_once_per_ttl_and_remembers_a_failure_brie
     workloads = CountingWorkloads()
     view = PodView(workloads=workloads, policy=policy, ttl=30.0, failure_ttl=5.0, monotonic=lambda: now[0])
     workloads.fail_next = True
-    assert view.in_view(QuotaScope("ns-a")).error == "the Kubernetes API did not answer"
+    assert view.in_view(QuotaScope("ns-a")).error == AsSaid("the Kubernetes API did not answer")
     now[0] = 4.0
-    assert view.in_view(QuotaScope("ns-a")).error == "the Kubernetes API did not answer"
+    assert view.in_view(QuotaScope("ns-a")).error == AsSaid("the Kubernetes API did not answer")
     assert workloads.pod_lists == 1  # a hung API server is not asked again for every card
     now[0] = 5.0
     first = view.in_view(QuotaScope("ns-a"))

@@ -16,7 +16,7 @@ from slack_sdk.models.blocks import Block
 import bot.bootstrap  # noqa: F401  (lends the edge's wording to ``str(error)``)
 from bot.adapters.i18n import speaking
 from bot.adapters.slack.blocks import lines_to_blocks
-from bot.adapters.slack.refusals import notice, render
+from bot.adapters.slack.refusals import notice, plain_text, render
 from bot.domain.failure_reasons import AsSaid, FailureReason
 from bot.domain.input_problems import InputProblem, NotANamespaceName, NoTerm
 from bot.domain.languages import Language
@@ -145,8 +145,9 @@ def test_str_of_a_refusal_is_the_edge_wording_in_plain_text() -> None:
     assert str(error) == "GQ-7 was already denied by @U0LEE, auto-approval."
     assert render(error.refusal) == "GQ-7 was already denied by <@U0LEE>, auto-approval."
     assert notice(error.refusal).parts  # typed parts: the mention is a User, not text
-    with speaking(Language.ZH_CN):
-        assert str(error) == "GQ-7 已被 @U0LEE、自动批准 拒绝。"
+    with speaking(Language.ZH_CN):  # str is for the log: English; people read the edge's words in their language
+        assert str(error) == "GQ-7 was already denied by @U0LEE, auto-approval."
+        assert plain_text(error.refusal) == "GQ-7 已被 @U0LEE、自动批准 拒绝。"
 
 
 def test_a_refusal_without_words_is_a_type_error() -> None:

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.adapters.i18n import N_, format_duration, format_gpus, format_money, gettext, tr
+from bot.adapters.i18n import N_, format_duration, format_gpus, format_money, format_number, gettext, tr, tr_n
 from bot.adapters.slack import approval_words, ids, pod_words, prices, reasons
 from bot.adapters.slack.buttons import button_label
 from bot.adapters.slack.lists import listed
@@ -530,7 +530,7 @@ def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
 
 def _quota_state(status: NamespaceStatus) -> Notice:
     if status.error:
-        return fill("quota unreadable: {error}", error=status.error)
+        return fill("quota unreadable: {error}", error=reasons.notice(status.error))
     if status.hard is None:
         return fill("no GPU quota in the cluster (unlimited)")
     values: dict[str, Value] = {"hard": status.hard, "used": "?" if status.used is None else status.used}
@@ -586,7 +586,7 @@ def queue_text(queue: QueueLine) -> str:
 
 def _pods_notice(pods: PodsInView) -> Notice:
     if pods.error is not None:
-        return fill("GPU pods unreadable: {error}", error=pods.error)
+        return fill("GPU pods unreadable: {error}", error=reasons.notice(pods.error))
     return pod_words.mix_notice(pods.mix)
 
 
@@ -606,8 +606,12 @@ def pending_line(pending: PendingLine) -> str:
         "request": format_request_id(pending.request_id),
         "namespace": pending.namespace,
         "user": User(pending.requester_id),
-        "approvals": pending.approvals,
-        "required": pending.approvals_required,
+        "tally": tr_n(
+            "{approvals} of {count} approval",
+            "{approvals} of {count} approvals",
+            pending.approvals_required,
+            approvals=format_number(pending.approvals),
+        ),
         "moment": Moment(pending.decide_by),
     }
     if pending.source_namespace is not None:
@@ -615,30 +619,27 @@ def pending_line(pending: PendingLine) -> str:
         if pending.duration is None:
             return render(
                 fill(
-                    "{request} pending: shift of {gpus} from {source} to {namespace} permanent"
-                    " by {user} ({approvals} of {required} approvals, expires {moment})",
+                    "{request} pending: shift of {gpus} from {source} to {namespace} permanent by {user} ({tally}, expires {moment})",
                     **values,
                 )
             )
         return render(
             fill(
-                "{request} pending: shift of {gpus} from {source} to {namespace} for {length}"
-                " by {user} ({approvals} of {required} approvals, expires {moment})",
+                "{request} pending: shift of {gpus} from {source} to {namespace} for {length} by {user} ({tally}, expires {moment})",
                 length=format_duration(pending.duration),
                 **values,
             )
         )
-    values["amount"] = pending.amount_text
+    shown = pending.amount_text.lstrip("+-")
+    count = int(shown) if shown.isdigit() else abs(pending.delta)  # the form of the figure shown ("+1", "8")
+    values["amount"] = tr_n("{amount} GPU", "{amount} GPUs", count, amount=pending.amount_text)
     if pending.duration is None:
         return render(
-            fill(
-                "{request} pending: {amount} GPUs in {namespace} permanent by {user} ({approvals} of {required} approvals, expires {moment})",
-                **values,
-            )
+            fill("{request} pending: {amount} in {namespace} permanent by {user} ({tally}, expires {moment})", **values)
         )
     return render(
         fill(
-            "{request} pending: {amount} GPUs in {namespace} for {length} by {user} ({approvals} of {required} approvals, expires {moment})",
+            "{request} pending: {amount} in {namespace} for {length} by {user} ({tally}, expires {moment})",
             length=format_duration(pending.duration),
             **values,
         )

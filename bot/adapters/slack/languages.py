@@ -9,6 +9,7 @@ channel's they wrote in, else the policy's. The choice is made here, at the edge
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -43,12 +44,27 @@ class Languages:
         """A Bolt middleware: a listener's words are in the language of the person who acted (read only
         when words are made, so an acknowledgement that says nothing asks Slack nothing)."""
 
-        def language_of_the_person(context: Any, next: Callable[[], Any]) -> Any:  # noqa: A002 (Bolt's name)
+        def language_of_the_person(context: Any, body: dict[str, Any], next: Callable[[], Any]) -> Any:  # noqa: A002
             user_id, channel_id = context.user_id, context.channel_id
-            if user_id:
+            opened_in = _form_language(body)
+            if opened_in is not None:  # a form's submission or close is answered in the form's language
+                i18n.use(opened_in)
+            elif user_id:
                 i18n.use_lazily(lambda: self.of_person(user_id, channel_id=channel_id))
             else:
                 i18n.use(self.of_channel(channel_id))
             return next()
 
         return language_of_the_person
+
+
+def _form_language(body: dict[str, Any]) -> Language | None:
+    """The language a form was opened in (its ``private_metadata``'s ``language``), for its submission or close."""
+    if body.get("type") not in ("view_submission", "view_closed"):
+        return None
+    try:
+        metadata = json.loads(body.get("view", {}).get("private_metadata") or "{}")
+    except ValueError:
+        return None
+    tag = metadata.get("language") if isinstance(metadata, dict) else None
+    return parse_language(tag) if isinstance(tag, str) else None

@@ -102,7 +102,7 @@ def request_form(
         title=tr("GPU quota request"),
         submit=tr("Submit"),
         close=tr("Cancel"),
-        private_metadata=json.dumps({"channel": channel_id}),
+        private_metadata=json.dumps({"channel": channel_id, "language": i18n.current().value}),
         blocks=blocks,
     )
 
@@ -178,7 +178,7 @@ def extend_form(request_id: int, *, duration: timedelta | None, reason: str = ""
         title=truncate(tr("Extend {request}", request=format_request_id(request_id)), 24),
         submit=tr("Ask"),
         close=tr("Cancel"),
-        private_metadata=json.dumps({"request_id": request_id}),
+        private_metadata=json.dumps({"request_id": request_id, "language": i18n.current().value}),
         blocks=blocks,
     )
 
@@ -192,7 +192,7 @@ def confirm_approval_form(confirmation: Confirmation) -> View:
         title=truncate(tr("Approve {request}", request=c.display_id), 24),
         submit=tr("Approve"),
         close=tr("Cancel"),
-        private_metadata=json.dumps({"request_id": c.request_id}),
+        private_metadata=json.dumps({"request_id": c.request_id, "language": i18n.current().value}),
         blocks=[
             SectionBlock(text=MarkdownTextObject(text=render(_confirm_summary(c)))),
             SectionBlock(
@@ -336,7 +336,7 @@ def deny_form(request_id: int) -> View:
         title=truncate(tr("Deny {request}", request=display), 24),
         submit=tr("Deny"),
         close=tr("Keep it"),
-        private_metadata=json.dumps({"request_id": request_id}),
+        private_metadata=json.dumps({"request_id": request_id, "language": i18n.current().value}),
         blocks=[
             InputBlock(
                 block_id=ids.REASON_BLOCK,

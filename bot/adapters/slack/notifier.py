@@ -184,6 +184,9 @@ class SlackNotifier:
         return channel
 
 
+LOCALE_TIMEOUT = 1  # seconds: users.info for a person's language (users.info answers in about 0.1 s)
+
+
 class SlackDirectory:
     """User group members from ``usergroups.users.list``, cached for ``ttl`` seconds for display only, and
     each person's Slack language (``users.info`` with ``include_locale``), cached as long.
@@ -194,9 +197,10 @@ class SlackDirectory:
 
     def __init__(self, client: PooledWebClient, *, ttl: float = 300.0, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._client = client
-        # A locale is asked for while words are made, possibly before an ack: no rate-limit retry that
-        # would sleep there (a person whose locale Slack would not give now reads the channel's language).
-        self._lookups = client.with_retries([])
+        # A locale is asked for while words are made, possibly before an ack (Slack waits 3 s for it): no
+        # rate-limit retry that would sleep there, and at most LOCALE_TIMEOUT for the answer (a person whose
+        # locale Slack does not give in time reads the channel's language, and is asked again a minute later).
+        self._lookups = client.with_retries([], timeout=LOCALE_TIMEOUT)
         self._ttl = ttl
         self._monotonic = monotonic
         self._cache: dict[str, tuple[float, frozenset[str]]] = {}

@@ -166,6 +166,11 @@ def _(reason: f.ClusterNotAnswering) -> Notice:
 
 
 @notice.register
+def _(reason: f.NamespaceMissing) -> Notice:
+    return fill("the namespace {namespace} does not exist in the cluster", namespace=reason.namespace)
+
+
+@notice.register
 def _(reason: f.QuotaKeptChanging) -> Notice:
     return fill_n(
         "the quota {quota} in {namespace} kept changing while the bot wrote it ({count} conflict in a row)",

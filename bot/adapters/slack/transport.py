@@ -117,12 +117,12 @@ class PooledWebClient(WebClient):
         super().__init__(*args, **kwargs)
         self.pool = pool or connection_pool(proxy=self.proxy, ssl_context=self.ssl)
 
-    def with_retries(self, retry_handlers: list[RetryHandler]) -> PooledWebClient:
-        """The same Slack and connections, with other retry handlers."""
+    def with_retries(self, retry_handlers: list[RetryHandler], *, timeout: int | None = None) -> PooledWebClient:
+        """The same Slack and connections, with other retry handlers (and ``timeout`` seconds, if given)."""
         return PooledWebClient(
             token=self.token,
             base_url=self.base_url,
-            timeout=self.timeout,
+            timeout=self.timeout if timeout is None else timeout,
             ssl=self.ssl,
             proxy=self.proxy,
             headers=self.headers,
