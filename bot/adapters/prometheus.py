@@ -185,6 +185,17 @@ def pod_placements(seconds: int, resources: Sequence[str], labels: Sequence[str]
     return f"topk by ({pod}) (1, max by ({_labels('namespace', 'pod', *labels, by=by)}) ({placed}))"
 
 
+def preemptible_query(seconds: int, classes: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+    """Running whole-GPU samples of pods of the priority ``classes`` (kube_pod_info's ``priority_class``), by namespace
+    and the node ``labels``; and of every pod, by namespace (tagged ``NODES_PART="all"``)."""
+    pod = _labels("namespace", "pod", "uid", by=by)
+    matcher = "|".join(re.escape(name) for name in sorted(classes))
+    chosen = f"group by ({pod}) (max_over_time(kube_pod_info{{priority_class=~{_string(matcher)}}}[{seconds}s]))"
+    preemptible = f"sum by ({_labels('namespace', *labels, by=by)}) ({placed_gpu_samples(seconds, (GPU,), labels, by=by)} * on ({pod}) group_left () {chosen})"
+    every = f"sum by ({_labels('namespace', by=by)}) ({running_gpu_samples(seconds, (GPU,), by=by)})"
+    return f'{preemptible} or label_replace({every}, "{NODES_PART}", "all", "", "")'
+
+
 def nodes_count_query(seconds: int, labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
     """The nodes ``kube_node_labels`` holds in the window, counted by ``labels`` (tagged ``NODES_PART``)."""
     nodes = f"max by ({_labels('node', *labels, by=by)}) (max_over_time({NODE_LABELS}[{seconds}s]))"
@@ -590,6 +601,24 @@ class PrometheusMetrics:
     def splits(self) -> dict[date, SplitState]:
         """The split state read on each day for the source's own cluster (the home cluster's when shared)."""
         return self.cluster_splits.setdefault(self._cluster, {})
+
+    def preemptible_use(
+        self, start: datetime, end: datetime, priority_classes: Sequence[str]
+    ) -> dict[str, dict[Placement, float]]:
+        """See ``PreemptibleWork``: one instant query over [start, end)."""
+        seconds = int((end - start).total_seconds())
+        query = preemptible_query(seconds, priority_classes, self._node_labels, by=self._by)
+        rows = self._instant(query, at=end - timedelta(seconds=1))
+        every = {key: value for metric, value in rows if metric.get(NODES_PART) and (key := self._namespace_key(metric))}
+        found: dict[str, dict[Placement, float]] = {}
+        for metric, value in rows:
+            key = self._namespace_key(metric)
+            if metric.get(NODES_PART) or key is None or not every.get(key):
+                continue
+            per_place = found.setdefault(key, {})
+            placement = self._placement(metric)
+            per_place[placement] = per_place.get(placement, 0.0) + value / every[key]
+        return found
 
     def node_label_facts(self, at: datetime, *, cluster: str = HOME) -> NodeLabelFacts:
         """What the nodes' labels in ``kube_node_labels`` say over the hour before ``at`` (of ``cluster`` in a shared

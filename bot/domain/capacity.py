@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date
 from enum import StrEnum
 
 
@@ -130,6 +131,19 @@ def split_state(nodes: Iterable[Mapping[str, str]], pool_label: str | None = Non
         if reading.capacity is not None or reading.unknown or reading.pool is not None:
             return SplitState.SPLIT
     return SplitState.NO_CAPACITY_LABELS if seen else SplitState.NO_NODE_LABELS
+
+
+@dataclass(frozen=True)
+class SplitUnavailable:
+    """Days of a cluster whose GPU-hours could not be told apart by node (all priced and counted on-demand): why
+    (``NO_NODE_LABELS``: kube-state-metrics exports no kube_node_labels; ``NO_CAPACITY_LABELS``: it exports them
+    without the capacity-type labels), and the kube-state-metrics flag that exports them. ``cluster``: its name in
+    the policy ("" without clusters)."""
+
+    state: SplitState
+    days: tuple[date, ...]
+    cluster: str
+    flag: str
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
+from bot.domain.capacity import CapacityType, Placement
+
 MARKER = '{"cost_basis":'
 NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
 MODEL_NAME_LIMIT = 60  # characters of a model's name kept (requests.cost_basis holds 400)
@@ -28,10 +30,20 @@ class Basis(Enum):
 
 
 @dataclass(frozen=True)
+class PlacementShare:
+    """The share (0..1) of the hours a price was averaged over that ran at ``placement``."""
+
+    placement: Placement
+    share: float
+
+
+@dataclass(frozen=True)
 class Price:
     """``per_gpu_hour``: per hour of the resource (a GPU-hour, a MIG profile's slice-hour); ``models``: the ones
     named (``unnamed`` more were counted); ``days``: the window of ``RAN_ON``; ``share``: the share of the
-    models' price a MIG profile is priced at (None: the models' price itself, or a listed one)."""
+    models' price a MIG profile is priced at (None: the models' price itself, or a listed one); ``placements``:
+    for ``RAN_ON``, the share of the hours at each placement (most first), when any ran elsewhere than on-demand
+    (spot, a priced pool); empty otherwise."""
 
     per_gpu_hour: float
     basis: Basis
@@ -40,12 +52,13 @@ class Price:
     days: int
     unnamed: int = 0
     share: Fraction | None = None
+    placements: tuple[PlacementShare, ...] = ()
 
     def named(self) -> Price:
         """The price as it is shown and stored: the first few models, their names cut, the rest counted."""
         kept = tuple(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
         rest = self.unnamed + max(0, len(self.models) - NAMED_MODELS)
-        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share)
+        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share, self.placements)
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,11 @@ def to_text(basis: CostBasis) -> str:
         "currency": price.currency,
         "days": price.days,
         **({"share": str(price.share)} if price.share is not None else {}),
+        **(
+            {"placements": [[p.placement.capacity.value, p.placement.pool, p.share] for p in price.placements]}
+            if price.placements
+            else {}
+        ),
     }
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
@@ -92,5 +110,7 @@ def from_text(text: str) -> StoredBasis:
     data = json.loads(text)
     share = Fraction(data["share"]) if "share" in data else None  # a basis stored before MIG pricing has none
     models = tuple(data["models"])
-    price = Price(data["rate"], Basis(data["basis"]), models, data["currency"], data["days"], data["unnamed"], share)
+    # A basis stored before prices per capacity type has no placements.
+    placements = tuple(PlacementShare(Placement(CapacityType(c), pool), share) for c, pool, share in data.get("placements", []))
+    price = Price(data["rate"], Basis(data["basis"]), models, data["currency"], data["days"], data["unnamed"], share, placements)
     return CostBasis(data["grant"], price, data["named"])

@@ -19,7 +19,16 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from typing import Any, TextIO
 
-from bot.domain.capacity import ON_DEMAND_PLACEMENT, Placement, ksm_label_name, placement_of, read_node
+from bot.domain.capacity import (
+    ON_DEMAND_PLACEMENT,
+    Placement,
+    SplitState,
+    ksm_label_name,
+    placement_of,
+    read_node,
+    split_state,
+)
+from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window, placed_usage
 
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -40,6 +49,7 @@ class PodRun:
     profiling: bool = True  # False: only DCGM_FI_DEV_GPU_UTIL (no profiling module on the node)
     exported_labels: bool = False  # True: scraped with honorLabels false (exported_namespace, exported_pod)
     scheduled: bool = True  # False: Pending (node ""), never counted
+    priority_class: str = ""  # spec.priorityClassName; set: exported in kube_pod_info
 
     def running_at(self, moment: datetime) -> bool:
         return self.scheduled and self.start <= moment < self.end
@@ -110,6 +120,12 @@ class HistoryMetrics:
         self._idle_threshold = idle_threshold
         self._pool_label = pool_label
         self._pools = tuple(pools)
+        # As the Prometheus source records it: whether each day read could be split by node.
+        self.splits: dict[date, SplitState] = {}
+
+    @property
+    def cluster_splits(self) -> dict[str, dict[date, SplitState]]:
+        return {HOME: self.splits}
 
     def placement(self, node: str) -> Placement:
         """Where the pods of ``node`` ran as the price list tells them apart (a node without labels: on-demand)."""
@@ -119,6 +135,8 @@ class HistoryMetrics:
         return placement_of(read_node(labels, self._pool_label), self._pools)
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
+        state = split_state(self.history.node_labels.values(), self._pool_label)
+        self.splits.update({window.day: state for window in windows})
         return {window.day: self.window_usage(window) for window in windows}
 
     def window_usage(self, window: Window) -> dict[str, NamespaceUsage]:
@@ -168,6 +186,24 @@ class HistoryMetrics:
             if pod.running_at(moment):
                 totals[pod.namespace] = totals.get(pod.namespace, 0.0) + pod.gpus
         return totals
+
+    def preemptible_use(
+        self, start: datetime, end: datetime, priority_classes: Sequence[str]
+    ) -> dict[str, dict[Placement, float]]:
+        """Per namespace, the share of its running GPU samples in [start, end) of pods of ``priority_classes``, at each
+        placement (``PreemptibleWork``)."""
+        every: dict[str, float] = {}
+        chosen: dict[str, dict[Placement, float]] = {}
+        for pod in self.history.pods:
+            samples = pod.gpus * sum(1 for m in self.history.steps(max(start, pod.start), min(end, pod.end)) if pod.running_at(m))
+            if not samples:
+                continue
+            every[pod.namespace] = every.get(pod.namespace, 0.0) + samples
+            if pod.priority_class in priority_classes:
+                per_place = chosen.setdefault(pod.namespace, {})
+                placement = self.placement(pod.node)
+                per_place[placement] = per_place.get(placement, 0.0) + samples
+        return {ns: {p: n / every[ns] for p, n in per_place.items()} for ns, per_place in chosen.items()}
 
     def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
         peaks: dict[str, float] = {}
@@ -247,6 +283,22 @@ def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None 
             "kube_pod_container_resource_requests",
             labels,
             ((m, pod.gpus) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))),
+        )
+    with_class = [pod for pod in pods if pod.priority_class and pod.scheduled]
+    if with_class:
+        family("kube_pod_info")
+    for pod in with_class:
+        labels = {
+            "namespace": pod.namespace,
+            "pod": pod.pod,
+            "uid": f"uid-{pod.pod}",
+            "node": pod.node,
+            "priority_class": pod.priority_class,
+        }
+        series(
+            "kube_pod_info",
+            labels,
+            ((m, 1.0) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))),
         )
     family("kube_pod_status_phase")
     for pod in pods:

@@ -20,7 +20,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from bot.clock import Clock
-from bot.domain.capacity import CapacityType, SplitState, allowlist_flag
+from bot.domain.capacity import CapacityType, SplitState, SplitUnavailable, allowlist_flag
 from bot.domain.clusters import HOME, cluster_of
 from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
 from bot.domain.policy import Policy, Team
@@ -122,21 +122,8 @@ def coverage_of(metrics: MetricsSource, windows: Sequence[Window], clusters: Seq
 def measured_split(metrics: MetricsSource, cluster: str, day: date) -> SplitState | None:
     """Whether the source could tell ``cluster``'s GPU-hours of ``day`` apart by node (None: a source that does not
     tell)."""
-    per_cluster: dict[str, dict[date, SplitState]] | None = getattr(metrics, "cluster_splits", None)
-    return per_cluster.get(cluster, {}).get(day) if per_cluster is not None else None
-
-
-@dataclass(frozen=True)
-class SplitUnavailable:
-    """Days of a cluster whose GPU-hours could not be told apart by node (all priced and counted on-demand): why
-    (``NO_NODE_LABELS``: kube-state-metrics exports no kube_node_labels; ``NO_CAPACITY_LABELS``: it exports them
-    without the capacity-type labels), and the kube-state-metrics flag that exports them. ``cluster``: its name in
-    the policy ("" without clusters)."""
-
-    state: SplitState
-    days: tuple[date, ...]
-    cluster: str
-    flag: str
+    per_cluster = getattr(metrics, "cluster_splits", None)  # a wrapper may answer any name: only a mapping tells
+    return per_cluster.get(cluster, {}).get(day) if isinstance(per_cluster, dict) else None
 
 
 def measured_spacing(metrics: MetricsSource, cluster: str, day: date) -> dict[str, float]:
