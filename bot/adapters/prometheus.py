@@ -28,7 +28,7 @@ policy's pool label) once kube-state-metrics' ``--metric-labels-allowlist`` name
 same queries (no query per node): the allocated query and each DCGM measure are summed by those labels too, a
 DCGM series reaching its pod's node through the pod's requests (``namespace``, ``pod``). A node without a
 ``kube_node_labels`` series still counts (its labels are empty: on-demand); a DCGM series of a pod that requests
-none of the governed resources is not counted (no pod holds that GPU for the quota). A name reused by a pod on
+no extended resource is not counted (no pod holds that GPU). A name reused by a pod on
 another node the same day (a StatefulSet's pod after a spot interruption) counts its DCGM figures at one of
 the nodes; its allocated hours are exact (per pod uid). The allocated query also counts the nodes by their
 labels (the ``nodes`` part), which tells whether the day could be split at all (``SplitState``).
@@ -145,6 +145,9 @@ def utilisation(function: str, seconds: int, *, whole_gpus: bool = False) -> str
 
 
 NODE_LABELS = "kube_node_labels"
+# The pods that request any extended resource on a node (GPUs, MIG slices, governed or not), with their node: what
+# places a DCGM series (a pod holds the GPU it requests) and names the nodes without a kube_node_labels series.
+POD_NODES = 'kube_pod_container_resource_requests{unit="integer", node!=""}'
 NODES_PART = "gpu_quota_part"  # the label the node count of the allocated query carries (a name no exporter uses)
 
 
@@ -160,7 +163,7 @@ def node_placements(seconds: int, resources: Sequence[str], labels: Sequence[str
     them; each of value 1."""
     node = _labels("node", by=by)
     known = f"topk by ({node}) (1, max by ({_labels('node', *labels, by=by)}) (max_over_time({NODE_LABELS}[{seconds}s])))"
-    return f"({known} or on ({node}) group by ({node}) (max_over_time({requests_selector(resources)}[{seconds}s])))"
+    return f"({known} or on ({node}) group by ({node}) (max_over_time({POD_NODES}[{seconds}s])))"
 
 
 def placed_gpu_samples(seconds: int, resources: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
@@ -177,10 +180,10 @@ def placed_gpu_samples(seconds: int, resources: Sequence[str], labels: Sequence[
 
 
 def pod_placements(seconds: int, resources: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
-    """One series per pod that requested any of ``resources`` on a node in the window, with its node's ``labels``
-    (a pod name on several nodes: one of them)."""
+    """One series per pod that requested an extended resource on a node in the window, with its node's ``labels``
+    (a pod name on several nodes: one of them). ``resources`` is unused: every extended resource places a pod."""
     pod = _labels("namespace", "pod", by=by)
-    pods = f"group by ({_labels('namespace', 'pod', 'node', by=by)}) (max_over_time({requests_selector(resources)}[{seconds}s]))"
+    pods = f"group by ({_labels('namespace', 'pod', 'node', by=by)}) (max_over_time({POD_NODES}[{seconds}s]))"
     placed = f"{pods} * on ({_labels('node', by=by)}) group_left ({', '.join(labels)}) {node_placements(seconds, resources, labels, by=by)}"
     return f"topk by ({pod}) (1, max by ({_labels('namespace', 'pod', *labels, by=by)}) ({placed}))"
 
