@@ -26,9 +26,12 @@ from bot.adapters.inspect_clusters import ClusterInspections
 from bot.adapters.karmada import KarmadaPlane
 from bot.adapters.kube import KubernetesCluster
 from bot.adapters.kueue import KueueCluster
+from bot.adapters.mail.smtp import SmtpMailer
+from bot.adapters.mail.url import SmtpServer
 from bot.adapters.metrics_clusters import ClusterMetrics
 from bot.adapters.prometheus import ClusterLabels, PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
+from bot.adapters.slack.input_words import plain_text as problem_text
 from bot.adapters.slack.languages import Languages
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.adapters.slack.reasons import plain_text as reason_text
@@ -36,6 +39,7 @@ from bot.adapters.slack.refusals import plain_text
 from bot.adapters.slack.transport import PooledWebClient, share_connections
 from bot.clock import Clock, SystemClock
 from bot.domain.clusters import HOME
+from bot.domain.input_problems import ParseError
 from bot.domain.policy import KARMADA_PLANE, Cluster, Policy
 from bot.domain.quota import QuotaScope
 from bot.executor import TrackingExecutor
@@ -56,6 +60,7 @@ from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.lifecycle import Lifecycle
 from bot.services.metrics_health import MetricsHealth
+from bot.services.monthly_close import MonthlyClose
 from bot.services.pods import PodView
 from bot.services.ports import (
     ClusterInspection,
@@ -63,6 +68,7 @@ from bot.services.ports import (
     FederatedQuotas,
     HomePublisher,
     KueueQuotas,
+    Mailer,
     MetricsSource,
     Notifier,
     QuotaCluster,
@@ -83,10 +89,11 @@ from bot.services.submissions import Submissions
 from bot.services.why import Why
 from bot.settings import Settings
 
-# A refusal's or a failure reason's ``str`` (logs, form errors, job results, the CLIs) is the Slack edge's
-# wording, the one people read.
+# A refusal's, a failure reason's or a parse error's ``str`` (logs, form errors, job results, the CLIs, the
+# shell) is the Slack edge's wording, the one people read.
 Refused.worded_by(plain_text)
 ReasonedError.worded_by(reason_text)
+ParseError.worded_by(problem_text)
 
 
 def open_database(url: str, *, migrate: Callable[[str], object] = upgrade_if_behind) -> Database:
@@ -232,6 +239,16 @@ def connect_prometheus(
     )
 
 
+def connect_mail(
+    server: SmtpServer | None, policy: Policy, *, clock: Clock | None = None, context: ssl.SSLContext | None = None
+) -> SmtpMailer | None:
+    """The mail server of ``SMTP_URL`` (``Settings.smtp_server()``); None without one (no mail is recorded then).
+    Nothing connects here: each mail opens its own connection. ``context``: the certificates it trusts."""
+    if server is None:
+        return None
+    return SmtpMailer(server, policy=policy, clock=clock, context=context)
+
+
 def slack_client(token: str | None, *, base_url: str, context: ssl.SSLContext | None = None) -> PooledWebClient:
     """The bot's Web API client (kept-alive connections, rate limits retried); ``context``: the certificates it trusts."""
     return make_web_client(token, base_url=base_url, ssl=context)
@@ -289,8 +306,10 @@ def build_services(
     scrape: ScrapeInspection | None = None,
     retry_delays: tuple[float, ...] = (0.5, 2.0, 5.0),
     sleep: Callable[[float], None] | None = None,
+    mailer: Mailer | None = None,
 ) -> Services:
-    """``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota;
+    """``mailer``: the mail server (``connect_mail``) budget warnings and the monthly close go to ``budget.mail``
+    through; ``queues``: Kueue, for scopes the policy keeps in a ClusterQueue and for Workloads waiting for quota;
     ``federation``: the Karmada plane, for scopes kept in a FederatedResourceQuota; ``inspection``: what ``why``
     and ``doctor`` read of the clusters (``connect_inspection``); ``scrape``: the Prometheus side ``doctor`` reads
     (default: ``metrics`` when it is a Prometheus)."""
@@ -322,17 +341,19 @@ def build_services(
     )
     # Without a Workloads reader (tests of other things), status and cards show no pods.
     pods = PodView(workloads=workloads, policy=policy) if workloads is not None else None
-    announcer = Announcer(notifier=slack.notifier, policy=policy, database=database, clock=clock, pods=pods)
+    announcer = Announcer(notifier=slack.notifier, policy=policy, database=database, clock=clock, pods=pods, mailer=mailer)
     failures = FailurePath(database=database, sync=sync, announcer=announcer, clock=clock)
     applier = ChangeApplier(policy=policy, database=database, sync=sync, announcer=announcer, clock=clock, failures=failures)
     pricer = Pricer(policy=policy, database=database, cluster=cluster, clock=clock)
-    digest = budget = idle = ledger = proposals = None
+    digest = budget = idle = ledger = proposals = close = None
     if metrics is not None:
         health = MetricsHealth(policy=policy, database=database, announcer=announcer, clock=clock)
         ledger = Ledger(policy=policy, metrics=metrics, database=database, clock=clock)
         spend = SpendReader(policy=policy, metrics=metrics, ledger=ledger)
         digest = _digest(policy=policy, metrics=metrics, database=database, clock=clock, announcer=announcer, ledger=ledger)
         budget = BudgetWatch(policy=policy, spend=spend, database=database, announcer=announcer, health=health, clock=clock)
+        if mailer is not None:
+            close = MonthlyClose(policy=policy, spend=spend, database=database, announcer=announcer, clock=clock)
         proposals = ProposalService(
             policy=policy, metrics=metrics, ledger=ledger, cluster=cluster, database=database, announcer=announcer, clock=clock
         )
@@ -411,6 +432,7 @@ def build_services(
         ),
         digest=digest,
         budget=budget,
+        monthly_close=close,
         idle=idle,
         ledger=ledger,
         costs=CostLookup(policy=policy, ledger=ledger, access=access, clock=clock) if ledger is not None else None,

@@ -3,8 +3,9 @@
 Checks the settings and the policy file, then, for each system it can reach, that the namespaces,
 the governed resources and the Kueue ClusterQueues (Kubernetes), the users, user groups and
 channels (Slack) and the GPU metrics (Prometheus) are there, that each exporter's sample
-spacing matches ``metrics.sample_interval``, and that the nodes' capacity-type and pool labels are known to the
-price list (each value it does not know named once). Prints one line per problem and exits 1 if there is any; systems it
+spacing matches ``metrics.sample_interval``, that the nodes' capacity-type and pool labels are known to the
+price list (each value it does not know named once), and that mail can go where the policy sends it (``SMTP_URL``
+set when a team lists ``budget.mail``; with ``--smtp-login``, a login to the server, nothing sent). Prints one line per problem and exits 1 if there is any; systems it
 cannot reach are reported as skipped, not as problems; a setting that cannot work (a DATABASE_URL
 that does not parse or answer, a missing or corrupt kubeconfig) is a problem. A governed resource
 no node advertises is a warning only: a MIG node being re-partitioned, or a node pool scaled to
@@ -25,7 +26,7 @@ from bot.adapters.i18n import tr
 from bot.adapters.metrics_clusters import label_problems
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import slack_call
-from bot.bootstrap import connect_cluster_metrics, connect_karmada, connect_kueue, connect_metrics, slack_client
+from bot.bootstrap import connect_cluster_metrics, connect_karmada, connect_kueue, connect_mail, connect_metrics, slack_client
 from bot.domain.capacity import SplitState, allowlist_flag
 from bot.domain.clusters import HOME, cluster_of, split_key
 from bot.domain.costs import Window
@@ -40,7 +41,13 @@ if TYPE_CHECKING:
     from bot.services.ports import KueueQuotas
 
 
-def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> int:
+def run(
+    *,
+    out: Callable[[str], None] = print,
+    err: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    smtp_login: bool = False,
+) -> int:
+    """``smtp_login``: also log in to the mail server (and quit without sending)."""
     problems: list[str] = []
     try:
         settings = load_settings()
@@ -63,6 +70,7 @@ def run(*, out: Callable[[str], None] = print, err: Callable[[str], None] = lamb
     problems.extend(_kubernetes(settings, policy, out))
     problems.extend(_slack(settings, policy, out))
     problems.extend(_prometheus(settings, policy, out))
+    problems.extend(_mail(settings, policy, out, login=smtp_login))
     return _finish(problems, out, err)
 
 
@@ -264,6 +272,36 @@ def _channel(client: WebClient, channel: str) -> list[str]:
     if not info.get("is_member", False):
         return [f"channel {channel} (policy): the bot is not a member; /invite it there"]
     return []
+
+
+def _mail(settings: Settings, policy: Policy, out: Callable[[str], None], *, login: bool) -> list[str]:
+    """Mail for the teams that list ``budget.mail``: SMTP_URL set and complete; with ``login``, the server lets the
+    bot in (connected, secured, logged in, then quit: no mail is sent)."""
+    listed = sorted(team.name for team in policy.teams.values() if team.budget is not None and team.budget.mail)
+    server = settings.smtp_server()
+    if server is None:
+        problems = settings.mail_problems()
+        if listed:
+            problems.append(f"teams {', '.join(listed)} list budget.mail but SMTP_URL is not set: no mail would be sent")
+        else:
+            out("skipped mail: SMTP_URL is not set and no team lists budget.mail")
+        return problems
+    problems = settings.mail_problems()
+    if not listed:
+        out("warning: SMTP_URL is set but no team lists budget.mail: the bot sends no mail")
+    if not login:
+        out(f"mail through {server.where} as {server.sender} (not tried: --smtp-login logs in without sending)")
+        return problems
+    if problems:
+        return problems
+    mailer = connect_mail(server, policy)
+    assert mailer is not None
+    try:
+        mailer.check_login()
+    except GpuQuotaError as error:
+        return [f"SMTP_URL: {error}"]
+    out(f"mail server {server.where}: " + (f"logged in as {server.user}" if server.user else "connected (no login asked)"))
+    return problems
 
 
 def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) -> list[str]:

@@ -38,6 +38,11 @@ PROMETHEUS = [
     ("PROMETHEUS_CA_BUNDLE", "CA bundle file for an https Prometheus with a private CA"),
     ("PROMETHEUS_TIMEOUT_SECONDS", "per query (default 120)"),
 ]
+MAIL = [
+    ("SMTP_URL", "mail server for budget.mail: smtp://user@host:587 (STARTTLS), smtps://user@host:465"),
+    ("SMTP_PASSWORD", "the password of SMTP_URL's user"),
+    ("SMTP_CA_BUNDLE", "CA bundle file for a mail server with a private CA"),
+]
 SERVER = [
     ("PORT", "HTTP port: /slack/events (HTTP mode), /healthz, /readyz, /metrics (default 3000)"),
     ("LOG_LEVEL", "DEBUG, INFO, WARNING or ERROR (default INFO)"),
@@ -62,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         "run",
         help="serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the jobs",
         description="Serve Slack (Socket Mode with SLACK_APP_TOKEN, else HTTP on PORT) and run the scheduled jobs.",
-        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, SERVER),
+        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, MAIL, SERVER),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
 
@@ -70,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     shell.add_argument("--kubeconfig", type=Path, help="use a real cluster instead of the sandbox one")
     shell.add_argument("--database", help="database URL (default: a fresh SQLite file for this session)")
     shell.add_argument("--demo", action="store_true", help="play the README's story, then stop")
+    shell.add_argument(
+        "--lang",
+        choices=["en", "zh-CN"],
+        default="en",
+        help="the shell's language and the sandbox's: its teams' and every person's Slack locale (default en)",
+    )
 
     digest = commands.add_parser("digest", help="the daily GPU cost digest: --print it here or --post it to Slack")
     from bot.digest_cli import add_arguments
@@ -81,13 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     add_ledger_arguments(commands.add_parser("ledger", help="the cost ledger: backfill it from Prometheus"))
     add_cost_arguments(commands.add_parser("cost", help="GPU cost from the ledger: export a month as CSV or JSON"))
 
-    commands.add_parser(
+    check_config = commands.add_parser(
         "check-config",
         help="check the settings and the policy, and that what it names exists",
         description="Check the settings and the policy, and that the namespaces, Slack users, groups and channels it "
         "names exist; one line per problem.",
-        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS),
+        epilog=_settings_help(SLACK, POLICY, DATABASE, KUBERNETES, PROMETHEUS, MAIL),
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    check_config.add_argument(
+        "--smtp-login", action="store_true", help="also log in to SMTP_URL's mail server (then quit: no mail is sent)"
     )
 
     from bot.doctor_cli import add_arguments as add_doctor_arguments
@@ -127,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "check-config":
             from bot.check_config import run as check
 
-            return check()
+            return check(smtp_login=args.smtp_login)
         if args.command == "doctor":
             from bot.doctor_cli import run as doctor
 
@@ -157,11 +171,12 @@ def _shell(args: argparse.Namespace) -> int:
     import logging
 
     from bot.clock import ShiftedClock
+    from bot.domain.languages import Language
     from bot.logs import configure_logging
     from bot.sandbox.history import HistoryMetrics, sandbox_history
     from bot.sandbox.session import Sandbox
-    from bot.sandbox.world import sandbox_policy
-    from bot.shell import DEMO, Shell
+    from bot.sandbox.world import SLACK_LOCALES, sandbox_policy
+    from bot.shell import Shell, demo_script
 
     if args.kubeconfig is not None:
         load_cluster(args.kubeconfig, setting="--kubeconfig")
@@ -173,13 +188,20 @@ def _shell(args: argparse.Namespace) -> int:
     clock = ShiftedClock()
     history = sandbox_history(clock.now())  # the shell's `idle` command changes it
     # The sandbox's own clusters are two (eu-1 and us-2); a real kubeconfig is governed as one cluster.
-    policy = sandbox_policy(two_clusters=args.kubeconfig is None)
+    language = Language(args.lang)
+    policy = sandbox_policy(two_clusters=args.kubeconfig is None, language=language)
     sandbox = Sandbox(
-        policy=policy, kubeconfig=args.kubeconfig, database_url=args.database, clock=clock, metrics=HistoryMetrics(history)
+        policy=policy,
+        kubeconfig=args.kubeconfig,
+        database_url=args.database,
+        clock=clock,
+        metrics=HistoryMetrics(history),
+        locale=SLACK_LOCALES[language],
     )
     sandbox.start()
     try:
-        Shell(sandbox, echo=not sys.stdin.isatty(), history=history).run(DEMO if args.demo else None)
+        shell = Shell(sandbox, echo=not sys.stdin.isatty(), history=history, language=language)
+        shell.run(demo_script(language) if args.demo else None)
     finally:
         sandbox.stop()
     return 0

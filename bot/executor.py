@@ -24,6 +24,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from bot.adapters.i18n import N_
 from bot.observability import REFUSED
 
 log = logging.getLogger(__name__)
@@ -39,8 +40,9 @@ WAITING = 2_000
 # The response URL lives 30 minutes: work that waited longer than this is answered "expired" while
 # the URL still takes the answer, instead of being done when nobody expects it.
 MAX_WAIT_SECONDS = 25 * 60
-BUSY = ":hourglass: The bot is busy right now and did nothing with this; please try again in a minute."
-EXPIRED = (
+# The answers to the person (catalog ids: the listeners show them translated, ``handlers.outcome.busy``).
+BUSY = N_(":hourglass: The bot is busy right now and did nothing with this; please try again in a minute.")
+EXPIRED = N_(
     ":hourglass: This waited more than 25 minutes behind other work and was not done (Slack lets the bot answer "
     "for 30 minutes only); please try again."
 )

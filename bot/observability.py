@@ -1,8 +1,8 @@
 """The bot's own metrics (prometheus-client), served on ``/metrics``.
 
 Counters and histograms live in the default registry, as prometheus-client intends; the gauge of
-requests by state (``RequestStates``) and the Slack outbox's backlog (``OutboxBacklog``) are read from
-the database at scrape time.
+requests by state (``RequestStates``) and the outbox's backlog, Slack's and the mail's (``OutboxBacklog``),
+are read from the database at scrape time.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ LEADER = Gauge("gpu_quota_leader", "1 while this replica runs the scheduled jobs
 
 
 def count_error(system: str, kind: str) -> None:
-    """``system``: kubernetes | slack | prometheus; ``kind``: temporary | permanent | conflict."""
+    """``system``: kubernetes | slack | prometheus | smtp; ``kind``: temporary | permanent | conflict | undeliverable
+    (an outbox entry given up on)."""
     ERRORS.labels(system=system, kind=kind).inc()
 
 
@@ -88,8 +89,9 @@ class RequestStates(Collector):
 
 
 class OutboxBacklog(Collector):
-    """``gpu_quota_outbox_entries{state}`` and ``gpu_quota_outbox_oldest_pending_seconds``: what the bot
-    still has to say in Slack, and for how long the oldest of it has waited (0 when nothing waits)."""
+    """``gpu_quota_outbox_entries{channel,state}`` and ``gpu_quota_outbox_oldest_pending_seconds{channel}``: what
+    the bot still has to say in Slack (``channel="slack"``) and by mail (``channel="mail"``), and for how long the
+    oldest of it has waited (0 when nothing waits). Every channel is exposed, with zeros when it has nothing."""
 
     def __init__(self, database: Transactions, clock: Clock) -> None:
         self._db = database
@@ -101,16 +103,21 @@ class OutboxBacklog(Collector):
         except Exception:
             log.exception("could not read the outbox for /metrics")
             return
-        entries = GaugeMetricFamily("gpu_quota_outbox_entries", "Slack outbox entries by state", labels=["state"])
-        for state in ("pending", "sent", "dead"):
-            entries.add_metric([state], health.counts.get(state, 0))
-        yield entries
-        waited = 0.0
-        if health.oldest_pending_at is not None:
-            waited = max(0.0, (self._clock.now() - health.oldest_pending_at).total_seconds())
-        yield GaugeMetricFamily(
-            "gpu_quota_outbox_oldest_pending_seconds", "Age of the oldest Slack message not delivered yet", value=waited
+        entries = GaugeMetricFamily(
+            "gpu_quota_outbox_entries", "Outbox entries by channel and state", labels=["channel", "state"]
         )
+        waited = GaugeMetricFamily(
+            "gpu_quota_outbox_oldest_pending_seconds",
+            "Age of the oldest message not delivered yet, by channel",
+            labels=["channel"],
+        )
+        for channel, backlog in health.channels.items():
+            for state in ("pending", "sent", "dead"):
+                entries.add_metric([channel, state], backlog.counts.get(state, 0))
+            oldest = backlog.oldest_pending_at
+            waited.add_metric([channel], 0.0 if oldest is None else max(0.0, (self._clock.now() - oldest).total_seconds()))
+        yield entries
+        yield waited
 
 
 def exposition() -> tuple[bytes, str]:

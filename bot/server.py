@@ -36,12 +36,13 @@ from bot.bootstrap import (
     connect_clusters,
     connect_inspection,
     connect_karmada,
+    connect_mail,
     open_database,
     slack_client,
     slack_ports,
 )
 from bot.clock import SystemClock
-from bot.domain.policy import load_policy
+from bot.domain.policy import Policy, load_policy
 from bot.errors import GpuQuotaError
 from bot.executor import TrackingExecutor
 from bot.leadership import LeaderLoop, leadership_for
@@ -96,6 +97,8 @@ def serve() -> int:
         log.warning(
             "PROMETHEUS_URL (or clusters.<name>.prometheus_url) is not set: no cost digests, budget warnings or idle-GPU nudges"
         )
+    for problem in mail_warnings(settings, policy):
+        log.warning("%s", problem)
     ports = slack_ports(client, policy)
     services = build_services(
         policy=policy,
@@ -108,6 +111,7 @@ def serve() -> int:
         slack=ports,
         clock=SystemClock(),
         metrics=metrics,
+        mailer=connect_mail(settings.smtp_server(), policy),
     )
     executor = TrackingExecutor()
     if settings.mode == "http":
@@ -163,6 +167,14 @@ def serve() -> int:
     database.dispose()
     log.info("stopped")
     return 0
+
+
+def mail_warnings(settings: Settings, policy: Policy) -> list[str]:
+    """What keeps the policy's mail from going out (none of it stops Slack being served), one line each."""
+    listed = sorted(team.name for team in policy.teams.values() if team.budget is not None and team.budget.mail)
+    if listed and settings.smtp_url is None:
+        return [f"teams {', '.join(listed)} list budget.mail but SMTP_URL is not set: their budget mail is not sent"]
+    return settings.mail_problems()
 
 
 def _pause(scheduler: BackgroundScheduler) -> None:

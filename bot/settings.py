@@ -8,6 +8,8 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from bot.adapters.mail.url import SmtpServer, parse_smtp_url
+
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 SlackMode = Literal["socket", "http"]
 
@@ -36,7 +38,8 @@ PLACEHOLDER_SECRETS = frozenset(
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+    # Errors never quote a value: a malformed secret (or a URL holding one) must not reach a log or a terminal.
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore", hide_input_in_errors=True)
 
     slack_bot_token: SecretStr | None = Field(default=None, description="Bot token, `xoxb-...` (required).")
     slack_signing_secret: SecretStr | None = Field(
@@ -95,6 +98,19 @@ class Settings(BaseSettings):
     prometheus_timeout_seconds: float = Field(
         default=120.0, gt=0, le=600, description="Per query (a month of a large cluster takes tens of seconds)."
     )
+    smtp_url: str | None = Field(
+        default=None,
+        description=(
+            "The mail server for budget warnings and the monthly close (`budget.mail`): `smtp://user@host:587` (STARTTLS,"
+            " required), `smtps://user@host:465` (TLS from the start) or `smtp://relay:25?starttls=off` (no TLS, no login);"
+            " `?from=<address>` sets the From (default: the user, written `name%40example.com` when it is an address)."
+            " No password in it: see `SMTP_PASSWORD`. Unset: no mail. See docs/costs.md."
+        ),
+    )
+    smtp_password: SecretStr | None = Field(default=None, description="The password of `SMTP_URL`'s user (from a Secret).")
+    smtp_ca_bundle: Path | None = Field(
+        default=None, description="CA bundle file for a mail server whose certificate a private CA signed."
+    )
     reconcile_interval_seconds: int = Field(
         default=30, ge=5, le=3600, description="Expiry, reminders, grant ends, retries, outbox delivery."
     )
@@ -119,6 +135,14 @@ class Settings(BaseSettings):
             raise ValueError("must be an http(s) URL, e.g. http://prometheus-operated.monitoring:9090")
         return url.rstrip("/") if url else None
 
+    @field_validator("smtp_url")
+    @classmethod
+    def _smtp_url(cls, url: str | None) -> str | None:
+        if url is None or not url.strip():
+            return None
+        parse_smtp_url(url)  # its ValueError says what is wrong, never quoting a password
+        return url.strip()
+
     @field_validator("slack_mode", mode="before")
     @classmethod
     def _mode(cls, mode: str | None) -> str | None:
@@ -135,6 +159,28 @@ class Settings(BaseSettings):
     @classmethod
     def _upper(cls, level: str) -> str:
         return level.upper() if isinstance(level, str) else level
+
+    def smtp_server(self) -> SmtpServer | None:
+        """The mail server, with its password and CA bundle; None without SMTP_URL."""
+        if self.smtp_url is None:
+            return None
+        password = self.smtp_password if self.smtp_password and self.smtp_password.get_secret_value() else None
+        return parse_smtp_url(self.smtp_url).with_secrets(password=password, ca_bundle=self.smtp_ca_bundle)
+
+    def mail_problems(self) -> list[str]:
+        """What keeps mail from being sent, one line per setting (the password is never shown). These do not stop
+        ``run``: Slack is served, and the mail waits in the outbox, then is given up."""
+        server = self.smtp_server()
+        has_password = bool(self.smtp_password and self.smtp_password.get_secret_value())
+        if server is None:
+            return ["SMTP_PASSWORD is set but SMTP_URL is not: set SMTP_URL too, or unset it"] if has_password else []
+        if server.user and not has_password:
+            return [f"SMTP_URL names the user {server.user} but SMTP_PASSWORD is not set"]
+        if has_password and not server.user:
+            return ["SMTP_PASSWORD is set but SMTP_URL names no user to log in as (smtp://user@host:587)"]
+        if self.smtp_ca_bundle is not None and not self.smtp_ca_bundle.is_file():
+            return [f"SMTP_CA_BUNDLE {self.smtp_ca_bundle} is not a file"]
+        return []
 
     def runtime_problems(self) -> list[str]:
         """What stops ``run`` from serving Slack, one line per setting (values are never shown)."""

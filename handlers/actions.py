@@ -2,7 +2,7 @@
 form asking why; both refuse at the click whoever may not decide) on the request message and the App
 Home tab, Retry in its thread, Extend / Release in reminders, Snooze and Release on idle-GPU nudges,
 Request more on quota-blocked workload alerts, Propose shift on a proposal (opens the shift form
-prefilled; nothing is submitted by the click)."""
+prefilled; nothing is submitted by the click). Every answer is in the reader's language."""
 
 from __future__ import annotations
 
@@ -13,16 +13,17 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import ids, modals
+from bot.adapters.slack import ids, modals, mrkdwn
 from bot.adapters.slack.events import ButtonClick, click_surface
 from bot.adapters.slack.notifier import slack_call
 from bot.adapters.slack.replies import reply_text
+from bot.adapters.slack.sentences import fill
 from bot.adapters.slack.words import render
+from bot.domain.commands import format_request_id
 from bot.errors import GpuQuotaError
-from bot.executor import BUSY, EXPIRED
 from bot.services.outcomes import Confirmation
 from bot.services.ports import ActionKind
-from handlers.outcome import attempt
+from handlers.outcome import attempt, busy, expired
 from handlers.replies import open_extend_form, open_request_form, open_shift_form, open_view, reply_privately
 
 if TYPE_CHECKING:
@@ -40,8 +41,8 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
             lambda: click_work(body, answer, respond, client),
             ack=ack,
             busy_ack=ack,
-            busy_notice=lambda: answer(BUSY),
-            expired=lambda: answer(EXPIRED),
+            busy_notice=lambda: answer(busy()),
+            expired=lambda: answer(expired()),
             interaction="click",
         )
 
@@ -95,7 +96,12 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
                 answer,
                 click.trigger_id,
                 modals.deny_form(request_id),
-                instead=f"Press Deny again, or type `deny <reason>` in the thread of GQ-{request_id}.",
+                instead=mrkdwn.render(
+                    fill(
+                        "Press Deny again, or type `deny <reason>` in the thread of {request}.",
+                        request=format_request_id(request_id),
+                    )
+                ),
             )
             return
         if click.kind == ActionKind.APPROVE:
@@ -137,7 +143,11 @@ def answerer(services: Services, body: dict[str, Any], respond: Respond) -> Call
 def invalid_button(answer: Callable[[str], None], click: ButtonClick) -> None:
     """A button value the bot did not make: forged, or from a message it no longer understands."""
     log.warning("invalid %s button value from %s: %r", click.kind, click.user_id, click.value[:100])
-    answer(":no_entry_sign: This button is not valid (it does not name a request the bot made); nothing was done.")
+    answer(
+        mrkdwn.render(
+            fill(":no_entry_sign: This button is not valid (it does not name a request the bot made); nothing was done.")
+        )
+    )
 
 
 def open_confirmation(
@@ -150,4 +160,11 @@ def open_confirmation(
         )
     except GpuQuotaError as error:
         log.warning("could not open the approval form of %s: %s", confirmation.display_id, error)
-        answer(f":warning: Could not open the approval form ({error}). Nothing was recorded; click Approve again.")
+        answer(
+            mrkdwn.render(
+                fill(
+                    ":warning: Could not open the approval form ({detail}). Nothing was recorded; click Approve again.",
+                    detail=str(error),
+                )
+            )
+        )

@@ -3,7 +3,9 @@
 Slack re-sends an event that got no 200 within 3 seconds, and switches an app's subscription off
 when too many deliveries fail; Bolt answers 404 to an event no listener takes. So every event is
 answered 200, a re-sent one (same ``event_id``) is dropped before any listener sees it, and
-messages that are not decisions are left alone.
+messages that are not decisions are left alone. A decision is typed in English or in Chinese
+(``approve`` / ``批准``, ``deny <reason>`` / ``拒绝 <理由>``: ``parse_thread_decision``); the answers in
+the thread are in the reader's language, addressed to the person who typed.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from slack_bolt import App, BoltContext, BoltResponse
 from slack_sdk import WebClient
 
 from bot.adapters.slack.events import ThreadReply
+from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
+from bot.adapters.slack.sentences import fill
 from bot.domain.commands import ThreadDecision, format_request_id, parse_thread_decision
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
 from bot.services.outcomes import Confirmation
+from bot.services.text import Notice, User
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -99,14 +104,11 @@ def decide_in_thread(
             what=f"typed deny on GQ-{request_id}",
         )
         if refused is not None:
-            answer_in_thread(client, reply, f"<@{reply.user_id}> {refused}")
+            answer_in_thread(client, reply, addressed(reply, refused))
             return
         log.info("typed deny on GQ-%s by %s without a reason; nothing decided", request_id, reply.user_id)
-        answer_in_thread(
-            client,
-            reply,
-            f"<@{reply.user_id}> :no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided.",
-        )
+        said = fill(":no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided.")
+        answer_in_thread(client, reply, addressed(reply, render(said)))
         return
 
     def decide() -> str | None:
@@ -116,14 +118,22 @@ def decide_in_thread(
         outcome = services.decisions.approve_or_confirm(user=reply.user_id, request_id=request_id, reason=decision.reason)
         if not isinstance(outcome, Confirmation):
             return None
-        return (
-            f":point_up: {format_request_id(request_id)} is a permanent or large change: approve it with its Approve"
-            " button, which shows the quota now → after and the monthly cost before your approval counts."
+        return render(
+            fill(
+                ":point_up: {request} is a permanent or large change: approve it with its Approve button, which shows"
+                " the quota now → after and the monthly cost before your approval counts.",
+                request=format_request_id(request_id),
+            )
         )
 
     refusal = attempt(decide, user=reply.user_id, what=f"typed {verdict} on GQ-{request_id}")
     if refusal is not None:
-        answer_in_thread(client, reply, f"<@{reply.user_id}> {refusal}")
+        answer_in_thread(client, reply, addressed(reply, refusal))
+
+
+def addressed(reply: ThreadReply, answer: str) -> str:
+    """``answer`` (mrkdwn) after a mention of the person who typed: the thread is shared, the answer is theirs."""
+    return render(Notice((User(reply.user_id),))) + " " + answer
 
 
 def answer_in_thread(client: WebClient, reply: ThreadReply, text: str) -> None:

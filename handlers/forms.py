@@ -1,7 +1,8 @@
 """Modal submissions: the request form, the extend form, the deny form and the approval form.
 
 Field errors go back inline (``response_action=errors``). A valid form is acknowledged by turning
-the modal into a "submitting" notice, which is then updated with the outcome.
+the modal into a "submitting" notice, which is then updated with the outcome. Titles, notices and
+errors are in the reader's language (field errors are plain text; a notice is mrkdwn).
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from slack_sdk import WebClient
 from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
 from slack_sdk.models.views import View
 
-from bot.adapters.slack import ids
+from bot.adapters.i18n import tr
+from bot.adapters.slack import ids, input_words
 from bot.adapters.slack.events import FormSubmission, draft_from_form, shift_from_form
 from bot.adapters.slack.notifier import slack_call
 from bot.adapters.slack.replies import reply_text
 from bot.domain.commands import format_request_id
 from bot.domain.durations import parse_duration
+from bot.domain.input_problems import ParseError
 from bot.domain.lifecycle import Verdict
 from bot.errors import GpuQuotaError
-from bot.executor import BUSY, EXPIRED
-from handlers.outcome import attempt
+from handlers.outcome import attempt, busy, expired
 from handlers.replies import submitted_text
 
 if TYPE_CHECKING:
@@ -34,12 +36,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-SUBMITTING = ":hourglass_flowing_sand: Submitting…"
-INVALID_FORM = ":no_entry_sign: This form is not valid (it does not name a request the bot made); nothing was done."
-
-
 def notice_view(title: str, text: str) -> View:
-    return View(type="modal", title=title[:24], close="Close", blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))])
+    """A modal showing ``text`` (mrkdwn) under ``title`` (plain text, cut to Slack's 24 characters)."""
+    return View(
+        type="modal", title=title[:24], close=tr("Close"), blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))]
+    )
 
 
 class FormListeners:
@@ -64,16 +65,16 @@ class FormListeners:
         """Show ``progress`` in the ack and the ``outcome`` (or why it failed) later; when busy, keep the form
         open with a note."""
         user = str((body.get("user") or {}).get("id", ""))
-        busy: Callable[[], object] = (
-            (lambda: ack(response_action="errors", errors={busy_field: BUSY}))
+        when_busy: Callable[[], object] = (
+            (lambda: ack(response_action="errors", errors={busy_field: busy()}))
             if busy_field
-            else (lambda: ack(response_action="update", view=notice_view(title, BUSY)))
+            else (lambda: ack(response_action="update", view=notice_view(title, busy())))
         )
         self._work.hand_off(
             lambda: show(client, body, notice_view(title, attempt(outcome, user=user, what=what))),
             ack=lambda: ack(response_action="update", view=notice_view(title, progress)),
-            busy_ack=busy,
-            expired=lambda: show(client, body, notice_view(title, EXPIRED)),
+            busy_ack=when_busy,
+            expired=lambda: show(client, body, notice_view(title, expired())),
             interaction="form",
         )
 
@@ -87,8 +88,8 @@ class FormListeners:
             ack,
             body,
             client,
-            title="GPU quota request",
-            progress=SUBMITTING,
+            title=tr("GPU quota request"),
+            progress=tr(":hourglass_flowing_sand: Submitting…"),
             outcome=lambda: submitted_text(self._services.submissions.submit(requester=form.user_id, draft=draft)),
             what="request form",
             busy_field=ids.REASON_BLOCK,
@@ -105,8 +106,8 @@ class FormListeners:
             ack,
             body,
             client,
-            title="Shift GPUs",
-            progress=SUBMITTING,
+            title=tr("Shift GPUs"),
+            progress=tr(":hourglass_flowing_sand: Submitting…"),
             outcome=lambda: submitted_text(self._services.shifts.submit(requester=form.user_id, draft=draft)),
             what="shift form",
             busy_field=ids.REASON_BLOCK,
@@ -116,20 +117,20 @@ class FormListeners:
         form = FormSubmission.from_body(body)
         try:
             duration = parse_duration(form.values.get(ids.DURATION_BLOCK, ""))
-        except ValueError as error:
-            ack(response_action="errors", errors={ids.DURATION_BLOCK: str(error)})
+        except ParseError as error:
+            ack(response_action="errors", errors={ids.DURATION_BLOCK: input_words.plain_text(error.problem)})
             return
         request_id = form.request_id
         if request_id is None:
             log.warning("extend form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
-            ack(response_action="errors", errors={ids.DURATION_BLOCK: "This form is not valid; use the Extend button again."})
+            ack(response_action="errors", errors={ids.DURATION_BLOCK: tr("This form is not valid; use the Extend button again.")})
             return
         self._hand_off(
             ack,
             body,
             client,
-            title="Extend a grant",
-            progress=SUBMITTING,
+            title=tr("Extend a grant"),
+            progress=tr(":hourglass_flowing_sand: Submitting…"),
             outcome=lambda: submitted_text(
                 self._services.submissions.extend(
                     requester=form.user_id,
@@ -146,19 +147,19 @@ class FormListeners:
         form = FormSubmission.from_body(body)
         reason = form.values.get(ids.REASON_BLOCK, "")
         if not reason:
-            ack(response_action="errors", errors={ids.REASON_BLOCK: "Say why: the requester reads it."})
+            ack(response_action="errors", errors={ids.REASON_BLOCK: tr("Say why: the requester reads it.")})
             return
         request_id = form.request_id
         if request_id is None:
             log.warning("deny form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
-            ack(response_action="errors", errors={ids.REASON_BLOCK: "This form is not valid; use the Deny button again."})
+            ack(response_action="errors", errors={ids.REASON_BLOCK: tr("This form is not valid; use the Deny button again.")})
             return
         self._hand_off(
             ack,
             body,
             client,
-            title="Deny a request",
-            progress=":hourglass_flowing_sand: Denying…",
+            title=tr("Deny a request"),
+            progress=tr(":hourglass_flowing_sand: Denying…"),
             outcome=lambda: reply_text(
                 self._services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.DENY, reason=reason)
             ),
@@ -171,14 +172,15 @@ class FormListeners:
         request_id = form.request_id
         if request_id is None:
             log.warning("approval form from %s without a valid request id: %r", form.user_id, form.metadata.get("request_id"))
-            ack(response_action="update", view=notice_view("Approve a request", INVALID_FORM))
+            invalid = tr(":no_entry_sign: This form is not valid (it does not name a request the bot made); nothing was done.")
+            ack(response_action="update", view=notice_view(tr("Approve a request"), invalid))
             return
         self._hand_off(
             ack,
             body,
             client,
-            title=f"Approve {format_request_id(request_id)}",
-            progress=":hourglass_flowing_sand: Recording your approval…",
+            title=tr("Approve {request}", request=format_request_id(request_id)),
+            progress=tr(":hourglass_flowing_sand: Recording your approval…"),
             outcome=lambda: reply_text(
                 self._services.decisions.decide(user=form.user_id, request_id=request_id, verdict=Verdict.APPROVE)
             ),

@@ -1,6 +1,8 @@
 """What every listener answers with: an ephemeral reply, a form opened, what a submission became.
 
-Shared by the command, button and form listeners, so that no listener module imports another.
+Shared by the command, button and form listeners, so that no listener module imports another. The
+words are whole catalog sentences in the reader's language; Slack's own error text is quoted as a
+detail, as it said it.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import Respond
 from slack_sdk import WebClient
 
-from bot.adapters.slack import blocks, modals
+from bot.adapters.slack import blocks, input_words, modals
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.notifier import slack_call
-from bot.domain.commands import USAGE, RequestDraft
+from bot.adapters.slack.sentences import fill, fill_n
+from bot.domain.commands import RequestDraft
+from bot.domain.input_problems import InputProblem
 from bot.errors import GpuQuotaError
-from bot.services.text import Channel, Notice
+from bot.services.text import Channel
 from handlers.outcome import attempt
 
 if TYPE_CHECKING:
@@ -41,25 +45,36 @@ def reply_privately(respond: Respond, answer: str | list[str], *, header: str | 
 
 
 def submitted_text(submitted: Any) -> str:
-    """What the requester sees right after submitting."""
-    where = render(Notice((Channel(submitted.channel_id),)))
+    """What the requester sees right after submitting (mrkdwn)."""
+    values = {"request": submitted.display_id, "channel": Channel(submitted.channel_id)}
     # What happened to the quota comes first: an auto-approval is applied even while its card waits for Slack.
     if submitted.state == "applied":
-        return f":white_check_mark: {submitted.display_id} was auto-approved and applied; details in {where}."
-    if submitted.state == "failed":
-        return f":x: {submitted.display_id} was auto-approved but could not be applied; the reason is in its thread in {where}."
-    if submitted.post_waits:
-        return (
-            f":hourglass_flowing_sand: {submitted.display_id} is saved; Slack asked the bot to slow down, so its card "
-            f"appears in {where} in a moment."
+        said = fill(":white_check_mark: {request} was auto-approved and applied; details in {channel}.", **values)
+    elif submitted.state == "failed":
+        said = fill(
+            ":x: {request} was auto-approved but could not be applied; the reason is in its thread in {channel}.", **values
         )
-    if submitted.post_error:
-        return (
-            f":warning: {submitted.display_id} is saved, but Slack would not post it in {where}: {submitted.post_error}. "
-            "The bot will keep trying; tell a platform admin if this persists."
+    elif submitted.post_waits:
+        said = fill(
+            ":hourglass_flowing_sand: {request} is saved; Slack asked the bot to slow down, so its card appears in {channel}"
+            " in a moment.",
+            **values,
         )
-    needed = submitted.approvals_required
-    return f":inbox_tray: {submitted.display_id} submitted and posted in {where} for approval ({needed} approval{'s' if needed != 1 else ''} needed)."
+    elif submitted.post_error:
+        said = fill(
+            ":warning: {request} is saved, but Slack would not post it in {channel}: {detail}. The bot will keep trying;"
+            " tell a platform admin if this persists.",
+            detail=str(submitted.post_error),
+            **values,
+        )
+    else:
+        said = fill_n(
+            ":inbox_tray: {request} submitted and posted in {channel} for approval ({count} approval needed).",
+            ":inbox_tray: {request} submitted and posted in {channel} for approval ({count} approvals needed).",
+            submitted.approvals_required,
+            **values,
+        )
+    return render(said)
 
 
 def open_request_form(
@@ -94,20 +109,40 @@ def open_shift_form(client: WebClient, respond: Respond, trigger_id: str | None,
         lambda text: reply_privately(respond, text),
         trigger_id,
         modals.shift_form(**prefill),
-        instead=f"Type the whole command instead: `/gpu-quota {USAGE['shift']}`",
+        instead=type_instead("shift"),
     )
 
 
-def open_extend_form(client: WebClient, respond: Respond, trigger_id: str | None, request_id: int, **prefill: Any) -> None:
+def open_extend_form(
+    client: WebClient,
+    respond: Respond,
+    trigger_id: str | None,
+    request_id: int,
+    *,
+    problems: tuple[InputProblem, ...] = (),
+    **prefill: Any,
+) -> None:
+    """The extend form; ``problems``: what was wrong with a typed ``extend`` (shown above its fields)."""
+    worded = [input_words.plain_text(problem) for problem in problems]
     open_view(
-        client, lambda text: reply_privately(respond, text), trigger_id, modals.extend_form(request_id, duration=None, **prefill)
+        client,
+        lambda text: reply_privately(respond, text),
+        trigger_id,
+        modals.extend_form(request_id, duration=None, problems=worded, **prefill),
     )
+
+
+def type_instead(command: str) -> str:
+    """What to do when the form of ``command`` could not open (mrkdwn): type it whole."""
+    return render(fill("Type the whole command instead: {usage}", usage=input_words.usage_line(command)))
 
 
 def open_view(client: WebClient, answer: Callable[[str], None], trigger_id: str | None, view: Any, *, instead: str = "") -> None:
-    """Open ``view``; when Slack refuses (an expired trigger), ``answer`` tells the person what to do instead."""
-    instead = instead or f"Type the whole command instead: `/gpu-quota {USAGE['request']}`"
+    """Open ``view``; when Slack refuses (an expired trigger), ``answer`` tells the person what to do instead
+    (``instead``: mrkdwn, a sentence or more; by default, to type the whole ``request``)."""
+    instead = instead or type_instead("request")
     try:
         slack_call("open the form", lambda: client.views_open(trigger_id=trigger_id, view=view))
     except GpuQuotaError as error:
-        answer(f":warning: Could not open the form ({error}). {instead}")
+        # ``instead`` is mrkdwn already (a sentence or a whole answer): it follows on a line of its own.
+        answer(render(fill(":warning: Could not open the form ({detail}).", detail=str(error))) + "\n" + instead)

@@ -1,4 +1,6 @@
-"""The ``why`` form: a pending pod picked, the modal turns into the answer (``ack`` first, the reads after)."""
+"""The ``why`` form: a pending pod picked, the modal turns into the answer (``ack`` first, the reads after).
+
+Its words are made in the current language (set for the request before this listener runs)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from slack_sdk import WebClient
 from slack_sdk.models.blocks import MarkdownTextObject, SectionBlock
 from slack_sdk.models.views import View
 
+from bot.adapters.i18n import tr
 from bot.adapters.slack import ids, why_words
 from bot.adapters.slack.events import FormSubmission
 from bot.adapters.slack.notifier import slack_call
@@ -23,12 +26,15 @@ if TYPE_CHECKING:
     from bot.services.container import Services
 
 log = logging.getLogger(__name__)
-TITLE = "Why is it pending?"
-READING = ":hourglass_flowing_sand: Reading the cluster…"
 
 
 def _notice(text: str) -> View:
-    return View(type="modal", title=TITLE, close="Close", blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))])
+    return View(
+        type="modal",
+        title=why_words.form_title(),
+        close=tr("Close"),
+        blocks=[SectionBlock(text=MarkdownTextObject(text=text[:3000]))],
+    )
 
 
 def register(app: App, services: Services, work: TrackingExecutor) -> None:
@@ -37,11 +43,11 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
         namespace, pod = form.metadata.get("namespace"), form.values.get(ids.WHY_POD_BLOCK, "")
         if not isinstance(namespace, str) or not is_namespace_key(namespace) or not pod:
             log.warning("why form from %s without a namespace or pod: %r", form.user_id, form.metadata)
-            ack(response_action="errors", errors={ids.WHY_POD_BLOCK: "Pick a pod (or ask again with /gpu-quota why)."})
+            ack(response_action="errors", errors={ids.WHY_POD_BLOCK: tr("Pick a pod (or ask again with /gpu-quota why).")})
             return
         why = services.why
         if why is None:
-            ack(response_action="update", view=_notice("This bot is not set up to answer `why`."))
+            ack(response_action="update", view=_notice(tr("This bot is not set up to answer `why`.")))
             return
 
         def show(view: View) -> None:
@@ -59,7 +65,7 @@ def register(app: App, services: Services, work: TrackingExecutor) -> None:
 
         work.hand_off(
             answer,
-            ack=lambda: ack(response_action="update", view=_notice(READING)),
+            ack=lambda: ack(response_action="update", view=_notice(tr(":hourglass_flowing_sand: Reading the cluster…"))),
             busy_ack=lambda: ack(response_action="errors", errors={ids.WHY_POD_BLOCK: BUSY}),
             expired=lambda: show(_notice(EXPIRED)),
             interaction="form",

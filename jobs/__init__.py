@@ -47,6 +47,15 @@ def register(scheduler: BaseScheduler, services: Services, *, reconcile_seconds:
         jobs.append(
             ("budget_warnings", CronTrigger.from_crontab(schedules.budget_warnings, timezone=zone), services.budget.check, 1800)
         )
+    if services.monthly_close is not None:  # with SMTP_URL only: the close goes by mail
+        jobs.append(
+            (
+                "monthly_close",
+                CronTrigger.from_crontab(schedules.monthly_close, timezone=zone),
+                services.monthly_close.run,
+                6 * 3600,
+            )
+        )
     if services.idle is not None:
         jobs.append(("idle_nudges", CronTrigger.from_crontab(schedules.idle_nudges, timezone=zone), services.idle.check, 900))
     if services.proposals is not None and schedules.proposals:  # off unless the policy sets it

@@ -24,9 +24,10 @@ LATIN_KEPT = frozenset(
         *"Pod Pods Job Jobs Deployment StatefulSet DaemonSet Workload Workloads ResourceQuota ClusterQueue".split(),
         *"LocalQueue ResourceFlavor FederatedResourceQuota PriorityClass ConfigMap cohort".split(),
         *"nominalQuota borrowingLimit preemptionPolicy Never nodeSelector affinity tolerations".split(),
-        *"gpu-quota-bot gpu-quota request approve deny status cancel release extend retry shift cost".split(),
+        *"gpu-quota-bot gpu-quota request approve deny status cancel release extend retry shift cost from to".split(),
         *"audit doctor why help list permanent for check-config kube-state-metrics dcgm-exporter".split(),
         *"YYYY MM DD GiB h".split(),
+        *"ServiceAccount ServiceMonitor".split(),  # the kinds doctor's fixes name (RBAC, the Prometheus operator)
     }
 )
 _MARKUP = (

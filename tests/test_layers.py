@@ -114,6 +114,7 @@ ADAPTER_CONSTRUCTORS = {
     "KarmadaPlane",
     "PrometheusMetrics",
     "ClusterMetrics",
+    "SmtpMailer",
 }
 
 
@@ -202,8 +203,10 @@ WORDLESS_SERVICES = [
     "inbox",
     "ledger",
     "lifecycle",
+    "mail_messages",
     "messages",
     "metrics_health",
+    "monthly_close",
     "outcomes",
     "pods",
     "ports",
@@ -284,7 +287,7 @@ PHRASES_LEFT: dict[str, str] = {}
 PHRASES_FOR_OPERATORS = {
     "announce": (
         "the error column of an outbox entry given up on (and its log line)",
-        {"the request message was never posted"},
+        {"the request message was never posted", "SMTP_URL is not set, so the bot sends no mail"},
     ),
     "proposals": (
         "the proposals job's skip reasons: its run result, which only the job's log line shows",

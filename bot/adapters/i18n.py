@@ -39,6 +39,7 @@ log = logging.getLogger(__name__)
 
 CATALOGS = Path(__file__).parents[1] / "locale"
 DOMAIN = "messages"
+SAME_TIME = 10.0  # seconds: how much older than its .po a .mo may be and still be read
 # Each language's Babel locale, and the folder of its catalog under CATALOGS.
 LOCALES: Mapping[Language, Locale] = {Language.EN: Locale.parse("en"), Language.ZH_CN: Locale.parse("zh_Hans_CN")}
 CATALOG_DIRS: Mapping[Language, str] = {Language.EN: "en", Language.ZH_CN: "zh_Hans"}
@@ -110,7 +111,8 @@ def translations(language: Language) -> gnu.NullTranslations:
     """The language's compiled catalog; a ``.po`` newer than its ``.mo`` (or without one) is compiled here."""
     folder = CATALOGS / CATALOG_DIRS[language] / "LC_MESSAGES"
     po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
-    if mo.exists() and (not po.exists() or mo.stat().st_mtime >= po.stat().st_mtime):
+    # A .mo written in the same few seconds as its .po (an install copies both) is the .po compiled.
+    if mo.exists() and (not po.exists() or mo.stat().st_mtime >= po.stat().st_mtime - SAME_TIME):
         with mo.open("rb") as compiled:
             return gnu.GNUTranslations(compiled)
     if not po.exists():

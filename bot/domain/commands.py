@@ -1,10 +1,12 @@
 """Parse the text of ``/gpu-quota ...`` into typed commands.
 
-Parsing never raises: bad input becomes a ``Malformed`` command with a message for the person, and a
+Parsing never raises: bad input becomes a ``Malformed`` command naming its problem, and a
 ``request`` with missing or invalid parts becomes a draft that lists its problems (the handler then
 opens the request form prefilled with what was valid). A bad duration is the exception: it is
 answered at once, because the form must never turn a typo into a permanent change. Control
-characters are removed from the text before anything else reads it.
+characters are removed from the text before anything else reads it. Problems are typed
+(``bot.domain.input_problems``); the Slack edge words them, and the usage of each command
+(``bot.adapters.slack.input_words``), in the reader's language.
 """
 
 from __future__ import annotations
@@ -15,7 +17,36 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from bot.domain.clusters import is_label, is_namespace_key
-from bot.domain.durations import ALLOWED, parse_duration
+from bot.domain.durations import parse_duration
+from bot.domain.input_problems import (
+    AuditNeedsATarget,
+    ChangesNothing,
+    DoctorTakesACluster,
+    ExtensionHowLong,
+    ForWithoutDuration,
+    InputProblem,
+    NeedsOneRequestId,
+    NoReason,
+    NoSuchHelpTopic,
+    NotACostTarget,
+    NotAGpuCount,
+    NotAGpuNumber,
+    NotAMonth,
+    NotANamespaceName,
+    NotAnObjectName,
+    NotAResourceName,
+    NotAWhyTarget,
+    NoTerm,
+    NotSubmitted,
+    ParseError,
+    PermanentAfterFor,
+    SameSourceAndTarget,
+    ShiftSyntax,
+    TakesNoArguments,
+    TwoTerms,
+    UnknownCommand,
+    WhyNeedsAPod,
+)
 
 _AMOUNT_PATTERN = re.compile(r"([+-]?)(\d{1,6})")
 _REQUEST_ID_PATTERN = re.compile(r"(?:gq-|#)?(\d{1,10})", re.IGNORECASE | re.ASCII)
@@ -61,11 +92,11 @@ class GpuAmount:
     def parse(cls, text: str) -> GpuAmount:
         match = _AMOUNT_PATTERN.fullmatch(text.strip())
         if not match:
-            raise ValueError(f"'{text}' is not a GPU count: use +4 for 4 more, -2 for 2 fewer, or 8 for a total of 8")
+            raise ParseError(NotAGpuCount(text))
         sign, digits = match.groups()
         value = int(digits) * (-1 if sign == "-" else 1)
         if sign and value == 0:
-            raise ValueError(f"'{text}' changes nothing")
+            raise ParseError(ChangesNothing(text))
         return cls(value=value, relative=bool(sign))
 
     def delta_from(self, current: int) -> int:
@@ -84,7 +115,7 @@ class RequestDraft:
     amount: GpuAmount | None = None
     duration: timedelta | None = None  # with ``permanent`` False: not chosen yet
     reason: str = ""
-    problems: tuple[str, ...] = ()
+    problems: tuple[InputProblem, ...] = ()
     permanent: bool = False  # only ever by an explicit choice: the word or the form's radio button
     resource: str | None = None  # the resource word as typed (mig-3g.40gb); None: not named
 
@@ -150,7 +181,7 @@ class ExtendCommand:
     request_id: int
     duration: timedelta | None
     reason: str = ""
-    problems: tuple[str, ...] = ()
+    problems: tuple[InputProblem, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,9 +228,10 @@ class HelpCommand:
 
 @dataclass(frozen=True)
 class Malformed:
-    """The text could not be understood; ``message`` says why and how to write it."""
+    """The text could not be understood: ``problem`` says why, ``usage`` names the commands (``COMMANDS``)
+    whose usage the answer shows."""
 
-    message: str
+    problem: InputProblem
     usage: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -220,21 +252,22 @@ Command = (
     | Malformed
 )
 
-USAGE = {
-    "request": "request <namespace> <+N|-N|N> [resource] for <duration>|permanent <reason>",
-    "shift": "shift <N> from <namespace> to <namespace> [resource] for <duration>|permanent <reason>",
-    "status": "status [namespace]",
-    "list": "list",
-    "cancel": "cancel <request id>",
-    "release": "release <request id>",
-    "extend": "extend <request id> <duration> [reason]",
-    "retry": "retry <request id>",
-    "audit": "audit <namespace|request id>",
-    "cost": "cost [team|namespace] [YYYY-MM]",
-    "doctor": "doctor [cluster]",
-    "why": "why <namespace>[/<pod|job|deployment|workload>]",
-    "help": "help [command]",
-}
+# The commands, in the order help lists them (their usage is worded at the edge).
+COMMANDS = (
+    "request",
+    "shift",
+    "status",
+    "list",
+    "cancel",
+    "release",
+    "extend",
+    "retry",
+    "audit",
+    "cost",
+    "doctor",
+    "why",
+    "help",
+)
 
 
 def parse_command(text: str) -> Command:
@@ -245,48 +278,71 @@ def parse_command(text: str) -> Command:
     verb, args = words[0].lower(), words[1:]
     parser = _PARSERS.get(verb)
     if parser is None:
-        return Malformed(f"I don't know `{words[0]}`.{_did_you_mean(verb)}", usage=tuple(USAGE.values()))
+        return Malformed(UnknownCommand(words[0], _close_to(verb)), usage=COMMANDS)
     return parser(args)
 
 
-def _did_you_mean(word: str) -> str:
-    """`` Did you mean `status`?`` for a mistyped verb; empty when nothing is close."""
-    close = difflib.get_close_matches(word, USAGE, n=1, cutoff=0.6)
-    return f" Did you mean `{close[0]}`?" if close else ""
+def _close_to(word: str) -> str | None:
+    """The command a mistyped verb is close to (``stauts``: ``status``); None when nothing is."""
+    close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
 
 
 @dataclass(frozen=True)
 class ThreadDecision:
-    """``approve`` or ``deny <reason>`` typed as a reply in a request's thread."""
+    """``approve`` / ``批准`` or ``deny <reason>`` / ``拒绝 <理由>`` typed as a reply in a request's thread."""
 
     approve: bool
     reason: str = ""
 
 
 _LEADING_MENTION = re.compile(r"\s*<@([A-Z0-9]+)(?:\|[^>]*)?>")
+# What may follow a verb before the reason, or after an approval that stands alone: a hurried person's
+# punctuation, half-width or full-width (Chinese is typed with the latter: "拒绝：预算不够", "批准！").
+_PUNCTUATION = ".!:,;。！：，；、"
+# The Chinese verbs (a keyword, as typed; ``了`` is the particle of a thing done: 批准了, as "approved").
+# Chinese is written without spaces, so the reason may follow the verb at once: 拒绝预算不够.
+_CHINESE_DECISION = re.compile(r"(?P<verb>批准|拒绝)了?(?P<rest>.*)", re.DOTALL)
+# A denial's "reason" beginning with one of these makes the reply a question or a clause about denying
+# (拒绝吗？, 拒绝的话…), not a denial.
+_NOT_A_REASON = ("吗", "么", "呢", "的")
 
 
 def parse_thread_decision(text: str, *, bot_user_id: str) -> ThreadDecision | None:
     """A decision typed in a request's thread, or None for an ordinary reply (left alone).
 
-    ``approve`` must stand alone (an "approve of the idea, but..." reply is chat, not a decision);
-    ``deny`` may be followed by the reason. A leading @-mention of the bot is ignored; a reply
-    addressed to someone else ("@pat approve") asks them, so it is not the writer's decision.
+    ``approve`` (``批准``) must stand alone (an "approve of the idea, but..." reply is chat, not a
+    decision); ``deny`` (``拒绝``) may be followed by the reason. A leading @-mention of the bot is
+    ignored; a reply addressed to someone else ("@pat approve") asks them, so it is not the writer's
+    decision.
     """
     while mention := _LEADING_MENTION.match(text):
         if mention.group(1) != bot_user_id:
             return None
         text = text[mention.end() :]
-    words = text.strip().split(maxsplit=1)
+    text = text.strip()
+    chinese = _CHINESE_DECISION.fullmatch(text)
+    if chinese:
+        return _chinese_decision(chinese.group("verb"), chinese.group("rest"))
+    words = text.split(maxsplit=1)
     if not words:
         return None
-    verb = words[0].lower().rstrip(".!:,;")  # "Deny: no budget" is a denial, as a hurried person types it
+    verb = words[0].lower().rstrip(_PUNCTUATION)  # "Deny: no budget" is a denial, as a hurried person types it
     rest = words[1].strip() if len(words) > 1 else ""
-    if verb in ("approve", "approved") and not rest.strip(".! "):
+    if verb in ("approve", "approved") and not rest.strip(_PUNCTUATION + " "):
         return ThreadDecision(approve=True)
     if verb in ("deny", "denied"):
         return ThreadDecision(approve=False, reason=rest)
     return None
+
+
+def _chinese_decision(verb: str, rest: str) -> ThreadDecision | None:
+    reason = rest.lstrip(_PUNCTUATION + " \t\n\u3000").strip()
+    if verb == "批准":
+        return None if reason else ThreadDecision(approve=True)
+    if reason.startswith(_NOT_A_REASON) and not rest[:1].isspace() and rest[:1] not in _PUNCTUATION:
+        return None
+    return ThreadDecision(approve=False, reason=reason)
 
 
 def is_resource_word(text: str) -> bool:
@@ -299,21 +355,21 @@ def _resource_word(rest: list[str]) -> str | None:
 
     Only there: before resources could be named, the word after the amount had to be ``for`` or
     ``permanent``, so any other word followed by one of them was never valid, and a command without
-    either keeps reading as it did. Raises ValueError for a word no resource could be spelt as."""
+    either keeps reading as it did. Raises ParseError for a word no resource could be spelt as."""
     if len(rest) < 2 or rest[0].lower() in _TERM_WORDS or rest[1].lower() not in _TERM_WORDS:
         return None
     word = rest.pop(0)
     if not is_resource_word(word):
-        raise ValueError(f"'{word}' is not a resource name (like mig-3g.40gb or nvidia.com/gpu)")
+        raise ParseError(NotAResourceName(word))
     return word
 
 
 def parse_request_words(words: list[str]) -> RequestDraft:
     """Parse ``<namespace> <gpus> [resource] for <duration>|permanent <reason>``, keeping what is valid.
 
-    Raises ValueError (naming it) for a bad duration.
+    Raises ParseError (naming it) for a bad duration.
     """
-    problems: list[str] = []
+    problems: list[InputProblem] = []
     namespace: str | None = None
     amount: GpuAmount | None = None
     duration: timedelta | None = None
@@ -325,35 +381,35 @@ def parse_request_words(words: list[str]) -> RequestDraft:
         if is_namespace_key(candidate):
             namespace = candidate
         else:
-            problems.append(f"'{candidate}' is not a namespace name")
+            problems.append(NotANamespaceName(candidate))
     if rest:
         try:
             amount = GpuAmount.parse(rest[0])
             rest.pop(0)
-        except ValueError as error:
-            problems.append(str(error))
+        except ParseError as error:
+            problems.append(error.problem)
             rest.pop(0)
     resource = None
     try:
         resource = _resource_word(rest)
-    except ValueError as error:
-        problems.append(str(error))
+    except ParseError as error:
+        problems.append(error.problem)
     if rest and rest[0].lower() == "for":
         rest.pop(0)
         if not rest:
-            raise ValueError(f"`for` needs a duration: {ALLOWED}")
+            raise ParseError(ForWithoutDuration())
         typed = rest.pop(0)
         duration = _duration_after_for(typed)
         if rest and rest[0].lower() == PERMANENT_WORD:
-            raise ValueError(f"both `for {typed}` and `{PERMANENT_WORD}`: say one")
+            raise ParseError(TwoTerms(duration=typed))
     elif rest and rest[0].lower() == PERMANENT_WORD:
         rest.pop(0)
         permanent = True
         if len(rest) > 1 and rest[0].lower() == "for" and _is_duration(rest[1]):
             # A hurried "permanent for 3d" must not become a permanent change with "for 3d" as its reason.
-            raise ValueError(f"both `{PERMANENT_WORD}` and `for {rest[1]}`: say one")
+            raise ParseError(TwoTerms(duration=rest[1], permanent_first=True))
     else:
-        problems.append(f"say how long: `for 3d` ({ALLOWED}) or `{PERMANENT_WORD}`")
+        problems.append(NoTerm(example="3d"))
     return RequestDraft(
         namespace=namespace,
         amount=amount,
@@ -375,30 +431,30 @@ def _is_duration(word: str) -> bool:
 
 def _duration_after_for(word: str) -> timedelta:
     if word.lower() == PERMANENT_WORD:
-        raise ValueError(f"a permanent change is written `{PERMANENT_WORD}`, without `for`")
+        raise ParseError(PermanentAfterFor())
     return parse_duration(word)
 
 
 def _parse_request(args: list[str]) -> Command:
     try:
         return RequestCommand(parse_request_words(args))
-    except ValueError as error:
-        return Malformed(f"Not submitted: {error}.", usage=(USAGE["request"],))
+    except ParseError as error:
+        return Malformed(NotSubmitted(error.problem), usage=("request",))
 
 
 def parse_shift_words(words: list[str]) -> ShiftDraft:
-    """Parse ``<N> from <source> to <target> [resource] for <duration>|permanent <reason>``; ValueError names what is
-    wrong."""
+    """Parse ``<N> from <source> to <target> [resource] for <duration>|permanent <reason>``; ParseError names what
+    is wrong."""
     if len(words) < 5 or words[1].lower() != "from" or words[3].lower() != "to":
-        raise ValueError("write it as `shift 3 from <namespace> to <namespace> [resource] for 30d|permanent <reason>`")
+        raise ParseError(ShiftSyntax())
     count, source, target, rest = words[0], words[2], words[4], words[5:]
     if not count.isascii() or not count.isdigit() or len(count) > 6 or int(count) == 0:
-        raise ValueError(f"'{count}' is not a number of GPUs to move (a whole number above 0, like 3)")
+        raise ParseError(NotAGpuNumber(count))
     for name in (source, target):
         if not is_namespace_key(name):
-            raise ValueError(f"'{name}' is not a namespace name")
+            raise ParseError(NotANamespaceName(name))
     if source == target:
-        raise ValueError(f"the source and the target are both `{source}`: a shift moves GPUs between two namespaces")
+        raise ParseError(SameSourceAndTarget(source))
     resource = _resource_word(rest)
     duration: timedelta | None = None
     if rest and rest[0].lower() == "for" and len(rest) > 1:
@@ -407,11 +463,11 @@ def parse_shift_words(words: list[str]) -> ShiftDraft:
     elif rest and rest[0].lower() == PERMANENT_WORD:
         rest = rest[1:]
     else:
-        raise ValueError(f"say how long: `for 30d` ({ALLOWED}) or `{PERMANENT_WORD}`")
+        raise ParseError(NoTerm(example="30d"))
     if rest and rest[0].lower() in _TERM_WORDS:
-        raise ValueError(f"both a duration and `{PERMANENT_WORD}`: say one")
+        raise ParseError(TwoTerms())
     if not " ".join(rest).strip():
-        raise ValueError("give a reason after the duration")
+        raise ParseError(NoReason())
     return ShiftDraft(gpus=int(count), source=source, target=target, duration=duration, reason=" ".join(rest), resource=resource)
 
 
@@ -420,8 +476,8 @@ def _parse_shift(args: list[str]) -> Command:
         return ShiftCommand()
     try:
         return ShiftCommand(parse_shift_words(args))
-    except ValueError as error:
-        return Malformed(f"Not submitted: {error}.", usage=(USAGE["shift"],))
+    except ParseError as error:
+        return Malformed(NotSubmitted(error.problem), usage=("shift",))
 
 
 def _parse_status(args: list[str]) -> Command:
@@ -429,7 +485,7 @@ def _parse_status(args: list[str]) -> Command:
         return StatusCommand()
     if len(args) == 1 and is_namespace_key(args[0]):
         return StatusCommand(namespace=args[0])
-    return Malformed(f"'{' '.join(args)}' is not a namespace name.", usage=(USAGE["status"],))
+    return Malformed(NotANamespaceName(" ".join(args)), usage=("status",))
 
 
 # What ``why`` takes: a namespace key and optionally an object's name after a slash (a DNS subdomain: pods may
@@ -439,15 +495,15 @@ _OBJECT_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
 
 
 def _parse_why(args: list[str]) -> WhyCommand | Malformed:
-    usage = (USAGE["why"],)
+    usage = ("why",)
     if not args or len(args) > 2:
-        return Malformed("`why` needs a pod (or a Job, Deployment or Workload): `why <namespace>/<name>`.", usage=usage)
+        return Malformed(WhyNeedsAPod(), usage=usage)
     target, name = args[0], args[1] if len(args) == 2 else None
     parts = target.split("/")
     if _WHY_TARGET.fullmatch(target) is None or len(parts) > 3 or not all(parts) or (name is not None and len(parts) > 2):
-        return Malformed(f"'{target}' is not a namespace or `<namespace>/<name>`.", usage=usage)
+        return Malformed(NotAWhyTarget(target), usage=usage)
     if name is not None and _OBJECT_NAME.fullmatch(name) is None or _OBJECT_NAME.fullmatch(parts[-1]) is None:
-        return Malformed(f"'{name or parts[-1]}' is not a pod, Job, Deployment or Workload name.", usage=usage)
+        return Malformed(NotAnObjectName(name or parts[-1]), usage=usage)
     return WhyCommand(target=target, name=name)
 
 
@@ -456,18 +512,18 @@ def _parse_doctor(args: list[str]) -> DoctorCommand | Malformed:
         return DoctorCommand()
     if len(args) == 1 and is_label(args[0]):
         return DoctorCommand(cluster=args[0])
-    return Malformed("`doctor` takes at most a cluster name.", usage=(USAGE["doctor"],))
+    return Malformed(DoctorTakesACluster(), usage=("doctor",))
 
 
 def _parse_list(args: list[str]) -> Command:
-    return ListCommand() if not args else Malformed("`list` takes no arguments.", usage=(USAGE["list"],))
+    return ListCommand() if not args else Malformed(TakesNoArguments("list"), usage=("list",))
 
 
 def _request_id_command(verb: str, build: type[CancelCommand] | type[ReleaseCommand] | type[RetryCommand]):
     def parse(args: list[str]) -> Command:
         request_id = parse_request_id(args[0]) if len(args) == 1 else None
         if request_id is None:
-            return Malformed(f"`{verb}` needs one request id, like GQ-17.", usage=(USAGE[verb],))
+            return Malformed(NeedsOneRequestId(verb), usage=(verb,))
         return build(request_id)
 
     return parse
@@ -476,13 +532,13 @@ def _request_id_command(verb: str, build: type[CancelCommand] | type[ReleaseComm
 def _parse_extend(args: list[str]) -> Command:
     request_id = parse_request_id(args[0]) if args else None
     if request_id is None:
-        return Malformed("`extend` needs a request id, like GQ-17.", usage=(USAGE["extend"],))
+        return Malformed(NeedsOneRequestId("extend", only_one=False), usage=("extend",))
     if len(args) < 2:
-        return ExtendCommand(request_id, None, problems=("how long to extend, e.g. 2d",))
+        return ExtendCommand(request_id, None, problems=(ExtensionHowLong(),))
     try:
         duration = parse_duration(args[1])
-    except ValueError as error:
-        return ExtendCommand(request_id, None, " ".join(args[2:]), problems=(str(error),))
+    except ParseError as error:
+        return ExtendCommand(request_id, None, " ".join(args[2:]), problems=(error.problem,))
     return ExtendCommand(request_id, duration, " ".join(args[2:]))
 
 
@@ -493,7 +549,7 @@ def _parse_audit(args: list[str]) -> Command:
             return AuditCommand(request_id=request_id)
         if is_namespace_key(args[0]):
             return AuditCommand(namespace=args[0])
-    return Malformed("`audit` needs a namespace or a request id.", usage=(USAGE["audit"],))
+    return Malformed(AuditNeedsATarget(), usage=("audit",))
 
 
 _MONTH_PATTERN = re.compile(r"(\d{4})-(\d{2})")
@@ -505,12 +561,12 @@ def _parse_cost(args: list[str]) -> Command:
         found = _MONTH_PATTERN.fullmatch(word)
         if found:
             if month is not None or not 1 <= int(found.group(2)) <= 12:
-                return Malformed(f"`{word}` is not a month: use YYYY-MM, once.", usage=(USAGE["cost"],))
+                return Malformed(NotAMonth(word), usage=("cost",))
             month = date(int(found.group(1)), int(found.group(2)), 1)
         elif target is None and is_namespace_key(word):
             target = word
         else:
-            return Malformed(f"`{word}` is neither a team, a namespace nor a month (YYYY-MM).", usage=(USAGE["cost"],))
+            return Malformed(NotACostTarget(word), usage=("cost",))
     return CostCommand(target=target, month=month)
 
 
@@ -518,8 +574,8 @@ def _parse_help(args: list[str]) -> Command:
     if not args:
         return HelpCommand()
     topic = args[0].lower()
-    if topic not in USAGE:
-        return Malformed(f"There is no command `{args[0]}`.{_did_you_mean(topic)} The commands are:", usage=tuple(USAGE.values()))
+    if topic not in COMMANDS:
+        return Malformed(NoSuchHelpTopic(args[0], _close_to(topic)), usage=COMMANDS)
     return HelpCommand(topic=topic)
 
 

@@ -33,6 +33,7 @@ from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, sp
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.karmada import FederatedQuotaRef
 from bot.domain.languages import Language, parse_language, supported_tags
+from bot.domain.mail import parse_address
 from bot.domain.quota import QuotaScope
 from bot.domain.resources import GPU, MIG_SLICES, is_resource_name, mig_profile, short_name
 
@@ -317,6 +318,26 @@ class Budget(_Frozen):
     thresholds: tuple[int, ...] = Field(
         default=(50, 80, 100), description="Percent of the monthly budget that trigger a warning (once each a month)."
     )
+    mail: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "Mail addresses that also get the budget warnings and the monthly close (finance@example.com), each its"
+            " own mail: plain text and the chart as a PNG, in the team's language. Needs SMTP_URL; empty: Slack only."
+        ),
+    )
+
+    @field_validator("mail", mode="before")
+    @classmethod
+    def _addresses(cls, value: Any) -> Any:
+        """Each an address (a single string is one); the same address twice is one."""
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list | tuple):
+            return value  # pydantic's tuple check names the type
+        bad = [item for item in value if not isinstance(item, str)]
+        if bad:
+            raise ValueError(f"not mail addresses: {', '.join(map(str, bad))}")
+        return tuple(dict.fromkeys(parse_address(item) for item in value))
 
 
 class Notifications(_Frozen):
@@ -580,6 +601,14 @@ class Schedules(_Frozen):
     )
     digest: Cron = Field(default="0 9 * * *", description="The daily cost digest, about yesterday.")
     budget_warnings: Cron = Field(default="5 * * * *", description="Budget warnings (hourly).")
+    monthly_close: Cron = Field(
+        default="0 8 1-7 * *",
+        description=(
+            "The monthly close by mail (each team's final figures of the month just ended, to its budget.mail):"
+            " sent by the first run after the month ends (the 1st, after the ledger's run); the later runs send only"
+            " a close an earlier run could not (the bot down, the month's metrics not all recorded)."
+        ),
+    )
     idle_nudges: Cron = Field(default="*/30 * * * *", description="Nudges about idle GPUs.")
     blocked_workloads: Cron = Field(
         default="*/5 * * * *", description="Checks for workloads the quota refuses or the scheduler cannot place."

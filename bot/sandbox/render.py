@@ -1,10 +1,17 @@
-"""Slack messages as terminal text: what the shell shows of what the bot sent."""
+"""Slack messages as terminal text: what the shell shows of what the bot sent.
+
+The messages' own words are the bot's (already in their reader's language); the few words this module
+adds (where a message went, an image, a form without a title) are the shell's, in its language.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any
+
+from bot.adapters.i18n import tr
 
 EMOJI = {
     ":white_check_mark:": "✅",
@@ -38,6 +45,18 @@ _EMOJI = re.compile(r":[a-z0-9_+-]+:")
 ButtonNumberer = Callable[[dict[str, Any]], int]
 
 
+def display_width(text: str) -> int:
+    """The columns a terminal gives ``text``: a wide character (Chinese) takes two, a combining mark none."""
+    return sum(
+        0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1 for char in text
+    )
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` followed by spaces up to ``width`` terminal columns (as ``f"{text:<{width}}"`` for ASCII)."""
+    return text + " " * max(0, width - display_width(text))
+
+
 class TextRenderer:
     def __init__(self, *, users: dict[str, str], channels: dict[str, str]) -> None:
         self._users = users
@@ -55,7 +74,7 @@ class TextRenderer:
         if channel is None:
             return "?"
         if channel.startswith("D"):
-            return "DM to @" + self._users.get(channel[1:], channel[1:])
+            return tr("DM to @{name}", name=self._users.get(channel[1:], channel[1:]))
         return "#" + self._channels.get(channel, channel)
 
     def blocks(self, blocks: list[dict[str, Any]], number: ButtonNumberer) -> list[str]:
@@ -76,11 +95,12 @@ class TextRenderer:
                 buttons = [f"[{number(e)}: {e['text']['text']}]" for e in block.get("elements", []) if e.get("type") == "button"]
                 lines.append("  " + "  ".join(buttons))
             elif kind == "image":
-                lines.append(f"  [image: {block.get('alt_text', '')}]")
+                lines.append("  " + tr("[image: {description}]", description=block.get("alt_text", "")))
         return lines
 
     def form(self, view: dict[str, Any]) -> list[str]:
-        lines = [f"▌ {view.get('title', {}).get('text', 'Form')}"]
+        title = view.get("title", {}).get("text") or tr("Form")
+        lines = [f"▌ {title}"]
         for block in view.get("blocks", []):
             if block.get("type") == "input":
                 lines.append(f"  • {block['label']['text']}")

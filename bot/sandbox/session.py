@@ -9,6 +9,7 @@ cluster of the policy is a Kubernetes API stand-in (``kubes``, by the cluster's 
 
 from __future__ import annotations
 
+import ssl
 import tempfile
 from pathlib import Path
 
@@ -16,13 +17,17 @@ from slack_bolt import App, BoltResponse
 
 from bot.adapters.db.database import Database
 from bot.adapters.db.migrate import upgrade
+from bot.adapters.mail.url import SmtpServer
 from bot.adapters.slack.http import bolt_request
+from bot.adapters.slack.languages import Languages
+from bot.adapters.slack.notifier import SlackDirectory
 from bot.bootstrap import (
     build_bolt_app,
     build_services,
     connect_clusters,
     connect_inspection,
     connect_karmada,
+    connect_mail,
     open_database,
     slack_client,
     slack_ports,
@@ -39,7 +44,7 @@ from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.slack_client import SlackSide
 from bot.sandbox.world import PEOPLE, sandbox_policy, sandbox_slack, seed_clusters
 from bot.services.container import Services
-from bot.services.ports import MetricsSource, ScrapeInspection
+from bot.services.ports import Directory, MetricsSource, ScrapeInspection
 
 BOT_TOKEN = "xoxb-sandbox-token"
 SIGNING_SECRET = "sandbox-signing-secret"
@@ -59,14 +64,19 @@ class Sandbox:
         metrics: MetricsSource | None = None,
         scrape: ScrapeInspection | None = None,
         tls: Certificate | None = None,
+        locale: str | None = None,
+        mail: SmtpServer | None = None,
+        mail_trusts: ssl.SSLContext | None = None,
     ) -> None:
         """``tls``: the stand-ins serve HTTPS with this certificate and the bot's clients trust only it; ``scrape``:
-        the Prometheus side ``doctor`` reads (default: ``SandboxScrape``, which the shell's ``scrape off`` changes)."""
+        the Prometheus side ``doctor`` reads (default: ``SandboxScrape``, which the shell's ``scrape off`` changes);
+        ``locale``: every sandbox person's Slack locale (``zh-CN``; default: Slack's, en-US); ``mail``: the mail
+        server budget mail goes to (none: no mail), its certificate checked with ``mail_trusts``."""
         self.policy = policy or sandbox_policy()
         self.clock = clock or ShiftedClock()
         self._tls = tls
         server_tls = tls.server_context() if tls else None
-        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN, tls=server_tls)
+        self.slack: SlackApiStandIn = sandbox_slack(BOT_TOKEN, tls=server_tls, locale=locale)
         self.kubes: dict[str, KubeApiStandIn] = (
             {} if kubeconfig else {part: KubeApiStandIn(tls=server_tls) for part in self.policy.cluster_names()}
         )
@@ -77,6 +87,7 @@ class Sandbox:
         self._retry_delays = retry_delays
         self._kube_timeout = kube_timeout
         self._metrics = metrics
+        self._mail, self._mail_trusts = mail, mail_trusts
         self.scrape: ScrapeInspection = scrape or SandboxScrape(
             sandbox_history(self.clock.now()), interval=self.policy.metrics.sample_interval, clusters=self.policy.cluster_names()
         )
@@ -85,6 +96,8 @@ class Sandbox:
         self.services: Services | None = None
         self.app: App | None = None
         self.side: SlackSide | None = None
+        self.languages: Languages | None = None  # who reads which language, as the bot decides it
+        self._directory: Directory | None = None
 
     @property
     def kube(self) -> KubeApiStandIn | None:
@@ -109,6 +122,7 @@ class Sandbox:
         cluster = connect_clusters(self.policy, kubeconfig, timeout=self._kube_timeout, retry_after=1.0, clock=self.clock)
         ports = slack_ports(client, self.policy)
         assert ports.languages is not None
+        self.languages, self._directory = ports.languages, ports.directory
         self.services = build_services(
             policy=self.policy,
             database=self.database,
@@ -122,6 +136,7 @@ class Sandbox:
             clock=self.clock,
             metrics=self._metrics or HistoryMetrics(sandbox_history(self.clock.now())),
             retry_delays=self._retry_delays,
+            mailer=connect_mail(self._mail, self.policy, clock=self.clock, context=self._mail_trusts),
         )
         self.app = build_bolt_app(
             services=self.services,
@@ -136,6 +151,13 @@ class Sandbox:
             names={p.user_id: p.name for p in PEOPLE} | dict(self.slack.users),
         )
         return self
+
+    def set_locale(self, user_id: str, locale: str) -> None:
+        """The person's Slack language from now on (``zh-CN``, ``en-US``): users.info says so, and the bot reads it
+        again at once (a deployment sees a change once its directory's cache of it expires, 5 minutes)."""
+        self.slack.locales[user_id] = locale
+        if isinstance(self._directory, SlackDirectory):
+            self._directory.forget_locale(user_id)
 
     def _write_kubeconfig(self) -> Path:
         """A context per stand-in, named as the policy's ``context`` (or the cluster's name); the home cluster's current."""

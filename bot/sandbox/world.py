@@ -2,7 +2,8 @@
 
 The shell's sandbox has two clusters: eu-1, the home cluster (``seed_cluster``), and us-2, where the
 business team also serves its models (``seed_us_cluster``). ``sandbox_policy()`` alone is the one-cluster
-policy of ``policy.yaml``, as the tests and ``shell --kubeconfig`` use it."""
+policy of ``policy.yaml``, as the tests and ``shell --kubeconfig`` use it. ``shell --lang zh-CN`` makes it a Chinese
+workplace: the policy and its teams speak zh-CN, the teams have Chinese names and every person's Slack locale is zh-CN."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from importlib import resources
 
 import yaml
 
+from bot.adapters.i18n import N_
 from bot.domain.clusters import HOME, namespace_key
+from bot.domain.languages import Language
 from bot.domain.policy import Policy, parse_policy
 from bot.sandbox.kube_api import KubeApiStandIn, failed_scheduling_event
 from bot.sandbox.kueue_api import resource_group
@@ -23,19 +26,29 @@ from bot.sandbox.slack_api import SlackApiStandIn
 
 @dataclass(frozen=True)
 class Person:
+    """``role``: what they do, a catalog sentence the shell fills with ``{namespace}``, ``{team}`` (the display
+    name of the policy team ``team``) and ``{group}`` (``PLATFORM_GROUP``)."""
+
     user_id: str
     name: str
     role: str
+    team: str = ""
+    namespace: str = ""
 
 
+PLATFORM_GROUP = "@platform"
 PEOPLE = (
-    Person("U0ALICE", "alice", "researcher in ai-frontier-research"),
-    Person("U0LEE", "lee", "approver for Frontier research"),
-    Person("U0BOB", "bob", "engineer in biz-model-serving"),
-    Person("U0MAYA", "maya", "approver for Model serving"),
-    Person("U0PAT", "pat", "platform admin (user group @platform)"),
-    Person("U0DANA", "dana", "head of platform, admin (user group @platform)"),
+    Person("U0ALICE", "alice", N_("researcher in {namespace}"), team="frontier", namespace="ai-frontier-research"),
+    Person("U0LEE", "lee", N_("approver for {team}"), team="frontier"),
+    Person("U0BOB", "bob", N_("engineer in {namespace}"), team="business", namespace="biz-model-serving"),
+    Person("U0MAYA", "maya", N_("approver for {team}"), team="business"),
+    Person("U0PAT", "pat", N_("platform admin (user group {group})")),
+    Person("U0DANA", "dana", N_("head of platform, admin (user group {group})")),
 )
+# The Slack locale each of the shell's languages gives the sandbox's people (Slack's own default is en-US).
+SLACK_LOCALES = {Language.EN: "en-US", Language.ZH_CN: "zh-CN"}
+# What a Chinese platform team calls its teams (names, as the policy's display_name: not catalog sentences).
+TEAM_NAMES = {Language.ZH_CN: {"frontier": "前沿研究", "business": "模型服务"}}
 CHANNELS = {
     "C0GENERAL": "general",
     "C0FRONTIER": "frontier-approvals",
@@ -61,19 +74,31 @@ NO_NODE_MATCHES = (
 )
 
 
-def sandbox_policy(*, two_clusters: bool = False) -> Policy:
-    """``policy.yaml``; ``two_clusters``: with eu-1 (home) and us-2, and business's ``us-2/biz-model-serving-us``."""
+def sandbox_policy(*, two_clusters: bool = False, language: Language = Language.EN) -> Policy:
+    """``policy.yaml``; ``two_clusters``: with eu-1 (home) and us-2, and business's ``us-2/biz-model-serving-us``;
+    ``language`` other than English: the policy's and every team's language, and the teams' names in it
+    (English leaves ``policy.yaml`` as it is: no ``language`` key, the bot's default)."""
     document = yaml.safe_load(resources.files("bot.sandbox").joinpath("policy.yaml").read_text(encoding="utf-8"))
     if two_clusters:
         document["clusters"] = {HOME_CLUSTER: {"home": True}, US_CLUSTER: {"context": US_CLUSTER, "timeout_seconds": 2}}
         document["teams"]["business"]["namespaces"].append(namespace_key(US_CLUSTER, US_SERVING))
+    if language != Language.EN:
+        document["language"] = language.value
+        for key, team in document["teams"].items():
+            team["language"] = language.value
+            team["display_name"] = TEAM_NAMES.get(language, {}).get(key, team["display_name"])
     return parse_policy(document, source="sandbox policy")
 
 
-def sandbox_slack(token: str, *, tls: ssl.SSLContext | None = None) -> SlackApiStandIn:
-    return SlackApiStandIn(
+def sandbox_slack(token: str, *, tls: ssl.SSLContext | None = None, locale: str | None = None) -> SlackApiStandIn:
+    """The Slack stand-in with the sandbox's people, channels and user group; ``locale``: every person's Slack
+    locale (users.info with include_locale), else Slack's default."""
+    slack = SlackApiStandIn(
         token=token, users={p.user_id: p.name for p in PEOPLE}, channels=dict(CHANNELS), usergroups=USERGROUPS, tls=tls
     )
+    if locale is not None:
+        slack.locales.update({p.user_id: locale for p in PEOPLE})
+    return slack
 
 
 def seed_cluster(kube: KubeApiStandIn) -> None:

@@ -16,6 +16,14 @@ exists if and only if the change commits: a process killed between the commit an
 it for the reconcile tick. ``thread``/``direct``/``post``/``refresh`` record in a transaction of their
 own, for what no state change decides.
 
+Mail goes the same way (``Outgoing.mail``): one entry per recipient, in a stream of its own
+(``mail:<address>``), so a recipient the server refuses does not hold back the others. The ``Mailer``
+sends it; a temporary failure (the server down or unreachable, a 4xx reply) backs off as a Slack 5xx
+does, a permanent one (a 5xx for the recipient, the login refused) is tried ``PERMANENT_TRIES`` times,
+then the entry is dead, logged and counted (``gpu_quota_errors{system="smtp",kind="undeliverable"}``).
+A mail is marked sent once the server accepted its data; a process that dies in between leaves it to
+be sent again when its lease lapses, with the same Message-ID (``mail_key``), for the receiver to drop.
+
 The request message itself is posted at once (``post_card``): its ``ts`` anchors the thread. A post
 Slack refused is re-posted by the reconcile job (its ``message_ts`` stays empty until then). One card
 per request, across threads and replicas: only the holder of the request row's post claim posts it
@@ -43,12 +51,23 @@ from bot.domain.entities import Request
 from bot.domain.lifecycle import RequestState
 from bot.domain.policy import Policy
 from bot.domain.quota import QuotaScope
-from bot.errors import GpuQuotaError, RateLimited, TemporaryError
+from bot.errors import GpuQuotaError, PermanentError, RateLimited, TemporaryError
 from bot.observability import count_error
 from bot.services.cards import card_for, source_copy
+from bot.services.mail_messages import MailMessage, mail_from_json, mail_to_json
 from bot.services.messages import CopyNotPosted, Message, Said, from_json, to_json
 from bot.services.pods import PodView
-from bot.services.ports import Action, ActionKind, ButtonLabel, Claimed, MessageRef, Notifier, Repository, Transactions
+from bot.services.ports import (
+    Action,
+    ActionKind,
+    ButtonLabel,
+    Claimed,
+    Mailer,
+    MessageRef,
+    Notifier,
+    Repository,
+    Transactions,
+)
 from bot.services.reports import Digest
 from bot.services.views import RequestCard
 
@@ -65,6 +84,7 @@ UNPOSTED_GIVE_UP = timedelta(days=1)
 # How long settled entries stay for the operator to read: sent ones a week, dead ones a month.
 SENT_KEPT = timedelta(days=7)
 DEAD_KEPT = timedelta(days=30)
+MAIL = "mail"  # the kind of a mail's entry
 
 
 class Announcer:
@@ -76,13 +96,21 @@ class Announcer:
         database: Transactions,
         clock: Clock | None = None,
         pods: PodView | None = None,
+        mailer: Mailer | None = None,
     ) -> None:
+        """``mailer``: where mail goes (None: no SMTP_URL, and nothing is recorded for mail)."""
         self._pods = pods
         self._notifier = notifier
+        self._mailer = mailer
         self._policy = policy
         self._db = database
         self._outbox = database.outbox()
         self._clock = clock or SystemClock()
+
+    @property
+    def mails(self) -> bool:
+        """Whether mail can be sent (SMTP_URL is set): the callers record mail only then."""
+        return self._mailer is not None
 
     def card(self, request_id: int) -> RequestCard:
         def load(repo: Repository) -> RequestCard:
@@ -272,6 +300,7 @@ class Announcer:
         """Try one entry; True when it is settled (sent or dead) and the next one may go."""
         now = self._clock.now()
         attempts = entry.attempts + 1
+        where = _where(entry)
         try:
             delivered = self._send(entry)
         except TemporaryError as error:
@@ -280,7 +309,9 @@ class Announcer:
             delay = (
                 timedelta(seconds=error.delay) if isinstance(error, RateLimited) else max(timedelta(seconds=error.delay), backoff)
             )
-            log.warning("Slack did not take outbox entry %d (%s) yet, retrying in %s: %s", entry.id, entry.stream, delay, error)
+            log.warning(
+                "%s did not take outbox entry %d (%s) yet, retrying in %s: %s", where, entry.id, entry.stream, delay, error
+            )
             self._outbox.retry_later(entry.id, at=now + delay, error=str(error), attempts=attempts)
             return False
         except Exception as error:  # permanent refusals, and anything unforeseen: bounded, never forever
@@ -289,7 +320,19 @@ class Announcer:
             if attempts >= PERMANENT_TRIES:
                 self._give_up(entry, str(error), attempts)
                 return True
-            self._outbox.retry_later(entry.id, at=now + FIRST_BACKOFF * 2**attempts, error=str(error), attempts=attempts)
+            delay = FIRST_BACKOFF * 2**attempts
+            if isinstance(error, GpuQuotaError):
+                log.warning(
+                    "%s refused outbox entry %d (%s), try %d of %d, trying again in %s: %s",
+                    where,
+                    entry.id,
+                    entry.stream,
+                    attempts,
+                    PERMANENT_TRIES,
+                    delay,
+                    error,
+                )
+            self._outbox.retry_later(entry.id, at=now + delay, error=str(error), attempts=attempts)
             return False
         if delivered:
             self._outbox.sent(entry.id, now=now)
@@ -301,7 +344,11 @@ class Announcer:
         return False
 
     def _send(self, entry: Claimed) -> bool:
-        """Hand the entry to Slack; False when it cannot go yet (no request message to reply to)."""
+        """Hand the entry to Slack (or a mail to the mail server); False when it cannot go yet (no request
+        message to reply to)."""
+        if entry.kind == MAIL:
+            self._send_mail(entry)
+            return True
         actions = [_action(a) for a in entry.actions]
         if entry.kind in ("card", "reply"):
             assert entry.request_id is not None
@@ -323,9 +370,15 @@ class Announcer:
             self._notifier.post(entry.target, _notice(entry), actions=actions)
         return True
 
+    def _send_mail(self, entry: Claimed) -> None:
+        if self._mailer is None:
+            raise PermanentError("SMTP_URL is not set, so the bot sends no mail")
+        assert entry.notice is not None and entry.target is not None, f"outbox entry {entry.id} holds no mail"
+        self._mailer.send(entry.target, mail_from_json(entry.notice), key=mail_key(entry))
+
     def _give_up(self, entry: Claimed, error: str, attempts: int) -> None:
         log.error("giving up on outbox entry %d (%s) after %d tries: %s", entry.id, entry.stream, attempts, error)
-        count_error("slack", "undeliverable")
+        count_error("smtp" if entry.kind == MAIL else "slack", "undeliverable")
         self._outbox.dead(entry.id, error=error, attempts=attempts)
 
 
@@ -354,6 +407,10 @@ class Outgoing:
         """Re-render the request message (only the latest state is delivered)."""
         self._add(repo, _card_stream(request_id), "card", request_id=request_id, latest_only=True)
 
+    def mail(self, repo: Repository, address: str, mail: MailMessage) -> None:
+        """A mail to one recipient (a stream per address: one refused does not hold back the others)."""
+        self._add(repo, f"mail:{address}", MAIL, notice=mail_to_json(mail), target=address)
+
     def deliver(self) -> None:
         """After the transaction committed: deliver what it recorded (what Slack does not take now waits
         in the outbox for the reconcile tick)."""
@@ -367,7 +424,7 @@ class Outgoing:
         stream: str,
         kind: str,
         *,
-        notice: Said | None = None,
+        notice: Said | dict[str, Any] | None = None,  # a dict: already the outbox's JSON (a mail's)
         actions: Sequence[Action] = (),
         request_id: int | None = None,
         target: str | None = None,
@@ -379,7 +436,7 @@ class Outgoing:
             now=self._now(),
             request_id=request_id,
             target=target,
-            notice=None if notice is None else to_json(notice) if isinstance(notice, Message) else notice.to_json(),
+            notice=_stored(notice),
             actions=[_action_json(a) for a in actions],
             latest_only=latest_only,
         )
@@ -392,6 +449,24 @@ def _thread_stream(request_id: int) -> str:
 
 def _card_stream(request_id: int) -> str:
     return f"card:{request_id}"
+
+
+def mail_key(entry: Claimed) -> str:
+    """What names a mail's entry, the same on every try and unique among entries: its id and when it was
+    recorded (an id alone may come again after SQLite deleted the newest entries)."""
+    return f"outbox-{entry.id}.{entry.created_at:%Y%m%d%H%M%S%f}"
+
+
+def _where(entry: Claimed) -> str:
+    """Who did not take the entry, for the log line."""
+    return "the mail server" if entry.kind == MAIL else "Slack"
+
+
+def _stored(notice: Said | dict[str, Any] | None) -> dict[str, Any] | list[dict[str, str]] | None:
+    """What an entry stores of what is said: a typed message's JSON, a notice's parts, or a mail's JSON as given."""
+    if notice is None or isinstance(notice, dict):
+        return notice
+    return to_json(notice) if isinstance(notice, Message) else notice.to_json()
 
 
 def _notice(entry: Claimed) -> Said:

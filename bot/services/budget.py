@@ -1,11 +1,16 @@
 """Budget warnings: each threshold (50/80/100 % by default) once per team per month, plus an early
 warning when the month-end forecast crosses 100 % first. The latest spend is kept in the database,
-where the request flow reads it: a team over budget needs one more approval for increases."""
+where the request flow reads it: a team over budget needs one more approval for increases.
+
+A warning goes to the team's channel and, when the team lists addresses (``budget.mail``) and SMTP is
+set up, to each of them by mail with the month's chart: all recorded in the transaction that claims the
+warning, so each is sent once, or not at all when another run claimed it first."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import partial
 
@@ -13,6 +18,7 @@ from bot.clock import Clock
 from bot.domain.clusters import cluster_of
 from bot.domain.costs import (
     FORECAST,
+    budget_pace,
     day_window,
     exhaustion,
     month_end_forecast,
@@ -24,6 +30,7 @@ from bot.domain.policy import Policy, Team
 from bot.errors import GpuQuotaError, PartialMetrics
 from bot.services.announce import Announcer, Outgoing
 from bot.services.ledger import answered
+from bot.services.mail_messages import BudgetWarningMail, chart_days
 from bot.services.messages import BudgetAlert
 from bot.services.metrics_health import MetricsHealth
 from bot.services.ports import Transactions
@@ -42,6 +49,8 @@ class BudgetState:
     forecast: float
     over_since: date | None = None  # the day spend reached the budget
     runs_out: datetime | None = None  # at the current burn, when within this month
+    daily: Mapping[date, float] = field(default_factory=dict)  # each day's cost so far (the mail's chart)
+    day: date | None = None  # today, in schedules.timezone
 
     @property
     def percent(self) -> float:
@@ -115,6 +124,8 @@ class BudgetWatch:
                 month_end_forecast(spent, elapsed=elapsed, length=length),
                 over_since=over_budget_since(daily, budget),
                 runs_out=exhaustion(spent, budget, elapsed=elapsed, now=now, month_end=month_start + length),
+                daily=daily,
+                day=today,
             )
             self._db.run(partial(self._remember, state=state))
             if team.notifications.budget_warnings:
@@ -160,8 +171,19 @@ class BudgetWatch:
         with self._db.transaction() as repo:
             if not repo.claim_budget_alerts(team.name, state.month, keys, percent=state.percent, at=self._clock.now()):
                 return False
-            out.post(repo, team.channel, self._message(team, state, keys))
+            warning = self._message(team, state, keys)
+            out.post(repo, team.channel, warning)
+            if team.budget is not None and team.budget.mail and self._announce.mails:
+                mail = self._mail(team, state, warning)
+                for address in team.budget.mail:
+                    out.mail(repo, address, mail)
             return True
+
+    def _mail(self, team: Team, state: BudgetState, warning: BudgetAlert) -> BudgetWarningMail:
+        """The warning by mail, with the month's chart: each day's cost of the team, and the budget's pace."""
+        day = state.day or self._clock.now().astimezone(self._policy.schedules.zone).date()
+        daily = {d: {team.label: cost} for d, cost in state.daily.items()}
+        return BudgetWarningMail(team.name, warning, day, chart_days(daily), budget_pace(state.budget, day))
 
     def _message(self, team: Team, state: BudgetState, keys: list[str]) -> BudgetAlert:
         owners = team.owners if not team.owners.empty else team.approvers

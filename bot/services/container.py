@@ -17,6 +17,7 @@ from bot.services.idle import IdleWatch
 from bot.services.inbox import EventInbox
 from bot.services.ledger import CostLookup, Ledger
 from bot.services.lifecycle import Lifecycle
+from bot.services.monthly_close import MonthlyClose
 from bot.services.ports import ClusterInspection, QuotaCluster, Transactions
 from bot.services.pricing import Pricer
 from bot.services.proposals import ProposalService
@@ -50,6 +51,7 @@ class Services:
     # Without a metrics source (no PROMETHEUS_URL) there are no digests, budgets, idle nudges or proposals.
     digest: DigestService | None = None
     budget: BudgetWatch | None = None
+    monthly_close: MonthlyClose | None = None  # with a metrics source and a mail server (SMTP_URL) only
     idle: IdleWatch | None = None
     ledger: Ledger | None = None
     costs: CostLookup | None = None

@@ -33,6 +33,7 @@ from bot.domain.scheduling import (
     WorkloadPods,
 )
 from bot.domain.stack_health import ScrapeTarget, SeriesFacts
+from bot.services.mail_messages import MailMessage
 from bot.services.messages import Said
 from bot.services.reports import Digest
 from bot.services.stores import (
@@ -104,14 +105,28 @@ class Claimed:
 
 @dataclass(frozen=True)
 class OutboxHealth:
-    """Entries per state, and when the oldest still pending was recorded (None: nothing pending)."""
+    """Entries per state, and when the oldest still pending was recorded (None: nothing pending); ``channels``:
+    the same for each channel's entries (``slack``, ``mail``), every channel named even when it has none."""
 
     counts: dict[str, int]
     oldest_pending_at: datetime | None
+    channels: dict[str, OutboxHealth] = field(default_factory=dict)
+
+
+class Mailer(Protocol):
+    """Mail to one recipient at a time (``bot.adapters.mail``), worded at delivery in the team's language.
+
+    ``key`` names the outbox entry the mail is sent for: its Message-ID is made of it, the same on every
+    try, so a receiver can drop the copy a retry sends after the server had taken the first one. Raises
+    ``TemporaryError`` when the server may take it later (down, unreachable, a 4xx reply) and
+    ``PermanentError`` when it will not (a 5xx for the recipient or the mail, the login refused), with
+    the server's words and never a secret."""
+
+    def send(self, recipient: str, mail: MailMessage, *, key: str) -> None: ...
 
 
 class Outbox(Protocol):
-    """What the bot means to say in Slack, recorded first (``Repository.add_outbox_entry``), then
+    """What the bot means to say in Slack or by mail, recorded first (``Repository.add_outbox_entry``), then
     delivered in order per stream."""
 
     def due_streams(self, now: datetime) -> list[str]: ...

@@ -15,6 +15,7 @@ from datetime import date, timedelta
 from enum import Enum
 
 from bot.domain.failure_reasons import FailureReason
+from bot.domain.input_problems import InputProblem
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.errors import KarmadaObjectMissing, KarmadaPart, KueueObjectMissing, KueuePart, UserError, WordedError
 
@@ -176,7 +177,7 @@ class NotRetried(Refusal):
 class Incomplete(Refusal):
     """``problems``: what the parser found missing (``RequestDraft.problems``); none: it names nothing."""
 
-    problems: tuple[str, ...]
+    problems: tuple[InputProblem, ...]
 
 
 @dataclass(frozen=True)

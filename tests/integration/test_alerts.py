@@ -163,8 +163,10 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
     failed_apply = one(scraped, "gpu_quota_applies_total", outcome="failed")
     errors = one(scraped, "gpu_quota_errors_total", system="kubernetes", kind="temporary")
     leader = one(scraped, "gpu_quota_leader")
-    dead = one(scraped, "gpu_quota_outbox_entries", state="dead")
-    waiting = one(scraped, "gpu_quota_outbox_oldest_pending_seconds")
+    dead = one(scraped, "gpu_quota_outbox_entries", state="dead", channel="slack")
+    waiting = one(scraped, "gpu_quota_outbox_oldest_pending_seconds", channel="slack")
+    mail_dead = one(scraped, "gpu_quota_outbox_entries", state="dead", channel="mail")
+    mail_waiting = one(scraped, "gpu_quota_outbox_oldest_pending_seconds", channel="mail")
     refused = one(scraped, "gpu_quota_refused_total", interaction="command", reason="busy")
 
     def text(labels: dict[str, str]) -> str:
@@ -200,6 +202,8 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
             {"series": text(errors), "values": "0+600x30"},  # 10 errors a second
             {"series": text(dead), "values": "0x10 1x20"},  # Slack refused one message for good at 10 min
             {"series": text(waiting), "values": "0+120x30"},  # nothing delivered: the oldest ages
+            {"series": text(mail_dead), "values": "0x10 1x20"},  # the mail server refused a recipient for good
+            {"series": text(mail_waiting), "values": "0+300x30"},  # the mail server down: the oldest mail ages
             {"series": text(refused), "values": "0+1x30"},  # a command refused every minute
         ],
         "alert_rule_test": [
@@ -211,6 +215,8 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
             fires("GpuQuotaBotErrors", {"system": "kubernetes"}),
             fires("GpuQuotaSlackUndeliverable", {}),
             fires("GpuQuotaSlackBacklog", {}, value="40m 0s"),  # 20 min x 120 s a minute
+            fires("GpuQuotaMailUndeliverable", {}),
+            fires("GpuQuotaMailBacklog", {}, value="1h 40m 0s"),  # 20 min x 300 s a minute
             fires("GpuQuotaBotRefusing", {"interaction": "command", "reason": "busy"}, value="10"),
         ],
     }
@@ -228,6 +234,8 @@ def _rule_test(scraped: PrometheusServer) -> dict[str, Any]:
             {"series": text(errors), "values": "2x30"},
             {"series": text(dead), "values": "2x30"},  # old dead entries, none new
             {"series": text(waiting), "values": "0x30"},
+            {"series": text(mail_dead), "values": "1x30"},  # an old dead mail, none new
+            {"series": text(mail_waiting), "values": "0x30"},
             {"series": text(refused), "values": "4x30"},  # refused long ago, none since
         ],
         "alert_rule_test": [{"eval_time": "20m", "alertname": name, "exp_alerts": []} for name in rules],

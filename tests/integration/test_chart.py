@@ -285,6 +285,24 @@ def test_production_values() -> None:
 
 
 @pytest.mark.helm
+def test_the_mail_server_is_an_env_value_and_its_password_a_secret_key() -> None:
+    url = "smtp://gpu-bot%40example.com@smtp.example.com:587?from=gpu-bot@example.com"
+    objects = render(
+        values={
+            "env": {"SMTP_URL": url},
+            "secret": {"create": True, "slackBotToken": "xoxb-1", "smtpPassword": "p4ss", "slackAppToken": "xapp-1"},
+        }
+    )
+    bot = of(objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "SMTP_URL", "value": url} in bot["env"]
+    assert all(entry["name"] != "SMTP_PASSWORD" for entry in bot["env"])  # never a plain env value
+    assert of(objects, "Secret")[0]["stringData"]["SMTP_PASSWORD"] == "p4ss"
+    assert all(
+        entry["name"] != "SMTP_URL" for entry in of(render(), "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+    )
+
+
+@pytest.mark.helm
 def test_the_policy_values_become_the_configmap() -> None:
     objects = render("policy.teams.frontier.namespaces[0]=ns-one")
     policy = yaml.safe_load(of(objects, "ConfigMap")[0]["data"]["policy.yaml"])

@@ -283,7 +283,7 @@ def test_one_prometheus_down_the_others_figures_are_recorded_and_its_days_wait(
         build_digest(policy=down, metrics=metrics_of(down, servers["eu-1"].url), database=database, clock=clock).build(DAYS[-1])
     frontier = next(t for t in partial.value.figures.teams if t.team.name == "frontier")
     assert frontier.missing_in == {"us-2": DAYS}
-    assert "No metrics for us-2 on 1-3 Nov: not counted." in digest_report(frontier, with_chart=False).summary
+    assert "No metrics for us-2 on Nov 1\u2009–\u20093: not counted." in digest_report(frontier, with_chart=False).summary
     # us-2 answers again: its days are recorded, eu-1's stay as they were recorded.
     first = {day: recorded for day, recorded in recorded_at(database).items() if day[1] == ""}
     clock.advance(timedelta(hours=1))

@@ -50,7 +50,7 @@ def test_digest_post_never_posts_sandbox_figures(tmp_path: Path, stand_ins: tupl
     env = digest_env(tmp_path, stand_ins, prometheus.url)
     first = run_bot("digest", "--post", "--date", "2026-11-02", env=env, timeout=120)
     assert first.returncode == 0, first.stderr
-    assert "posted the digests of 2026-11-02: research, serving, *" in first.stdout
+    assert "posted the digests of Nov 2, 2026: research, serving, and the organisation summary" in first.stdout
     assert files(stand_ins) == {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}
     again = run_bot("digest", "--post", "--date", "2026-11-02", env=env, timeout=120)
     assert "nothing new (already posted)" in again.stdout

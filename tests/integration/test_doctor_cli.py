@@ -3,6 +3,7 @@ nothing is broken, 1 when something is (the broken part named), 2 for a settings
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,8 @@ from bot.sandbox.kube_api import KubeApiStandIn
 from bot.sandbox.session import BOT_TOKEN
 from bot.sandbox.slack_api import SlackApiStandIn
 from bot.sandbox.world import sandbox_slack, seed_cluster
-from tests.integration.processes import free_port, run_bot, run_env
+from tests.integration.processes import SANDBOX_POLICY, free_port, run_bot, run_env
+from tests.language_checks import foreign_words
 
 STATUSES = ("ok", "warning", "BROKEN", "could not check")
 
@@ -102,3 +104,45 @@ def test_settings_problems_exit_2_in_one_line(tmp_path: Path, slack: SlackApiSta
     without_policy = {name: value for name, value in run_env(tmp_path, slack, kube).items() if name != "GPU_QUOTA_CONFIG"}
     no_policy = run_bot("doctor", env=without_policy)
     assert no_policy.returncode == 2 and "GPU_QUOTA_CONFIG" in no_policy.stderr and "Traceback" not in no_policy.stderr
+
+
+CHINESE_STATUSES = ("正常", "警告", "故障", "无法检查")
+# What the lines show as they are: names, metrics, label names, URLs and what Prometheus's client said.
+SHOWN_AS_IS = (
+    "gpu-node-b", "gpu-operator/nvidia-device-plugin-daemonset", "gpu-operator", "low-priority-experiment",
+    "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "kube_pod_container_resource_requests", "namespace",
+)  # fmt: skip
+
+
+def chinese_lines(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    found = {}
+    for line in result.stdout.splitlines():
+        status = next(word for word in CHINESE_STATUSES if line.startswith(word))
+        found[line[len(status) :].strip().split("：", 1)[0]] = line
+    return found
+
+
+def test_lang_zh_cn_prints_the_checklist_in_chinese(tmp_path: Path, slack: SlackApiStandIn, kube: KubeApiStandIn) -> None:
+    kube.break_device_plugin("gpu-node-b")
+    result = doctor(tmp_path, slack, kube, "--lang", "zh-CN")
+    assert result.returncode == 1
+    lines = chinese_lines(result)
+    assert lines["可分配资源中的 GPU"].startswith("故障") and "设备插件没有在 gpu-node-b 上运行" in lines["可分配资源中的 GPU"]
+    assert lines["设备插件"].startswith("故障") and "5 个 Pod 中有 4 个就绪" in lines["设备插件"]
+    assert lines["DCGM 导出器的抓取目标"].startswith("无法检查") and "无法连接" in lines["DCGM 导出器的抓取目标"]
+    for line in lines.values():
+        words = re.sub(r"无法连接：.*? -> ", "无法连接 -> ", line)  # what the Prometheus client said is shown as it is
+        assert foreign_words(words, values=SHOWN_AS_IS) == [], line
+
+
+def test_the_policy_s_language_is_the_default_and_lang_overrides_it(
+    tmp_path: Path, slack: SlackApiStandIn, kube: KubeApiStandIn
+) -> None:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(SANDBOX_POLICY.read_text() + "\nlanguage: zh-CN\n")
+    chinese = doctor(tmp_path, slack, kube, GPU_QUOTA_CONFIG=str(policy))
+    assert chinese.returncode == 0 and set(chinese_lines(chinese)) >= {"设备插件", "配额对象"}
+    english = doctor(tmp_path, slack, kube, "--lang", "en", GPU_QUOTA_CONFIG=str(policy))
+    assert english.returncode == 0 and lines_of(english)["device plugin"].startswith("ok")
+    unknown = doctor(tmp_path, slack, kube, "--cluster", "mars", GPU_QUOTA_CONFIG=str(policy))
+    assert unknown.returncode == 2 and "策略中没有集群 'mars'" in unknown.stderr

@@ -4,11 +4,17 @@ written; the weekly run posts to the admin channel only when a check changed to 
 
 from __future__ import annotations
 
+from importlib import resources
+
+import yaml
+
 from bot.clock import ManualClock
+from bot.domain.policy import parse_policy
 from bot.domain.stack_health import Check, Status
 from bot.sandbox.session import Sandbox
 from bot.sandbox.world import sandbox_policy
 from tests.integration.conftest import START, SlackOverHttp
+from tests.language_checks import catalog_misses, foreign_words
 
 
 def outbox_entries(sandbox: Sandbox) -> int:
@@ -73,3 +79,41 @@ def test_with_two_clusters_one_down_only_its_checks_say_could_not_check() -> Non
         assert box.services.doctor.examine(["us-2"]).results[0].cluster == "us-2"
     finally:
         box.stop()
+
+
+def test_a_chinese_admin_gets_the_checklist_in_chinese(sandbox: Sandbox, slack: SlackOverHttp) -> None:
+    assert sandbox.kube is not None
+    sandbox.slack.locales["U0PAT"] = "zh-CN"
+    sandbox.kube.break_device_plugin("gpu-node-c")
+    with catalog_misses() as missed:
+        slack.command("U0PAT", "doctor")
+        slack.command("U0PAT", "doctor mars")
+    answer, refused = slack.responses()[-2:]
+    assert missed == set()
+    assert answer.startswith("*有故障*：")
+    assert ":x: *可分配资源中的 GPU*：设备插件没有在 gpu-node-c 上运行" in answer
+    assert ":x: *设备插件*：gpu-operator/nvidia-device-plugin-daemonset：5 个 Pod 中有 4 个就绪" in answer
+    assert "策略中没有集群 `mars`" in refused
+    shown = (
+        *("gpu-node-c", "gpu-operator/nvidia-device-plugin-daemonset", "gpu-operator", "low-priority-experiment", "mars"),
+        *("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "kube_pod_container_resource_requests", "namespace"),
+    )  # names, metrics and label names: shown as they are
+    assert foreign_words(answer, values=shown) == [] and foreign_words(refused, values=shown) == []
+
+
+def test_the_weekly_post_is_in_the_policy_s_language() -> None:
+    document = yaml.safe_load(resources.files("bot.sandbox").joinpath("policy.yaml").read_text(encoding="utf-8"))
+    document["language"] = "zh-CN"
+    box = Sandbox(policy=parse_policy(document, source="test policy"), clock=ManualClock(START), kube_timeout=(2.0, 2.0)).start()
+    try:
+        assert box.services is not None and box.services.doctor is not None and box.kube is not None
+        box.kube.break_device_plugin("gpu-node-a")
+        with catalog_misses() as missed:
+            assert box.services.doctor.weekly().posted
+        posts = [m for m in box.slack.messages.values() if m.channel == "C0PLATFORM"]
+    finally:
+        box.stop()
+    assert missed == set() and len(posts) == 1
+    assert posts[0].text.startswith(":rotating_light: 自上次每周检查 GPU 栈以来出现故障：")
+    assert "gpu-node-a" in posts[0].text and "`/gpu-quota doctor`" in posts[0].text
+    assert foreign_words(posts[0].text, values=("gpu-node-a", "gpu-operator/nvidia-device-plugin-daemonset")) == []

@@ -209,8 +209,8 @@ def test_a_gap_day_is_reported_missing_not_zero(prometheus: PrometheusServer, po
     digest = build_digest(policy=policy, metrics=metrics, database=Database.from_url(database_url), clock=ManualClock(NOW))
     built = digest.build(date(2026, 11, 20))
     research = next(t for t in built.teams if t.team.name == "research")
-    assert "No metrics for 10 Nov: those days are not counted." in digest_report(research, with_chart=False).summary
-    assert "No metrics for 10 Nov" in digest_report(built, with_chart=False).summary
+    assert "No metrics for Nov 10: those days are not counted." in digest_report(research, with_chart=False).summary
+    assert "No metrics for Nov 10" in digest_report(built, with_chart=False).summary
     with pytest.raises(NoMetrics, match="no metrics for Tue 10 Nov 2026"):
         digest.build(date(2026, 11, 10))
 
@@ -227,7 +227,7 @@ def test_backfill_and_the_csv_export_sum_to_the_digest_month_to_date(
     env = {"GPU_QUOTA_CONFIG": str(config), "DATABASE_URL": url, "PROMETHEUS_URL": prometheus.url, "PATH": "/usr/bin:/bin"}
     backfill = run_bot("ledger", "backfill", "--from", "2026-11-01", "--to", "2026-11-20", env=env, timeout=300)
     assert backfill.returncode == 0, backfill.stderr
-    assert "recorded 19 days from 2026-11-01 to 2026-11-20; no metrics for 10 Nov" in backfill.stdout
+    assert "recorded 19 days from Nov 1, 2026 to Nov 20, 2026; no metrics for Nov 10" in backfill.stdout
     export = run_bot("cost", "export", "--month", "2026-11", "--format", "csv", env=env)
     assert export.returncode == 0, export.stderr
     rows = list(csv.DictReader(io.StringIO(export.stdout)))
@@ -311,10 +311,10 @@ def test_the_cost_command_answers_from_the_ledger(prometheus: PrometheusServer, 
         answer = [r.text for r in box.slack.records if r.kind == "response"][-1]
         days, teams = ledger_of(policy, None, database_url).lines(date(2026, 11, 1), date(2026, 11, 20))
         research = sum(line.cost for per_ns in days.values() for ns, line in per_ns.items() if teams[ns] == "research")
-        assert "*Research* · November 2026 (through 20 Nov)" in answer
+        assert "*Research* · November 2026 (through Nov 20)" in answer
         assert f"{research:,.2f} EUR of 5,000.00 EUR" in answer
         assert "Idle (samples under the threshold)" in answer and H100 in answer and A100 in answer
-        assert "No metrics for 10 Nov: not counted." in answer
+        assert "No metrics for Nov 10: not counted." in answer
         box.send(box.side.slash_command(user_id="U0MAYA", text="cost ns-notebook"))
         refused = [r.text for r in box.slack.records if r.kind == "response"][-1]
         assert "Only the people of Research and admins can see its costs." in refused

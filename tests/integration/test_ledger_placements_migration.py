@@ -43,7 +43,7 @@ def insert(url: str, price: float, placement: tuple[str, str] | None = None) -> 
 
 
 def test_rows_recorded_before_are_on_demand_and_spot_rows_stand_beside_them(url: str) -> None:
-    upgrade(url, "0016")
+    upgrade(url, "0018")
     insert(url, 4.0)
     upgrade(url)
     assert schema_differences(url) == []
@@ -53,7 +53,7 @@ def test_rows_recorded_before_are_on_demand_and_spot_rows_stand_beside_them(url:
     insert(url, 0.5, ("on-demand", "on-prem"))
     with pytest.raises(IntegrityError):
         insert(url, 1.5, ("spot", ""))  # but one row per placement
-    command.downgrade(alembic_config(url), "0016")
+    command.downgrade(alembic_config(url), "0018")
     ((hours, cost, idle_cost, price),) = execute(url, "SELECT allocated_hours, cost, idle_cost, price FROM ledger_entries")
     assert (hours, cost, idle_cost) == (72.0, 24 * 6.0, 4 * 6.0) and price == pytest.approx(2.0)
     upgrade(url)

@@ -293,7 +293,7 @@ def test_the_cost_command_shows_the_slices_beside_the_gpus(
         box.send(box.side.slash_command(user_id="U0LEE", text="cost research 2026-11"))
         answer = [r.text for r in box.slack.records if r.kind == "response"][-1]
         assert (
-            "*Research* · November 2026 (through 02 Nov): 48.0 GPU-h, 12.0 slice-h MIG 1g.10gb, 144.0 slice-h MIG 3g.40gb"
+            "*Research* · November 2026 (through Nov 2): 48.0 GPU-h, 12.0 slice-h MIG 1g.10gb, and 144.0 slice-h MIG 3g.40gb"
             in answer
         )
         assert "MIG 3g.40gb: 144 slice-hours, 172.80 USD (idle 48 slice-hours, 57.60 USD)" in answer

@@ -139,8 +139,8 @@ def test_digest_print_works_on_a_fresh_machine(tmp_path: Path) -> None:
     result = run_bot("digest", "--print", "--date", "2026-11-20", "--chart-dir", str(tmp_path), env=env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "SANDBOX metrics" in result.stdout
-    assert "GPU cost digest · Frontier research · Fri 20 Nov 2026" in result.stdout
-    assert "GPU cost summary · Fri 20 Nov 2026" in result.stdout
+    assert "GPU cost digest · Frontier research · Nov 20, 2026" in result.stdout
+    assert "GPU cost summary · Nov 20, 2026" in result.stdout
     charts = sorted(p.name for p in tmp_path.glob("*.png"))
     assert charts == ["gpu-cost-business-2026-11-20.png", "gpu-cost-frontier-2026-11-20.png", "gpu-cost-org-2026-11-20.png"]
     assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in charts)

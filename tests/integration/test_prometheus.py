@@ -240,7 +240,7 @@ def test_digest_posts_text_and_chart_through_slack(policy: Policy, proxy: FlakyP
         done = box.services.digest.run()
         assert done == [(date(2026, 11, 2), ["research", "serving", "*"])]
         research = json.dumps(messages(box, "C0FRONTIER")[-1].blocks)
-        assert "GPU cost digest \\u00b7 Research \\u00b7 Mon 02 Nov 2026" in research
+        assert "GPU cost digest \\u00b7 Research \\u00b7 Nov 2, 2026" in research
         assert "ns-idle" in research and "NVIDIA A100-SXM4-80GB" in research
         files = [r for r in box.slack.records if r.kind == "file"]
         assert {f.channel for f in files} == {"C0FRONTIER", "C0BIZ", "C0PLATFORM"}

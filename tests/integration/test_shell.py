@@ -50,7 +50,7 @@ def test_idle_gpus_get_a_nudge_and_a_blocked_workload_an_alert(tmp_path: Path) -
 
 def test_a_workload_that_fits_is_not_blocked(tmp_path: Path) -> None:
     out = shell(tmp_path, "block ai-frontier-research 1", "jobs").stdout
-    assert "1 GPU(s) fit in ai-frontier-research (3 of 4 in use)" in out and "blocked workloads: 0" in out
+    assert "1 GPU fits in ai-frontier-research (3 of 4 in use)" in out and "blocked workloads: 0" in out
 
 
 def test_a_pod_waiting_for_free_gpus_is_not_blamed_on_the_quota(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_a_typed_deny_without_a_reason_from_someone_who_may_not_deny_is_refused_
     thread = slack.thread(slack.request_message())
     assert thread == [
         "<@U0BOB> :no_entry_sign: You are not an approver for Frontier research, so you cannot decide GQ-1.",
-        "<@U0LEE> :no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided.",
+        "<@U0LEE> :no_entry_sign: Say why: type `deny &lt;reason&gt;`; the requester reads it. Nothing was decided.",
     ]
 
 

@@ -20,7 +20,9 @@ def test_a_typed_deny_without_a_reason_asks_for_one_and_denies_nothing(slack: Sl
     reply(slack, LEE, "deny")
     assert quota(slack) == "4"
     thread = slack.thread(slack.request_message())
-    assert thread == ["<@U0LEE> :no_entry_sign: Say why: type `deny <reason>`; the requester reads it. Nothing was decided."]
+    assert thread == [
+        "<@U0LEE> :no_entry_sign: Say why: type `deny &lt;reason&gt;`; the requester reads it. Nothing was decided."
+    ]
     assert slack.dms(ALICE) == []
     reply(slack, LEE, "deny the corpus is not cleaned yet")
     assert ":no_entry: Denied by <@U0LEE>. Reason: the corpus is not cleaned yet" in slack.thread(slack.request_message())

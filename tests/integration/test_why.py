@@ -17,6 +17,8 @@ from bot.clock import ManualClock
 from bot.sandbox.kube_api import KubeApiStandIn, failed_scheduling_event, quota_refusal_event
 from bot.sandbox.session import Sandbox
 from tests.integration.conftest import SlackOverHttp, buttons_of, served
+from tests.integration.test_languages import texts
+from tests.language_checks import catalog_misses, foreign_words
 
 ALICE, BOB, PAT = "U0ALICE", "U0BOB", "U0PAT"  # PAT: an admin (the sandbox's S0PLATFORM)
 RESEARCH, BIZ, QUOTA = "ai-frontier-research", "biz-model-serving", "compute-quota"
@@ -263,3 +265,54 @@ def test_the_form_s_submission_is_checked_again(slack: SlackOverHttp) -> None:
 def test_a_namespace_without_pending_gpu_pods_says_so(slack: SlackOverHttp) -> None:
     answer, _ = why(slack, BIZ, user=BOB)
     assert "No GPU pod is pending in `biz-model-serving`." in answer
+
+
+# --- a Chinese person -----------------------------------------------------------------------------
+
+# What a Chinese answer shows as it is: the cluster's names, the scheduler's words, the label and its values.
+SHOWN_AS_IS = (
+    RESEARCH, BIZ, QUOTA, "train", "eval", "trian", "holder-a", "gpu-node-1", "gpu-node-2", "gpu-node-3", TAINTED,
+    "low-priority-experiment", "high-priority-business", "nvidia.com/gpu.product", "NVIDIA-A100-SXM4-80GB",
+)  # fmt: skip
+
+
+def test_a_chinese_person_reads_why_in_chinese_with_the_scheduler_s_words_as_they_are(slack: SlackOverHttp) -> None:
+    slack.sandbox.slack.locales[ALICE] = "zh-CN"
+    kube(slack).add_pod(
+        RESEARCH, "train", gpus=2, priority_class="low-priority-experiment", phase="Pending", unschedulable_message=TAINTED
+    )
+    kube(slack).add_event(failed_scheduling_event(RESEARCH, "train", TAINTED, count=4))
+    kube(slack).add_job(RESEARCH, "eval")
+    kube(slack).add_pod(RESEARCH, "holder-a", gpus=2, node="gpu-node-3", tolerations=[{"operator": "Exists"}])
+    kube(slack).add_event(quota_refusal_event(RESEARCH, "Job", "eval", requested=2, used=4, limited=4, count=3))
+    with catalog_misses() as missed:
+        pending, _ = why(slack, f"{RESEARCH}/train")
+        refused, blocks = why(slack, f"{RESEARCH}/eval")
+    assert missed == set()
+    assert "*为什么 `ai-frontier-research/train` 仍在等待调度*" in pending
+    assert "`gpu-node-3` 有空余容量，但带有污点 `nvidia.com/gpu=true:NoSchedule`" in pending
+    assert '```- key: nvidia.com/gpu\n  operator: Equal\n  value: "true"\n  effect: NoSchedule```' in pending
+    assert "*调度器的原话*（4 次" in pending and "> 0/3 nodes are available: 1 node(s) had untolerated taint" in pending
+    assert "*为什么 Job `ai-frontier-research/eval` 没有 Pod*" in refused
+    assert foreign_words(pending, values=SHOWN_AS_IS) == [] and foreign_words(refused, values=SHOWN_AS_IS) == []
+    assert "申请 +2 GPUs" in buttons_of(blocks)
+
+
+def test_a_chinese_person_s_pick_form_and_its_answer_are_in_chinese(slack: SlackOverHttp) -> None:
+    slack.sandbox.slack.locales[ALICE] = "zh-CN"
+    kube(slack).add_pod(RESEARCH, "train", gpus=2, phase="Pending")
+    kube(slack).add_pod(RESEARCH, "eval", gpus=1, phase="Pending")
+    with catalog_misses() as missed:
+        slack.command(ALICE, f"why {RESEARCH}/trian")
+        opened = slack.records("view_open")[-1].view
+        assert opened is not None
+        (select,) = [b for b in opened["blocks"] if b["type"] == "input"]
+        slack.submit(ALICE, opened, {select["block_id"]: "train"})
+        shown = slack.records("view_update")[-1].view
+    assert missed == set() and shown is not None
+    assert opened["title"]["text"] == "为什么在等待调度？" and shown["title"]["text"] == "为什么在等待调度？"
+    assert "`ai-frontier-research` 中没有名为 `trian` 的对象。" in json.dumps(opened, ensure_ascii=False)
+    assert "*为什么 `ai-frontier-research/train` 仍在等待调度*" in json.dumps(shown, ensure_ascii=False)
+    for view in (opened, shown):
+        words = [w for text in texts(view) if (w := foreign_words(text, values=SHOWN_AS_IS))]
+        assert words == [], view

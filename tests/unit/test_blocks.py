@@ -11,6 +11,7 @@ from bot.adapters.slack import blocks, ids, modals
 from bot.adapters.slack.reports import Report, ReportSection
 from bot.domain.commands import GpuAmount, RequestDraft
 from bot.domain.failure_reasons import AsSaid
+from bot.domain.input_problems import NotAGpuCount
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
 from bot.domain.prices import Basis, BasisAsStored, CostBasis, Price
 from bot.domain.priority import GpuPod, borrowed_class_warnings, pod_mix
@@ -164,7 +165,7 @@ def test_short_lists_are_packed_whole() -> None:
 
 def test_request_form_is_prefilled_and_lists_problems() -> None:
     draft = RequestDraft(
-        namespace="ai-frontier-research", amount=GpuAmount(4, True), duration=timedelta(days=3), problems=("a reason is needed",)
+        namespace="ai-frontier-research", amount=GpuAmount(4, True), duration=timedelta(days=3), problems=(NotAGpuCount("lots"),)
     )
     view = modals.request_form(draft, ["ai-frontier-research", "biz-model-serving"], channel_id="C0GENERAL").to_dict()
     assert view["callback_id"] == ids.REQUEST_FORM
@@ -173,7 +174,7 @@ def test_request_form_is_prefilled_and_lists_problems() -> None:
     assert [o["value"] for o in inputs[ids.NAMESPACE_BLOCK]["options"]] == ["ai-frontier-research", "biz-model-serving"]
     assert inputs[ids.GPUS_BLOCK]["initial_value"] == "+4"
     assert inputs[ids.DURATION_BLOCK]["initial_value"] == "3d"
-    assert "a reason is needed" in json.dumps(view["blocks"][0])
+    assert "'lots' is not a GPU count" in json.dumps(view["blocks"][0])
     assert json.loads(view["private_metadata"]) == {"channel": "C0GENERAL"}
 
 

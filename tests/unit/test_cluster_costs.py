@@ -178,7 +178,7 @@ def test_the_digest_posts_the_figures_read_and_says_which_cluster_is_missing(met
     with pytest.raises(PartialMetrics, match="us-2"):
         services.digest.run()
     business = next(s.report for s in notifier.of("report") if s.target == "C0BIZ")
-    assert "No metrics for us-2 on 1-9 Nov: not counted." in business.summary
+    assert "No metrics for us-2 on Nov 1\u2009–\u20099: not counted." in business.summary
     frontier = next(s.report for s in notifier.of("report") if s.target == "C0FRONTIER")
     assert "No metrics" not in frontier.summary  # frontier has no namespace in us-2
     metrics.us_down = False

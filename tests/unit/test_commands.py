@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.adapters.slack.input_words import USAGE, sentence
 from bot.domain.commands import (
-    USAGE,
+    COMMANDS,
     AuditCommand,
     CancelCommand,
     ExtendCommand,
@@ -26,6 +27,13 @@ from bot.domain.commands import (
     parse_thread_decision,
 )
 from bot.domain.durations import format_duration
+from bot.domain.input_problems import NotAResourceName, NoTerm, UnknownCommand
+from bot.services.text import plain
+
+
+def message(command: Malformed) -> str:
+    """What the person reads first (English): the problem as a sentence."""
+    return plain(sentence(command.problem))
 
 
 def test_full_request_is_complete() -> None:
@@ -49,7 +57,7 @@ def test_a_request_without_for_or_permanent_is_incomplete_not_permanent() -> Non
     command = parse_command("request biz-model-serving 8 serving capacity for launch")
     assert isinstance(command, RequestCommand)
     assert not command.draft.complete and not command.draft.permanent
-    assert any("`permanent`" in p for p in command.draft.problems)
+    assert command.draft.problems == (NoTerm(example="3d"),)
 
 
 @pytest.mark.parametrize(
@@ -67,7 +75,7 @@ def test_a_request_without_for_or_permanent_is_incomplete_not_permanent() -> Non
 def test_a_bad_duration_is_an_error_naming_it(text: str, named: str) -> None:
     command = parse_command(text)
     assert isinstance(command, Malformed)
-    assert named in command.message
+    assert named in message(command)
 
 
 def test_control_characters_are_removed() -> None:
@@ -107,7 +115,7 @@ def test_incomplete_requests_become_drafts_that_keep_the_valid_parts(text: str, 
 def test_for_without_a_duration_is_an_error_not_a_permanent_request() -> None:
     command = parse_command("request ai-frontier-research +4 for three days to train")
     assert isinstance(command, Malformed)
-    assert "`three` is not a duration" in command.message
+    assert "`three` is not a duration" in message(command)
 
 
 @pytest.mark.parametrize("text", ["request Bad_Namespace +1 x", "request ai-frontier-research four reason"])
@@ -148,7 +156,7 @@ def test_other_commands(text: str, expected: object) -> None:
 def test_malformed_commands_say_how_to_write_them(text: str) -> None:
     command = parse_command(text)
     assert isinstance(command, Malformed)
-    assert command.message and command.usage
+    assert message(command) and command.usage and set(command.usage) <= set(COMMANDS)
 
 
 def test_extend_without_a_valid_duration_lists_the_problem() -> None:
@@ -230,12 +238,10 @@ def test_a_word_no_resource_is_spelt_as_is_a_problem_and_the_rest_is_kept() -> N
     command = parse_command("request ns-a +2 <@U0EVE> for 1d sweep")
     assert isinstance(command, RequestCommand)
     draft = command.draft
-    assert draft.resource is None and draft.problems == (
-        "'<@U0EVE>' is not a resource name (like mig-3g.40gb or nvidia.com/gpu)",
-    )
+    assert draft.resource is None and draft.problems == (NotAResourceName("<@U0EVE>"),)
     assert (draft.amount, draft.duration, draft.reason) == (GpuAmount(2, True), timedelta(days=1), "sweep")
     shift = parse_command("shift 2 from ns-a to ns-b <@U0EVE> for 1d sweep")
-    assert isinstance(shift, Malformed) and "'<@U0EVE>' is not a resource name" in shift.message
+    assert isinstance(shift, Malformed) and "'<@U0EVE>' is not a resource name" in message(shift)
 
 
 def test_the_usage_of_request_and_shift_names_the_optional_resource() -> None:
@@ -255,16 +261,16 @@ def test_a_mistyped_verb_gets_did_you_mean(text: str, suggestion: str | None) ->
     command = parse_command(text)
     assert isinstance(command, Malformed)
     if suggestion:
-        assert command.message.endswith(f"Did you mean `{suggestion}`?")
+        assert message(command).endswith(f"Did you mean `{suggestion}`?")
     else:
-        assert "Did you mean" not in command.message
+        assert "Did you mean" not in message(command)
 
 
 def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
     command = parse_command("help stats")
     assert isinstance(command, Malformed)
-    assert command.message.startswith("There is no command `stats`. Did you mean `status`?")
-    assert command.usage == tuple(USAGE.values())
+    assert message(command).startswith("There is no command `stats`. Did you mean `status`?")
+    assert command.usage == COMMANDS == tuple(USAGE)
 
 
 @pytest.mark.parametrize(
@@ -291,3 +297,77 @@ def test_help_on_an_unknown_command_says_so_and_lists_the_commands() -> None:
 )
 def test_decisions_typed_in_a_thread(text: str, expected: ThreadDecision | None) -> None:
     assert parse_thread_decision(text, bot_user_id="UBOT") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("批准", ThreadDecision(approve=True)),
+        ("批准。", ThreadDecision(approve=True)),
+        ("批准！", ThreadDecision(approve=True)),
+        ("批准!", ThreadDecision(approve=True)),
+        ("  批准  ", ThreadDecision(approve=True)),
+        ("批准了", ThreadDecision(approve=True)),
+        ("<@UBOT> 批准", ThreadDecision(approve=True)),
+        ("<@UBOT>批准。", ThreadDecision(approve=True)),
+        ("<@U0PAT> 批准", None),
+        ("批准吗？", None),
+        ("批准，但是下周再说", None),
+        ("不批准", None),
+        ("我批准", None),
+        ("拒绝 预算不足", ThreadDecision(approve=False, reason="预算不足")),
+        ("拒绝：预算不足", ThreadDecision(approve=False, reason="预算不足")),
+        ("拒绝，预算不足。", ThreadDecision(approve=False, reason="预算不足。")),
+        ("拒绝预算不够", ThreadDecision(approve=False, reason="预算不够")),
+        ("拒绝: budget", ThreadDecision(approve=False, reason="budget")),
+        ("拒绝了，数据还没清洗", ThreadDecision(approve=False, reason="数据还没清洗")),
+        ("拒绝", ThreadDecision(approve=False)),
+        ("拒绝。", ThreadDecision(approve=False)),
+        ("<@UBOT> 拒绝 这个月没有预算", ThreadDecision(approve=False, reason="这个月没有预算")),
+        ("拒绝吗？", None),
+        ("拒绝的话怎么办", None),
+        ("拒绝：的确不需要", ThreadDecision(approve=False, reason="的确不需要")),
+        ("我拒绝", None),
+        ("approve。", ThreadDecision(approve=True)),
+        ("Deny：", ThreadDecision(approve=False)),
+    ],
+)
+def test_decisions_typed_in_chinese_in_a_thread(text: str, expected: ThreadDecision | None) -> None:
+    assert parse_thread_decision(text, bot_user_id="UBOT") == expected
+
+
+_SEPARATORS = ["", " ", "：", "，", ": ", "， ", "\u3000"]
+_PARTICLES = ("吗", "么", "呢", "的", "了")
+# A reason as a Chinese team writes it: Chinese characters, Latin words, digits, spaces and punctuation inside.
+chinese_reasons = st.text(
+    alphabet=st.sampled_from("预算不足够数据还没清洗本月已超标请下周再申请GPU ab1，。、"), min_size=1, max_size=40
+).filter(lambda text: text.strip() and text.strip()[0] not in "，。、" and not text.strip().startswith(_PARTICLES))
+
+
+@given(st.sampled_from(_SEPARATORS), chinese_reasons)
+def test_a_chinese_denial_takes_the_reason_after_it_with_or_without_a_space(separator: str, reason: str) -> None:
+    assert parse_thread_decision(f"拒绝{separator}{reason}", bot_user_id="UBOT") == ThreadDecision(
+        approve=False, reason=reason.strip()
+    )
+
+
+@given(st.text(alphabet=st.sampled_from(" 。！!.，,：:；;、\u3000"), max_size=6))
+def test_a_chinese_approval_stands_alone_whatever_punctuation_follows(punctuation: str) -> None:
+    assert parse_thread_decision(f"批准{punctuation}", bot_user_id="UBOT") == ThreadDecision(approve=True)
+
+
+@given(chinese_reasons)
+def test_a_chinese_approval_followed_by_words_is_chat_not_a_decision(words: str) -> None:
+    assert parse_thread_decision(f"批准，{words}", bot_user_id="UBOT") is None
+
+
+@given(st.sampled_from(["批准", "拒绝 预算不足", "approve", "deny no budget", "looks good"]), st.sampled_from(["", " ", "  "]))
+def test_a_mention_of_the_bot_before_a_decision_changes_nothing_and_of_someone_else_makes_it_chat(text: str, space: str) -> None:
+    assert parse_thread_decision(f"<@UBOT>{space}{text}", bot_user_id="UBOT") == parse_thread_decision(text, bot_user_id="UBOT")
+    assert parse_thread_decision(f"<@U0PAT>{space}{text}", bot_user_id="UBOT") is None
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_listed_is_one_the_parser_knows(command: str) -> None:
+    parsed = parse_command(command)
+    assert not (isinstance(parsed, Malformed) and isinstance(parsed.problem, UnknownCommand))

@@ -1,5 +1,6 @@
 """The digest is figures until the edge words it (``bot.adapters.slack.reports``): the same sentences as
-before, every name escaped in the lines, the chart's title, axis and legend made there too."""
+before (days and months as the locale writes them), every name escaped in the lines, the chart's title,
+axis and legend made there too. Both languages: tests/unit/test_digest_languages.py."""
 
 from __future__ import annotations
 
@@ -62,11 +63,11 @@ def charts(monkeypatch: pytest.MonkeyPatch) -> list[ChartWords]:
 
 def test_an_over_budget_team_with_missing_days_reads_as_before(charts: list[ChartWords]) -> None:
     report = reports.digest_report(team_digest())
-    assert report.title == "GPU cost digest · R&D <ops> · Thu 12 Nov 2026"  # a header is plain text
+    assert report.title == "GPU cost digest · R&D <ops> · Nov 12, 2026"  # a header is plain text
     assert report.summary == (
         "Yesterday *432.0 GPU-h · 864.00 EUR*. Month to date *442.0 GPU-h · 1,100.00 EUR*, 110% of the 1,000.00 EUR budget."
-        " Month-end forecast at the current burn: 2,500.00 EUR (250%) :rotating_light: over budget since Wed 11 Nov."
-        " No metrics for 3-5 Nov, 9 Nov: those days are not counted."
+        " Month-end forecast at the current burn: 2,500.00 EUR (250%) :rotating_light: over budget since Nov 11."
+        " No metrics for Nov 3\u2009–\u20095 and Nov 9: those days are not counted."
     )
     sections = {s.heading: list(s.lines) for s in report.sections}
     assert sections["Per namespace"] == [
@@ -118,7 +119,7 @@ def test_the_organisation_summary_names_each_team_and_the_unmanaged(charts: list
         pace=1000 / 30,
     )
     report = reports.digest_report(org)
-    assert report.summary == "Yesterday 123.45 EUR · month to date 1,112.50 EUR of 1,000.00 EUR budgeted (111%)"
+    assert report.summary == "Yesterday 123.45 EUR · month to date 1,112.50 EUR of 1,000.00 EUR budgeted (111%)."
     assert [list(s.lines) for s in report.sections] == [
         [
             "*R&amp;D &lt;ops&gt;*: 1,100.00 EUR of 1,000.00 EUR (110%) · forecast 2,500.00 EUR",

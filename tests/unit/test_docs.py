@@ -1,5 +1,6 @@
 """The README is the front door and docs/ holds the rest: links resolve, the configuration reference is
-what the generator prints, and the README's commands and variables are the real ones."""
+what the generator prints, and the README's commands and variables are the real ones. The Chinese README
+(README.zh-CN.md) is a shorter door to the same house: the same commands, real policy keys, links that resolve."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from bot.settings import Settings
 
 ROOT = Path(__file__).parents[2]
 README = ROOT / "README.md"
+README_ZH = ROOT / "README.zh-CN.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 
@@ -33,7 +35,7 @@ def relative_links(path: Path) -> list[str]:
     return [target for target in LINK.findall(prose(path)) if not re.match(r"[a-z]+:", target)]
 
 
-@pytest.mark.parametrize("path", [README, *DOCS], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [README, README_ZH, *DOCS], ids=lambda p: p.name)
 def test_every_relative_link_resolves_to_a_file_and_its_heading(path: Path) -> None:
     broken = []
     for target in relative_links(path):
@@ -105,3 +107,40 @@ def test_the_variables_the_readme_names_are_settings() -> None:
     named = {name for row in table.splitlines()[2:] for name in re.findall(r"`([A-Z_]+)`", row.split("|")[1])}
     proxies = {"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"}
     assert named and named - proxies <= {name.upper() for name in Settings.model_fields}
+
+
+def code_lines(path: Path) -> list[str]:
+    """The lines of the file's fenced code blocks, each without its ``# comment`` and trailing spaces."""
+    blocks = re.findall(r"^```[^\n]*\n(.*?)^```", path.read_text(), flags=re.S | re.M)
+    return [line.split("  #")[0].rstrip() for block in blocks for line in block.splitlines()]
+
+
+def section_commands(path: Path, heading: str) -> list[str]:
+    """The command lines of the first code block under ``heading``."""
+    block = path.read_text().split(f"\n{heading}\n", 1)[1].split("```", 2)[1]
+    return [line.split("  #")[0].rstrip() for line in block.splitlines()[1:] if line.strip()]
+
+
+def test_the_chinese_readme_is_a_shorter_door_linked_both_ways() -> None:
+    readme, chinese = README.read_text(), README_ZH.read_text()
+    assert len(chinese.splitlines()) < len(readme.splitlines()) and len(chinese) < len(readme)
+    assert "README.zh-CN.md" in relative_links(README)[:1], "the README links the Chinese one first, near the top"
+    assert "README.md" in relative_links(README_ZH)
+
+
+def test_the_chinese_readme_shows_the_same_set_up_and_deploy_commands() -> None:
+    chinese = code_lines(README_ZH)
+    try_it = section_commands(README, "## Try it, test it")
+    deploy = section_commands(README, "## Deploy to a cluster")
+    assert try_it == ["./scripts/try", "./scripts/test"] and set(try_it) <= set(chinese)
+    assert "./scripts/try --lang zh-CN" in chinese and "./scripts/try --demo --lang zh-CN" in chinese
+    start = chinese.index(deploy[0])
+    assert chinese[start : start + len(deploy)] == deploy
+
+
+def test_the_policy_keys_the_chinese_readme_names_are_real() -> None:
+    table = README_ZH.read_text().split("## 配置", 1)[1].split("| 键 |", 1)[1].split("\n\n", 1)[0]
+    named = [re.findall(r"`([^`]+)`", row.split("|")[1])[0] for row in table.splitlines()[2:]]
+    reference = config_reference.render()
+    assert "language" in named and "teams.<team>.language" in named
+    assert [key for key in named if f"| `{key}` |" not in reference] == []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 from datetime import date, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +102,26 @@ def test_money_and_months_follow_the_language() -> None:
         chinese = (i18n.format_money(1234.5, "USD"), i18n.format_month(date(2026, 12, 1)))
     assert english == ("1,234.50 USD", "December 2026")
     assert chinese == ("US$1,234.50", "2026年12月")
+
+
+def test_an_installed_mo_a_moment_older_than_its_po_is_read_and_a_stale_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pip copies a catalog's .po just after its .mo: that .mo is the one read; one older by minutes is stale."""
+    folder = tmp_path / "zh_Hans" / "LC_MESSAGES"
+    folder.mkdir(parents=True)
+    source = i18n.CATALOGS / "zh_Hans" / "LC_MESSAGES" / "messages.po"
+    shutil.copy(source, folder / "messages.po")
+    (folder / "messages.mo").write_bytes(b"not a catalog")  # read it and the load fails: proof it was chosen
+    monkeypatch.setattr(i18n, "CATALOGS", tmp_path)
+    po_time = (folder / "messages.po").stat().st_mtime
+    i18n.translations.cache_clear()
+    try:
+        os.utime(folder / "messages.mo", (po_time - 2, po_time - 2))
+        with pytest.raises(OSError):
+            i18n.translations(Language.ZH_CN)
+        os.utime(folder / "messages.mo", (po_time - 600, po_time - 600))
+        i18n.translations.cache_clear()
+        assert i18n.translations(Language.ZH_CN).gettext("{count}d") == "{count} 天"
+    finally:
+        i18n.translations.cache_clear()

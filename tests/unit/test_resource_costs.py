@@ -158,7 +158,8 @@ def test_the_digest_shows_each_resource_beside_whole_gpus() -> None:
     ]
     assert sections["Per GPU model (month to date)"] == [f"{A100}: 24.0 GPU-h · 48.00 USD"]  # whole GPUs only
     assert sections["Per namespace"] == [
-        "*ns*: yesterday 24.0 GPU-h, 48.0 slice-h MIG 3g.40gb · 144.00 USD · month 24.0 GPU-h, 48.0 slice-h MIG 3g.40gb · 144.00 USD"
+        "*ns*: yesterday 24.0 GPU-h and 48.0 slice-h MIG 3g.40gb · 144.00 USD"
+        " · month 24.0 GPU-h and 48.0 slice-h MIG 3g.40gb · 144.00 USD"
     ]
 
 
@@ -177,7 +178,7 @@ def test_the_cost_command_lists_the_other_resources() -> None:
     line = price("research", "research", mixed_usage(), Pricing(models={A100: 2.0}, resources={MIG3: 2.0}))
     answer = CostAnswer("Research", date(2026, 11, 1), date(2026, 11, 2), line, None, [])
     lines = cost_lines(answer, "USD")
-    assert lines[0] == "*Research* · November 2026 (through 02 Nov): 24.0 GPU-h, 48.0 slice-h MIG 3g.40gb · 144.00 USD"
+    assert lines[0] == "*Research* · November 2026 (through Nov 2): 24.0 GPU-h and 48.0 slice-h MIG 3g.40gb · 144.00 USD"
     assert lines[-1] == "MIG 3g.40gb: 48 slice-hours, 96.00 USD (idle 10 slice-hours, 20.00 USD)"
 
 

@@ -8,11 +8,13 @@ import pytest
 
 from bot.adapters.slack import ids
 from bot.adapters.slack.events import ButtonClick, shift_from_form
+from bot.adapters.slack.input_words import sentence
 from bot.domain.commands import Malformed, ShiftCommand, ShiftDraft, parse_command
 from bot.domain.policy import PolicyError, ShiftApproval, parse_policy
 from bot.services.access import Access
 from bot.services.ports import ActionKind
 from bot.services.refusals import NotAShiftApprover, ShiftNeedsApproverOf
+from bot.services.text import plain
 from tests.fakes import FakeDirectory
 
 FRONTIER, BUSINESS = "ai-frontier-research", "biz-model-serving"
@@ -45,7 +47,7 @@ def test_shift_without_arguments_opens_the_form() -> None:
 )
 def test_bad_shifts_are_refused_by_name(text: str, expected: str) -> None:
     command = parse_command(text)
-    assert isinstance(command, Malformed) and expected in command.message, command
+    assert isinstance(command, Malformed) and expected in plain(sentence(command.problem)), command
 
 
 def form(**values: str) -> dict[str, str]:

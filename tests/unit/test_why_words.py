@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+import pytest
 from slack_sdk.models.blocks import Block
 
+from bot.adapters.i18n import speaking
 from bot.adapters.slack import ids
 from bot.adapters.slack.why_words import answer_view, cause_text, pick_form, why_blocks, why_text
 from bot.domain.diagnosis import (
@@ -32,9 +34,11 @@ from bot.domain.diagnosis import (
     SelectorMismatch,
     UntoleratedTaint,
 )
+from bot.domain.languages import Language
 from bot.domain.scheduling import Requirement, SelectorTerm, Taint, Toleration
 from bot.services.ports import Action, ActionKind, ButtonLabel
 from bot.services.why import Check, CouldNotCheck, PendingChoice, PickAPod, Unanswered, WhyAnswer
+from tests.language_checks import catalog_misses, foreign_words
 from tests.unit.test_blocks import assert_valid_message
 
 GPU = "nvidia.com/gpu"
@@ -183,3 +187,168 @@ def test_a_pod_pinned_to_many_nodes_keeps_its_placement_evidence_and_fix_whole()
     text = cause_text(SelectorMismatch((), (pinned,) * 5, (), True, ()))
     assert "142 more" in text and "2 more terms" in text and text.endswith("have an admin label a node.")
     assert len(text) < 1000
+
+
+# --- both languages -------------------------------------------------------------------------------
+
+SAID = "0/4 nodes are available: 1 node(s) had untolerated taint {nvidia.com/gpu: true}, 3 Insufficient nvidia.com/gpu."
+KUEUE_SAID = "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor h100, 2 more needed"
+PROBLEM = "the Kubernetes API did not answer (HTTP 503: Service Unavailable)"
+# Every cause, in each of its forms (the fixtures' names and the scheduler's and Kueue's words are shown as they are).
+CAUSES = (
+    NotAdvertised("nvidia.com/gpus", Mistake.TYPO, GPU, (GPU,)),
+    NotAdvertised(GPU, Mistake.WHOLE_GPU_ON_MIG, None, ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-3g.40gb")),
+    NotAdvertised("nvidia.com/mig-2g.20gb", Mistake.MIG_PROFILE, None, ()),
+    NotAdvertised("nvidia.com/mig-2g.20gb", Mistake.MIG_PROFILE, "nvidia.com/mig-3g.40gb", ("nvidia.com/mig-3g.40gb",)),
+    NotAdvertised(GPU, Mistake.NO_DEVICE_PLUGIN, None, ()),
+    NotAdvertised("example.com/fpga", Mistake.UNKNOWN, None, ()),
+    NotAdvertised("example.com/fpga", Mistake.UNKNOWN, None, ("example.com/asic",)),
+    QUOTA,
+    QuotaFull(NS, GPU, None, 4, 4, (), FIX),
+    QuotaFull(NS, GPU, 2, 4, 4, (), FIX),
+    QuotaFull(NS, GPU, None, 4, 4, tuple(f"holder-{i}" for i in range(12)), FIX),
+    QueueWait(NS, GPU, "cq", "h100", "wl", 8, 8, 2, 3, 5, KUEUE_SAID, False, FIX),
+    QueueWait(NS, GPU, "cq", "h100", "wl", None, None, None, None, 0, "", True, None),
+    QueueWait(NS, GPU, "cq", "h100", "wl", 8, 8, None, 1, 1, "", False, None),
+    Gated(("kueue.x-k8s.io/admission",)),
+    Gated(("example.com/wait-for-data",)),
+    SelectorMismatch((("gpu", "h200"),), (), (LabelValues("gpu", ("a100", "h100")),), True, ()),
+    SelectorMismatch((), (SelectorTerm((Requirement("pool", "In", ("h100",)),)),), (LabelValues("pool", ()),), True, ()),
+    SelectorMismatch(
+        (("gpu", "h200"),),
+        (SelectorTerm((Requirement("pool", "In", tuple(f"p{i}" for i in range(12))), Requirement("zone", "Exists", ()))),) * 4,
+        (LabelValues("gpu", ("a100",)), LabelValues("zone", ())),
+        False,
+        ("gpu-1", "gpu-2"),
+    ),
+    SelectorMismatch((), (), (), True, ()),
+    SelectorMismatch((("gpu", "h200"),), (), (), False, ("gpu-1",)),
+    SelectorMismatch((), (SelectorTerm((Requirement("pool", "In", ("h100",)),)),), (), False, ("gpu-1",)),
+    SelectorMismatch((), (), (), False, ("gpu-1",)),
+    TAINT,
+    UntoleratedTaint(
+        Taint(GPU, "", "NoExecute"), ("gpu-1", "gpu-2"), False, ("gpu-2",), Toleration(GPU, "Exists", "", "NoExecute")
+    ),
+    UntoleratedTaint(
+        Taint(GPU, "", "NoExecute"), ("gpu-1", "gpu-2"), False, ("gpu-1", "gpu-2"), Toleration(GPU, "Exists", "", "NoExecute")
+    ),
+    NodesUnavailable(("gpu-2",), (), True, ()),
+    NodesUnavailable(("gpu-2",), ("gpu-3",), False, ("gpu-3",)),
+    NodesUnavailable((), ("gpu-3",), True, ()),
+    NoCapacity(
+        GPU,
+        4,
+        (FreeBlock("h100", "NVIDIA-H100", 2, 3), FreeBlock("a100", "a100", 1, 1), FreeBlock("", None, 3, 2)),
+        6,
+        ScaleUp("Healthy", ("h100",), ("a100",), (("spot", "QuotaExceeded: out of quota"), ("other", ""))),
+    ),
+    NoCapacity(GPU, 4, (), 0, None),
+    NoCapacity(GPU, 4, (FreeBlock("h100", None, 2, 1),), 2, ScaleUp("", (), (), ())),
+    NoCapacity(GPU, 4, (FreeBlock("h100", None, 2, 1),), 2, ScaleUp("Healthy", (), (), ())),
+    NoCapacity(GPU, 4, (FreeBlock("h100", None, 2, 1),), 2, ScaleUp("", ("h100",), (), ())),
+    PriorityStanding("low", 100, True, (HeldBy("high", 1000, 8),), 0, 0, None),
+    PriorityStanding("never", 500, False, (HeldBy("", 0, 8),), 8, 0, None),
+    PriorityStanding("high", 1000, True, (), 8, 3, "gpu-3"),
+    PriorityStanding("", 0, True, (HeldBy("", 0, 1),), 1, 1, None),
+    FitsNow(("gpu-4",)),
+    FitsNow(tuple(f"gpu-{i}" for i in range(10))),
+)
+NAMES = (
+    NS, "train", "train-job", "serve", "trian", "holder-a", "cq", "h100", "a100", "wl", "spot", "other",
+    "Healthy", "Running", "Pending", "NVIDIA-H100", SAID, KUEUE_SAID, PROBLEM, "QuotaExceeded: out of quota",
+    "kueue.x-k8s.io/admission", "example.com/wait-for-data", "only the scheduler knows",
+)  # fmt: skip
+ANSWERS = (
+    answer(*CAUSES[:20], said=SAID),
+    answer(*CAUSES[20:], said=SAID, actions=(Action(ActionKind.REQUEST_MORE, ButtonLabel.REQUEST_MORE, FIX.value, "primary"),)),
+    answer(FitsNow(("gpu-1",)), kind="Job", name="train-job", others_pending=1),
+    answer(
+        QUOTA,
+        kind="Deployment",
+        name="train-job",
+        others_pending=3,
+        unchecked=(
+            CouldNotCheck(Check.NODES, PROBLEM, "list nodes"),
+            *(CouldNotCheck(check, PROBLEM) for check in Check),
+        ),
+    ),  # fmt: skip
+    WhyAnswer(NS, "Job", "train-job", Diagnosis(NS, None, {}, ())),
+    WhyAnswer(NS, "Job", "train-job", Diagnosis(NS, None, {}, (QUOTA,))),
+    answer(said="only the scheduler knows"),
+    WhyAnswer(NS, "Pod", "train", Diagnosis(NS, "train", {GPU: 2}, (FitsNow(("gpu-1",)),), SchedulerWords(SAID, 1, None))),
+    WhyAnswer(NS, "Pod", "train", Diagnosis(NS, "train", {GPU: 2}, (), SchedulerWords(SAID, 5, None))),
+    WhyAnswer(NS, "Pod", "serve", Scheduled(NS, "serve", "gpu-1", "Running", T0, {GPU: 2})),
+    WhyAnswer(NS, "Pod", "serve", Scheduled(NS, "serve", "gpu-1", "Running", None, {})),
+    WhyAnswer(NS, "Job", "serve", Scheduled(NS, "serve", "gpu-1", "Pending", T0, {GPU: 1})),
+    WhyAnswer(NS, "Pod", "serve", Scheduled(NS, "serve", "gpu-1", "Pending", None, {GPU: 1})),
+)
+SHORT_ANSWERS = (
+    Unanswered(NS, "train"),
+    Unanswered(NS, None),
+    Unanswered(NS, "train", CouldNotCheck(Check.POD, PROBLEM)),
+    Unanswered(NS, None, CouldNotCheck(Check.PODS, PROBLEM, "list pods -n ai-frontier-research")),
+    PickAPod(NS, None, ()),
+    PickAPod(NS, "trian", ()),
+    PickAPod(NS, "trian", (PendingChoice("train", {GPU: 2}),)),
+    PickAPod(NS, None, tuple(PendingChoice(f"pod-{i}", {GPU: 1}) for i in range(25))),
+)
+
+
+@pytest.mark.parametrize("language", list(Language))
+def test_every_cause_is_worded_in_each_language(language: Language) -> None:
+    with speaking(language), catalog_misses() as missed:
+        texts = [cause_text(cause, in_modal=in_modal) for cause in CAUSES for in_modal in (False, True)]
+    assert missed == set()
+    assert all(text and len(text) < 3000 for text in texts)
+    if language is Language.ZH_CN:
+        assert {text: words for text in texts if (words := foreign_words(text, values=NAMES))} == {}
+
+
+@pytest.mark.parametrize("language", list(Language))
+def test_every_answer_is_worded_within_block_kit_limits_in_each_language(language: Language) -> None:
+    with speaking(language), catalog_misses() as missed:
+        messages = [why_blocks(outcome) for outcome in (*ANSWERS, *SHORT_ANSWERS)]
+        modals = [answer_view(outcome).to_dict() for outcome in (*ANSWERS, *SHORT_ANSWERS)]  # slack_sdk validates
+        fallbacks = [why_text(outcome) for outcome in (*ANSWERS, *SHORT_ANSWERS)]
+    assert missed == set()
+    for message in messages:
+        assert_valid_message(message)
+    assert all(len(modal["blocks"]) <= 100 and len(modal["title"]["text"]) <= 24 for modal in modals)
+    if language is Language.ZH_CN:
+        texts = [text_of(message) for message in messages] + [text_of(modal["blocks"]) for modal in modals] + fallbacks
+        buttons = [e["text"]["text"] for m in messages for b in m if b["type"] == "actions" for e in b["elements"]]
+        assert buttons == ["申请 +2 GPUs"]
+        assert {text: words for text in texts if (words := foreign_words(text, values=NAMES))} == {}
+
+
+def visible_texts(view: dict) -> list[str]:
+    """What a person reads of a form: its title and buttons, the texts of its blocks, the select's label,
+    placeholder and options."""
+    texts = [view["title"]["text"], view.get("submit", {}).get("text", ""), view["close"]["text"]]
+    for block in view["blocks"]:
+        texts += [block["text"]["text"]] if "text" in block else []
+        texts += [element["text"] for element in block.get("elements", []) if "text" in element]
+        if block["type"] == "input":
+            element = block["element"]
+            texts += [block["label"]["text"], element["placeholder"]["text"]]
+            texts += [option["text"]["text"] for option in element["options"]]
+    return texts
+
+
+@pytest.mark.parametrize("language", list(Language))
+def test_the_pick_form_keeps_its_limits_in_each_language(language: Language) -> None:
+    pods = tuple(PendingChoice(f"pod-{i:03d}-" + "x" * 80, {GPU: 1}) for i in range(120)) + (PendingChoice("y" * 200, {GPU: 1}),)
+    short = (PendingChoice("train", {GPU: 2}), PendingChoice("serve", {GPU: 1}))
+    with speaking(language), catalog_misses() as missed:
+        long_forms = [pick_form(PickAPod(NS, missing, pods)).to_dict() for missing in (None, "trian")]
+        short_forms = [pick_form(PickAPod(NS, missing, short)).to_dict() for missing in (None, "trian")]
+    assert missed == set()
+    for data in long_forms + short_forms:
+        (select,) = [b for b in data["blocks"] if b["type"] == "input"]
+        assert all(len(o["text"]["text"]) <= 75 for o in select["element"]["options"])
+        assert len(data["title"]["text"]) <= 24 and Block.parse(data["blocks"][0]) is not None
+    if language is Language.ZH_CN:
+        assert "另有 21 个未列出" in json.dumps(long_forms[0], ensure_ascii=False)
+        texts = [text for data in short_forms for text in visible_texts(data)]
+        assert "train（2 GPUs）" in texts and "`trian`" in " ".join(texts)
+        assert {text: words for text in texts if (words := foreign_words(text, values=NAMES))} == {}

@@ -314,23 +314,28 @@ class SlackEventRow(Base):
 
 # The states of an outbox entry.
 OUTBOX_PENDING, OUTBOX_SENT, OUTBOX_DEAD = "pending", "sent", "dead"
+OUTBOX_MAIL = "mail"  # the kind of a mail's entry (``bot.services.announce.MAIL``); every other kind is Slack's
+OUTBOX_TARGET_LENGTH = 254  # a whole mail address (RFC 5321's forward-path less its brackets)
 
 
 class OutboxEntry(Base):
-    """A thread reply, direct message, channel post or request-message update, until Slack has it.
+    """A thread reply, direct message, channel post or request-message update, until Slack has it; a mail,
+    until the mail server has it.
 
-    Entries of one ``stream`` (a request's thread, its message, a person, a channel) are delivered in
-    ``id`` order; ``claimed_until`` is the lease of the replica delivering the stream's head.
+    Entries of one ``stream`` (a request's thread, its message, a person, a channel, a mail recipient) are
+    delivered in ``id`` order; ``claimed_until`` is the lease of the replica delivering the stream's head.
     """
 
     __tablename__ = "outbox"
     __table_args__ = (Index("ix_outbox_stream_state", "stream", "state", "id"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    stream: Mapped[str] = mapped_column(String(120))
-    kind: Mapped[str] = mapped_column(String(10))  # reply | direct | post | card
+    # Wide enough for "mail:" and a whole mail address (migration 0018; 120 before).
+    stream: Mapped[str] = mapped_column(String(OUTBOX_TARGET_LENGTH + 8))
+    kind: Mapped[str] = mapped_column(String(10))  # reply | direct | post | card | mail
     request_id: Mapped[int | None] = mapped_column(Integer)
-    target: Mapped[str | None] = mapped_column(String(64))  # the user of a direct message, the channel of a post
+    # The user of a direct message, the channel of a post, the address of a mail (64 before migration 0018).
+    target: Mapped[str | None] = mapped_column(String(OUTBOX_TARGET_LENGTH))
     # The typed message (``bot.services.messages.to_json``), or a notice's parts (a list) in an entry recorded
     # before typed messages; None for a card: rendered from the request.
     notice: Mapped[dict[str, Any] | list[dict[str, str]] | None] = mapped_column(JSON)

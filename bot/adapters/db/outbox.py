@@ -1,11 +1,12 @@
-"""The outbox table: what the bot means to say in Slack, recorded, claimed one head at a time, settled.
+"""The outbox table: what the bot means to say in Slack or by mail, recorded, claimed one head at a time, settled.
 
 Entries of a stream are delivered in ``id`` order, so only a stream's oldest pending entry (its head)
 can be claimed. A claim is a lease (``claimed_until``) taken by a guarded update that succeeds for
 one replica only; on PostgreSQL the head is also locked ``FOR UPDATE SKIP LOCKED`` first, so a
 replica that finds another one claiming moves on to the next stream instead of waiting for it.
 A replica that dies mid-delivery leaves a lease that runs out; the entry is then delivered again,
-so delivery is at least once in that case only (Slack has no idempotency key for chat.postMessage).
+so delivery is at least once in that case only (Slack has no idempotency key for chat.postMessage; a
+mail's Message-ID is the same on every try, so a receiver can drop the second copy).
 """
 
 from __future__ import annotations
@@ -14,14 +15,17 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from sqlalchemy import and_, delete, func, or_, select, update
+from sqlalchemy import and_, case, delete, func, or_, select, update
 from sqlalchemy.engine import CursorResult
 
-from bot.adapters.db.models import OUTBOX_DEAD, OUTBOX_PENDING, OUTBOX_SENT, OutboxEntry
+from bot.adapters.db.models import OUTBOX_DEAD, OUTBOX_MAIL, OUTBOX_PENDING, OUTBOX_SENT, OutboxEntry
 from bot.adapters.db.repository import Repository
 from bot.services.ports import Claimed, OutboxHealth
 
 T = TypeVar("T")
+# An entry's channel: mail for a mail's entry, Slack for every other kind (reply, direct, post, card).
+CHANNELS = ("slack", "mail")
+CHANNEL = case((OutboxEntry.kind == OUTBOX_MAIL, "mail"), else_="slack")
 
 
 class RunsTransactions(Protocol):
@@ -126,13 +130,29 @@ class OutboxStore:
         return self._db.run(forget)
 
     def health(self) -> OutboxHealth:
-        """Entries per state and when the oldest pending one was recorded (metrics, alerts)."""
+        """Entries per state and when the oldest pending one was recorded, in all and per channel (metrics,
+        alerts): two grouped reads, whatever the number of entries."""
 
         def read(repo: Repository) -> OutboxHealth:
             session = repo.session
-            rows = session.execute(select(OutboxEntry.state, func.count()).group_by(OutboxEntry.state))
-            oldest = session.scalar(select(func.min(OutboxEntry.created_at)).where(OutboxEntry.state == OUTBOX_PENDING))
-            return OutboxHealth(counts={state: number for state, number in rows}, oldest_pending_at=oldest)
+            counts = session.execute(select(CHANNEL, OutboxEntry.state, func.count()).group_by(CHANNEL, OutboxEntry.state)).all()
+            oldest: dict[str, datetime | None] = dict(
+                session.execute(
+                    select(CHANNEL, func.min(OutboxEntry.created_at)).where(OutboxEntry.state == OUTBOX_PENDING).group_by(CHANNEL)
+                ).all()
+            )
+            channels = {
+                channel: OutboxHealth(
+                    counts={state: number for named, state, number in counts if named == channel},
+                    oldest_pending_at=oldest.get(channel),
+                )
+                for channel in CHANNELS
+            }
+            total: dict[str, int] = {}
+            for _, state, number in counts:
+                total[state] = total.get(state, 0) + number
+            waiting = [moment for moment in oldest.values() if moment is not None]
+            return OutboxHealth(counts=total, oldest_pending_at=min(waiting, default=None), channels=channels)
 
         return self._db.run(read)
 

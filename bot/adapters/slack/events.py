@@ -1,7 +1,9 @@
 """Slack payloads, translated once into typed values. Nothing else digs into ``body[...]``.
 
 User text is cleaned of control characters here, and button values are checked here: a value the
-bot did not make (forged, or cut) becomes None, never an exception further in.
+bot did not make (forged, or cut) becomes None, never an exception further in. A form's field errors
+are plain text (Slack shows them under the field) in the reader's language; what was typed is quoted
+as it is (``input_words`` words the parsers' problems).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.adapters.slack import ids
+from bot.adapters.i18n import format_duration, tr
+from bot.adapters.slack import ids, input_words
 from bot.domain.clusters import is_namespace_key
 from bot.domain.commands import (
     PERMANENT_WORD,
@@ -22,8 +25,10 @@ from bot.domain.commands import (
     parse_request_id,
     parse_shift_words,
 )
-from bot.domain.durations import ALLOWED, parse_duration
+from bot.domain.durations import MAX_DURATION, parse_duration
+from bot.domain.input_problems import BadDuration, NoTerm, ParseError, PermanentAfterFor, TwoTerms
 from bot.services.ports import ActionKind
+from bot.services.text import plain
 
 
 @dataclass(frozen=True)
@@ -129,32 +134,36 @@ def draft_from_form(values: dict[str, str]) -> tuple[RequestDraft, dict[str, str
     errors: dict[str, str] = {}
     namespace = values.get(ids.NAMESPACE_BLOCK, "")
     if not is_namespace_key(namespace):
-        errors[ids.NAMESPACE_BLOCK] = "Choose a namespace." if not namespace else f"'{namespace}' is not a namespace name."
+        errors[ids.NAMESPACE_BLOCK] = (
+            tr("Choose a namespace.") if not namespace else tr("'{typed}' is not a namespace name.", typed=namespace)
+        )
     amount = None
     try:
         amount = GpuAmount.parse(values.get(ids.GPUS_BLOCK, ""))
-    except ValueError as error:
-        errors[ids.GPUS_BLOCK] = str(error)
+    except ParseError as error:
+        errors[ids.GPUS_BLOCK] = input_words.plain_text(error.problem)
     term = values.get(ids.TERM_BLOCK, "")
     typed_duration = values.get(ids.DURATION_BLOCK, "")
     duration = None
     if term not in (ids.TEMPORARY, ids.PERMANENT):
-        errors[ids.TERM_BLOCK] = "Choose temporary (for the duration below) or permanent."
+        errors[ids.TERM_BLOCK] = tr("Choose temporary (for the duration below) or permanent.")
     elif term == ids.PERMANENT and typed_duration:
-        errors[ids.DURATION_BLOCK] = "A permanent change has no duration: clear this field, or choose temporary."
+        errors[ids.DURATION_BLOCK] = tr("A permanent change has no duration: clear this field, or choose temporary.")
     elif term == ids.TEMPORARY and not typed_duration:
-        errors[ids.DURATION_BLOCK] = f"How long? {ALLOWED[0].upper()}{ALLOWED[1:]}."
+        errors[ids.DURATION_BLOCK] = tr("How long? Use 90m, 12h, 3d or 2w, at most {longest}.", longest=_longest())
     elif term == ids.TEMPORARY:
         try:
             duration = parse_duration(typed_duration)
-        except ValueError as error:
-            errors[ids.DURATION_BLOCK] = str(error)
+        except ParseError as error:
+            errors[ids.DURATION_BLOCK] = input_words.plain_text(error.problem)
     reason = values.get(ids.REASON_BLOCK, "")
     if not reason:
-        errors[ids.REASON_BLOCK] = "Say why: approvers read it and the audit trail keeps it."
+        errors[ids.REASON_BLOCK] = tr("Say why: approvers read it and the audit trail keeps it.")
     resource = values.get(ids.RESOURCE_BLOCK)  # absent: the form had no choice (one governed resource)
     if resource is not None and not is_resource_word(resource):
-        errors[ids.RESOURCE_BLOCK] = "Choose a resource." if not resource else f"'{resource}' is not a resource name."
+        errors[ids.RESOURCE_BLOCK] = (
+            tr("Choose a resource.") if not resource else tr("'{typed}' is not a resource name.", typed=resource)
+        )
     draft = RequestDraft(
         namespace=namespace or None,
         amount=amount,
@@ -172,15 +181,21 @@ def shift_from_form(values: dict[str, str]) -> tuple[ShiftDraft | None, dict[str
     term = values.get(ids.DURATION_BLOCK, "").strip()
     words += ([PERMANENT_WORD] if term.lower() == PERMANENT_WORD else ["for", term]) + values.get(ids.REASON_BLOCK, "").split()
     if not term:
-        return None, {ids.DURATION_BLOCK: f"How long? {ALLOWED[0].upper()}{ALLOWED[1:]}, or permanent."}
+        return None, {
+            ids.DURATION_BLOCK: tr("How long? Use 90m, 12h, 3d or 2w, at most {longest}, or permanent.", longest=_longest())
+        }
     if not values.get(ids.REASON_BLOCK, "").strip():
-        return None, {ids.REASON_BLOCK: "Say why: approvers read it and the audit trail keeps it."}
+        return None, {ids.REASON_BLOCK: tr("Say why: approvers read it and the audit trail keeps it.")}
     try:
         return parse_shift_words([w.strip() for w in words]), {}
-    except ValueError as error:
-        text = str(error)
-        block = ids.DURATION_BLOCK if term.lower() != PERMANENT_WORD and term in text else ids.GPUS_BLOCK
-        return None, {block: text[:1].upper() + text[1:] + "."}
+    except ParseError as error:
+        about_the_term = isinstance(error.problem, BadDuration | PermanentAfterFor | TwoTerms | NoTerm)
+        block = ids.DURATION_BLOCK if about_the_term and term.lower() != PERMANENT_WORD else ids.GPUS_BLOCK
+        return None, {block: plain(input_words.sentence(error.problem))}
+
+
+def _longest() -> str:
+    return format_duration(MAX_DURATION)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from bot.adapters.slack import ids, prices
+from bot.adapters.slack import ids, input_words, prices
 from bot.adapters.slack.blocks import mention, truncate
 from bot.adapters.slack.mrkdwn import escape
 from bot.domain.commands import RequestDraft, clean_text, format_request_id
@@ -53,7 +53,9 @@ def request_form(
     blocks: list[Block] = []
     if draft.problems:
         blocks.append(
-            ContextBlock(elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(escape, draft.problems)), 2000))])
+            ContextBlock(
+                elements=[_mrkdwn(truncate(":warning: " + "\n:warning: ".join(map(input_words.render, draft.problems)), 2000))]
+            )
         )
     blocks.append(_namespace_input(draft.namespace, namespaces))
     if len(resources) > 1:

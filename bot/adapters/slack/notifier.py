@@ -226,6 +226,11 @@ class SlackDirectory:
             self._locales[user_id] = (until, locale)
         return locale
 
+    def forget_locale(self, user_id: str) -> None:
+        """Ask Slack for the person's language anew next time (the shell's ``as lee zh-CN``)."""
+        with self._lock:
+            self._locales.pop(user_id, None)
+
     def usergroup_members(self, usergroup_id: str, *, fresh: bool = False) -> frozenset[str]:
         now = self._monotonic()
         with self._lock:

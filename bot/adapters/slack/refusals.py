@@ -1,25 +1,32 @@
-"""The words of every typed refusal (``bot.services.refusals``): whole English sentences.
+"""The words of every typed refusal (``bot.services.refusals``): whole sentences, in the reader's language.
 
 Each refusal has one renderer here, registered on ``notice``, written like the messages of
-``words`` (``fill``: a sentence with named placeholders, the form a catalog takes). What a person
-typed (a namespace, a team name) is a text value, escaped by ``mrkdwn.render``. The bootstrap lends
-``plain_text`` to ``Refused``, so ``str(error)`` (logs, form errors, the CLIs) says the same words.
+``words`` (``fill``: a whole sentence with named placeholders, a catalog entry; a sentence per state
+or per missing part rather than a word slotted in). What a person typed (a namespace, a team name)
+is a text value shown as it is, escaped by ``mrkdwn.render``. The bootstrap lends ``plain_text`` to
+``Refused``, so ``str(error)`` (logs, form errors, the CLIs) says the same words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import date
 from functools import singledispatch
 
-from bot.adapters.slack import mrkdwn, reasons
-from bot.adapters.slack.sentences import fill, join
+from babel.dates import format_skeleton
+
+from bot.adapters import i18n
+from bot.adapters.i18n import N_, format_duration, format_gpus, format_month, format_number, gettext, tr
+from bot.adapters.slack import input_words, mrkdwn, reasons
+from bot.adapters.slack.sentences import fill
 from bot.domain.commands import format_request_id
-from bot.domain.durations import format_duration
+from bot.domain.languages import Language
 from bot.domain.lifecycle import RequestState, Verdict
 from bot.domain.resources import short_name
 from bot.errors import KarmadaPart, KueuePart
 from bot.services import refusals as r
 from bot.services.requests import AUTO_APPROVER
-from bot.services.text import Notice, Part, User, Words, gpus, plain
+from bot.services.text import Notice, Part, User, Words, plain
 
 
 def render(refusal: r.Refusal) -> str:
@@ -38,13 +45,43 @@ def notice(refusal: object) -> Notice:
     raise TypeError(f"no words for {type(refusal).__name__}")
 
 
+def _listed(items: Sequence[Part | Notice]) -> Notice:
+    """Items one after the other as the language lists them: ``a, b`` in English, ``a、b`` in Chinese
+    (the separator of the middle of a list in the locale's data, CLDR)."""
+    separator = Words(i18n.locale().list_patterns["standard"]["middle"].format("", ""))
+    parts: list[Part] = []
+    for index, item in enumerate(items):
+        parts += [separator] if index else []
+        parts += item.parts if isinstance(item, Notice) else (item,)
+    return Notice(tuple(parts))
+
+
+def _names(names: Sequence[str]) -> Notice:
+    """Names (namespaces, flavors, versions) as a list, each shown as it is; ``none`` when there are none."""
+    return _listed([Words(name) for name in names]) if names else fill("none")
+
+
+def _clauses(clauses: Sequence[Notice]) -> Notice:
+    """Clauses one after the other (the problems of a request)."""
+    # Translators: what separates two problems in a list of them ("... is not a namespace name; say how long: ...").
+    separator = Words(gettext("; "))
+    parts: list[Part] = []
+    for index, clause in enumerate(clauses):
+        parts += [separator] if index else []
+        parts += clause.parts
+    return Notice(tuple(parts))
+
+
+def _day(day: date) -> str:
+    """A day with its weekday: ``Tue 10 Nov 2026`` in English (as the digest's command lines always said it)."""
+    if i18n.current() == Language.EN:
+        return f"{day:%a %d %b %Y}"
+    return format_skeleton("yMMMEd", day, locale=i18n.locale())
+
+
 def _people(user_ids: tuple[str, ...]) -> Notice:
     """``@a, @b``; the auto-approver is named, not mentioned."""
-    parts: list[Part] = []
-    for index, user_id in enumerate(user_ids):
-        parts += [Words(", ")] if index else []
-        parts.append(Words("auto-approval") if user_id == AUTO_APPROVER else User(user_id))
-    return Notice(tuple(parts))
+    return _listed([Words(tr("auto-approval")) if user_id == AUTO_APPROVER else User(user_id) for user_id in user_ids])
 
 
 # --- requests: loading, pending, reasons --------------------------------------------------
@@ -55,24 +92,28 @@ def _(refusal: r.NoSuchRequest) -> Notice:
     return fill("{request} does not exist.", request=format_request_id(refusal.request_id))
 
 
+_DECIDED = {
+    RequestState.DENIED: N_("{request} was already denied by {people}."),
+    RequestState.APPROVED: N_("{request} was already approved by {people} (now approved)."),
+    RequestState.APPLIED: N_("{request} was already approved by {people} (now applied)."),
+    RequestState.FAILED: N_("{request} was already approved by {people} (now failed)."),
+    RequestState.PENDING: N_("{request} is already pending."),
+    RequestState.CANCELLED: N_("{request} is already cancelled."),
+    RequestState.EXPIRED: N_("{request} is already expired."),
+}
+
+
 @notice.register
 def _(refusal: r.AlreadyDecided) -> Notice:
-    request, people = format_request_id(refusal.request_id), _people(refusal.deciders)
-    if refusal.state == RequestState.DENIED:
-        return fill("{request} was already denied by {people}.", request=request, people=people)
-    if refusal.state in (RequestState.APPROVED, RequestState.APPLIED, RequestState.FAILED):
-        return fill(
-            "{request} was already approved by {people} (now {state}).", request=request, people=people, state=refusal.state.value
-        )
-    return fill("{request} is already {state}.", request=request, state=refusal.state.value)
+    return fill(_DECIDED[refusal.state], request=format_request_id(refusal.request_id), people=_people(refusal.deciders))
 
 
 @notice.register
 def _(refusal: r.ReasonTooLong) -> Notice:
     return fill(
         "The reason is {length} characters long; say it in at most {limit}.",
-        length=f"{refusal.length:,}",
-        limit=f"{refusal.limit:,}",
+        length=format_number(refusal.length),
+        limit=format_number(refusal.limit),
     )
 
 
@@ -81,10 +122,10 @@ def _(refusal: r.ReasonTooLong) -> Notice:
 
 @notice.register
 def _(refusal: r.OwnRequest) -> Notice:
-    values = {"verdict": refusal.verdict.value, "request": format_request_id(refusal.request_id)}
+    request = format_request_id(refusal.request_id)
     if refusal.verdict == Verdict.DENY:
-        return fill("You cannot {verdict} your own request {request}; `cancel` it instead if you no longer need it.", **values)
-    return fill("You cannot {verdict} your own request {request}.", **values)
+        return fill("You cannot deny your own request {request}; `cancel` it instead if you no longer need it.", request=request)
+    return fill("You cannot approve your own request {request}.", request=request)
 
 
 @notice.register
@@ -131,9 +172,13 @@ def _(refusal: r.ShiftNeedsApproverOf) -> Notice:
 
 
 _UNREADABLE = {
-    r.Reading.CONFIRMATION: "Could not read the quota of `{namespace}` to show the change ({problem}). Nothing was recorded; try again.",
-    r.Reading.REQUEST: "Could not read the quota of `{namespace}` from the cluster ({problem}). Nothing was submitted; try again.",
-    r.Reading.SHIFT: "Could not read the quota of `{namespace}` ({problem}). Nothing was submitted; try again.",
+    r.Reading.CONFIRMATION: N_(
+        "Could not read the quota of `{namespace}` to show the change ({problem}). Nothing was recorded; try again."
+    ),
+    r.Reading.REQUEST: N_(
+        "Could not read the quota of `{namespace}` from the cluster ({problem}). Nothing was submitted; try again."
+    ),
+    r.Reading.SHIFT: N_("Could not read the quota of `{namespace}` ({problem}). Nothing was submitted; try again."),
 }
 
 
@@ -181,13 +226,19 @@ def _(refusal: r.AdminsRetry) -> Notice:
     return fill("Only admins can retry a failed request.")
 
 
+_NOT_FAILED = {
+    RequestState.PENDING: N_("{request} is pending, not failed: nothing to retry."),
+    RequestState.APPROVED: N_("{request} is approved, not failed: nothing to retry."),
+    RequestState.APPLIED: N_("{request} is applied, not failed: nothing to retry."),
+    RequestState.DENIED: N_("{request} is denied, not failed: nothing to retry."),
+    RequestState.CANCELLED: N_("{request} is cancelled, not failed: nothing to retry."),
+    RequestState.EXPIRED: N_("{request} is expired, not failed: nothing to retry."),
+}
+
+
 @notice.register
 def _(refusal: r.NotFailed) -> Notice:
-    return fill(
-        "{request} is {state}, not failed: nothing to retry.",
-        request=format_request_id(refusal.request_id),
-        state=refusal.state.value,
-    )
+    return fill(_NOT_FAILED[refusal.state], request=format_request_id(refusal.request_id))
 
 
 @notice.register
@@ -200,13 +251,15 @@ def _(refusal: r.NotRetried) -> Notice:
 
 @notice.register
 def _(refusal: r.Incomplete) -> Notice:
-    problems = "; ".join(refusal.problems) or "namespace, GPUs and a reason are needed"
-    return fill("The request is incomplete: {problems}", problems=problems)
+    if not refusal.problems:
+        return fill("The request is incomplete: namespace, GPUs and a reason are needed")
+    return fill("The request is incomplete: {problems}", problems=_clauses([input_words.notice(p) for p in refusal.problems]))
 
 
 @notice.register
 def _(refusal: r.OverLimits) -> Notice:
-    return fill("Not submitted: {problems}.", problems="; ".join(refusal.problems))
+    # The policy's checks still word their problems themselves (``bot.domain.policy.limit_problems``).
+    return fill("Not submitted: {problems}.", problems=_clauses([Notice((Words(p),)) for p in refusal.problems]))
 
 
 @notice.register
@@ -233,7 +286,7 @@ def _(refusal: r.ShiftNotExtendable) -> Notice:
 
 @notice.register
 def _(refusal: r.NotManaged) -> Notice:
-    values = {"namespace": refusal.namespace, "managed": ", ".join(refusal.managed or ())}
+    values: dict[str, str | Notice] = {"namespace": refusal.namespace, "managed": _names(refusal.managed or ())}
     if refusal.managed is None:
         return fill("`{namespace}` is not managed by gpu-quota-bot.", **values)
     if refusal.submitting:
@@ -242,51 +295,73 @@ def _(refusal: r.NotManaged) -> Notice:
 
 
 _QUEUE_PARTS = {
-    KueuePart.KUEUE: "Kueue is not installed in the cluster (kueue.x-k8s.io serves {present})",
-    KueuePart.CLUSTER_QUEUE: "the ClusterQueue `{queue}` does not exist",
-    KueuePart.FLAVOR: "the ClusterQueue `{queue}` has no flavor `{flavor}` (it has {present})",
-    KueuePart.RESOURCE: "the flavor `{flavor}` of the ClusterQueue `{queue}` has no quota of {resource} (it lists {present})",
+    KueuePart.KUEUE: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but Kueue is not installed in the cluster"
+        " (kueue.x-k8s.io serves {present}). A platform admin needs to fix the policy or the queue"
+        " (`gpu-quota-bot check-config` names it)."
+    ),
+    KueuePart.CLUSTER_QUEUE: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but the ClusterQueue `{queue}` does not exist."
+        " A platform admin needs to fix the policy or the queue (`gpu-quota-bot check-config` names it)."
+    ),
+    KueuePart.FLAVOR: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but the ClusterQueue `{queue}` has no flavor"
+        " `{flavor}` (it has {present}). A platform admin needs to fix the policy or the queue"
+        " (`gpu-quota-bot check-config` names it)."
+    ),
+    KueuePart.RESOURCE: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but the flavor `{flavor}` of the ClusterQueue"
+        " `{queue}` has no quota of {resource} (it lists {present}). A platform admin needs to fix the policy or the queue"
+        " (`gpu-quota-bot check-config` names it)."
+    ),
 }
 
 
 @notice.register
 def _(refusal: r.QueueMissing) -> Notice:
-    values = {
-        "namespace": refusal.namespace,
-        "resource": refusal.resource,
-        "queue": refusal.cluster_queue,
-        "flavor": refusal.flavor,
-        "present": ", ".join(refusal.present) or "none",
-    }
-    what = fill(_QUEUE_PARTS[refusal.missing], **values)
-    return join(
-        fill("Not submitted: the policy keeps {resource} of `{namespace}` in Kueue, but ", **values),
-        what,
-        fill(". A platform admin needs to fix the policy or the queue (`gpu-quota-bot check-config` names it)."),
+    return fill(
+        _QUEUE_PARTS[refusal.missing],
+        namespace=refusal.namespace,
+        resource=refusal.resource,
+        queue=refusal.cluster_queue,
+        flavor=refusal.flavor,
+        present=_names(refusal.present),
     )
 
 
 _FEDERATION_PARTS = {
-    KarmadaPart.KARMADA: "the Karmada plane does not serve FederatedResourceQuotas (policy.karmada.io serves {present})",
-    KarmadaPart.FEDERATED_QUOTA: "the FederatedResourceQuota `{quota}` does not exist on the Karmada plane",
-    KarmadaPart.MEMBER: "the FederatedResourceQuota `{quota}` has no assignment for member `{member}` (it has {present})",
-    KarmadaPart.RESOURCE: "the assignment of member `{member}` in `{quota}` has no {resource} (it lists {present})",
+    KarmadaPart.KARMADA: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Karmada, but the Karmada plane does not serve"
+        " FederatedResourceQuotas (policy.karmada.io serves {present}). A platform admin needs to fix the policy or the"
+        " quota (`gpu-quota-bot check-config` names it)."
+    ),
+    KarmadaPart.FEDERATED_QUOTA: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Karmada, but the FederatedResourceQuota `{quota}`"
+        " does not exist on the Karmada plane. A platform admin needs to fix the policy or the quota"
+        " (`gpu-quota-bot check-config` names it)."
+    ),
+    KarmadaPart.MEMBER: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Karmada, but the FederatedResourceQuota `{quota}`"
+        " has no assignment for member `{member}` (it has {present}). A platform admin needs to fix the policy or the"
+        " quota (`gpu-quota-bot check-config` names it)."
+    ),
+    KarmadaPart.RESOURCE: N_(
+        "Not submitted: the policy keeps {resource} of `{namespace}` in Karmada, but the assignment of member `{member}`"
+        " in `{quota}` has no {resource} (it lists {present}). A platform admin needs to fix the policy or the quota"
+        " (`gpu-quota-bot check-config` names it)."
+    ),
 }
 
 
 @notice.register
 def _(refusal: r.FederationMissing) -> Notice:
-    values = {
-        "namespace": refusal.namespace,
-        "resource": refusal.resource,
-        "quota": refusal.federated_quota,
-        "member": refusal.member,
-        "present": ", ".join(refusal.present) or "none",
-    }
-    return join(
-        fill("Not submitted: the policy keeps {resource} of `{namespace}` in Karmada, but ", **values),
-        fill(_FEDERATION_PARTS[refusal.missing], **values),
-        fill(". A platform admin needs to fix the policy or the quota (`gpu-quota-bot check-config` names it)."),
+    return fill(
+        _FEDERATION_PARTS[refusal.missing],
+        namespace=refusal.namespace,
+        resource=refusal.resource,
+        quota=refusal.federated_quota,
+        member=refusal.member,
+        present=_names(refusal.present),
     )
 
 
@@ -301,11 +376,11 @@ def _(refusal: r.NoSharedResource) -> Notice:
 
 @notice.register
 def _(refusal: r.ResourceUnclear) -> Notice:
-    values = {
+    values: dict[str, str | Notice] = {
         "namespace": refusal.namespace,
         "word": refusal.word,
-        "candidates": ", ".join(short_name(c) for c in refusal.candidates),
-        "governed": ", ".join(short_name(g) for g in refusal.governed),
+        "candidates": _names([short_name(c) for c in refusal.candidates]),
+        "governed": _names([short_name(g) for g in refusal.governed]),
     }
     if not refusal.word:
         return fill("Not submitted: `{namespace}` governs several resources; say which: {governed}.", **values)
@@ -319,7 +394,7 @@ def _(refusal: r.AmbiguousNamespace) -> Notice:
     return fill(
         "`{typed}` is a namespace in several clusters; name one: {candidates}.",
         typed=refusal.typed,
-        candidates=", ".join(refusal.candidates),
+        candidates=_names(refusal.candidates),
     )
 
 
@@ -354,8 +429,8 @@ def _(refusal: r.SourceTooSmall) -> Notice:
     return fill(
         "Not submitted: `{namespace}` has {hard}, so it cannot give {gpus}.",
         namespace=refusal.namespace,
-        hard=gpus(refusal.hard),
-        gpus=refusal.gpus,
+        hard=format_gpus(refusal.hard),
+        gpus=format_number(refusal.gpus),
     )
 
 
@@ -395,7 +470,7 @@ def _(refusal: r.NotYoursToDiagnose) -> Notice:
 
 @notice.register
 def _(refusal: r.MonthNotBegun) -> Notice:
-    return fill("{month} has not begun.", month=f"{refusal.month:%B %Y}")
+    return fill("{month} has not begun.", month=format_month(refusal.month))
 
 
 @notice.register
@@ -407,16 +482,11 @@ def _(refusal: r.NotYoursToSnooze) -> Notice:
 def _(refusal: r.DayNotOver) -> Notice:
     return fill(
         "Digests are only for finished days: {day} is not over yet (today is {today}).",
-        day=f"{refusal.day:%a %d %b %Y}",
+        day=_day(refusal.day),
         today=refusal.today.isoformat(),
     )
 
 
 @notice.register
 def _(refusal: r.NoMetricsFor) -> Notice:
-    parts: list[Part] = []
-    for day in refusal.days:
-        if parts:
-            parts.append(Words("; "))
-        parts += fill("no metrics for {day}: Prometheus holds no data for that day.", day=f"{day:%a %d %b %Y}").parts
-    return Notice(tuple(parts))
+    return _clauses([fill("no metrics for {day}: Prometheus holds no data for that day.", day=_day(day)) for day in refusal.days])

@@ -1,11 +1,13 @@
 """The words of the daily cost digest (``bot.services.reports``): a team's report, the organisation's
-summary and their charts' title, axis and legend.
+summary and their charts' title, axis and legend, in the current language (``bot.adapters.i18n``).
 
-The digest arrives as figures; here they become sentences with named placeholders (``fill``, the
-form a message catalog takes, #24), money, dates and percentages, and a ``Report`` of mrkdwn lines
-that ``blocks.report_blocks`` lays out (the notifier posts it, ``digest --print`` prints it). Every
-name in a line (a namespace, a GPU model, a team's label) is escaped by ``mrkdwn.render``; the title
-is a header's plain text.
+The digest arrives as figures; here they become whole sentences with named placeholders (``fill``,
+catalog entries, #24), money, numbers, days and months as the locale writes them, and a ``Report`` of
+mrkdwn lines that ``blocks.report_blocks`` lays out (the notifier posts it, ``digest --print`` prints
+it). The digest's day and month are the policy's ``schedules.timezone`` days the service reported on;
+a moment (a grant's end, the budget's run-out) is a date token each reader sees in their own zone.
+Every name in a line (a namespace, a GPU model, a team's label) is escaped by ``mrkdwn.render``; the
+title is a header's plain text.
 """
 
 from __future__ import annotations
@@ -15,17 +17,30 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import assert_never
 
+from bot.adapters import i18n
 from bot.adapters.chart import ChartWords, daily_cost_chart
+from bot.adapters.i18n import format_day, format_money, format_month, format_number, format_share, tr
 from bot.adapters.slack import mrkdwn
-from bot.adapters.slack.resource_words import hours_of, resource_line
-from bot.adapters.slack.sentences import fill, join
+from bot.adapters.slack.resource_words import (
+    day_ranges,
+    gpu_hours_text,
+    hours_and_cost,
+    hours_of,
+    resource_line,
+    short_day,
+)
+from bot.adapters.slack.sentences import fill, fill_n
 from bot.domain.commands import format_request_id
 from bot.domain.costs import CostLine
+from bot.domain.languages import Language
 from bot.domain.resources import GPU
-from bot.services.ledger import day_ranges
+from bot.services.ledger import UNMANAGED
 from bot.services.ports import Action
 from bot.services.reports import ClusterCost, Digest, OrgDigest, TeamDigest
-from bot.services.text import Moment, Notice, Strong, Words, money
+from bot.services.text import Moment, Notice, Part, Strong, Words
+
+# Languages written without a space between one sentence and the next (their full stop is full-width).
+_NO_SENTENCE_SPACE = frozenset({Language.ZH_CN})
 
 
 @dataclass(frozen=True)
@@ -69,45 +84,51 @@ def digest_report(digest: Digest, *, with_chart: bool = True) -> Report:
 
 def team_report(digest: TeamDigest, *, with_chart: bool = True) -> Report:
     label, currency = digest.team.label, digest.currency
-    sections = [ReportSection(heading="Per namespace", lines=_namespace_lines(digest))]
+    sections = [ReportSection(heading=tr("Per namespace"), lines=_namespace_lines(digest))]
     if digest.clusters:
-        sections.append(ReportSection(heading="Per cluster", lines=_cluster_lines(digest.clusters, currency)))
+        sections.append(ReportSection(heading=tr("Per cluster"), lines=_cluster_lines(digest.clusters, currency)))
     month = digest.month_total
     if month is not None and month.other_resources:
-        sections.append(ReportSection(heading="Per resource (month to date)", lines=_resource_lines(month, currency)))
+        sections.append(ReportSection(heading=tr("Per resource (month to date)"), lines=_resource_lines(month, currency)))
     if month is not None and (GPU in month.by_resource or not month.other_resources):
-        sections.append(ReportSection(heading="Per GPU model (month to date)", lines=_model_lines(month, currency)))
-        sections.append(ReportSection(heading="Utilisation and idle GPUs (month to date)", lines=[_usage_line(month, currency)]))
+        sections.append(ReportSection(heading=tr("Per GPU model (month to date)"), lines=_model_lines(month, currency)))
+        sections.append(
+            ReportSection(heading=tr("Utilisation and idle GPUs (month to date)"), lines=[_usage_line(month, currency)])
+        )
     if digest.expiring:
         lines = [
-            fill(
+            fill_n(
+                "{request}: {gpus} GPU in {namespace}, ends {at}",
                 "{request}: {gpus} GPUs in {namespace}, ends {at}",
+                abs(g.gpus),
                 request=format_request_id(g.request_id),
-                gpus=f"{g.gpus:+d}",
+                gpus=_signed(g.gpus),
                 namespace=g.namespace,
                 at=Moment(g.ends_at),
             )
             for g in digest.expiring
         ]
-        sections.append(ReportSection(heading="Grants ending in the next 24 h", lines=_rendered(lines)))
+        sections.append(ReportSection(heading=tr("Grants ending in the next 24 h"), lines=_rendered(lines)))
     if digest.top:
-        sections.append(ReportSection(heading="Top consumers (month to date)", lines=_rendered(_ranked(digest.top, currency))))
+        sections.append(
+            ReportSection(heading=tr("Top consumers (month to date)"), lines=_rendered(_ranked(digest.top, currency)))
+        )
     attachment = None
     if with_chart:
         words = ChartWords(
-            title="{team}: GPU cost per day".format(team=label),
+            title=tr("{team}: GPU cost per day", team=label),
             axis=_axis(currency),
-            month=_month(digest.day),
+            month=format_month(digest.day),
             pace=_pace(digest.pace, currency),
-            others="others",
+            others=tr("others"),
         )
         attachment = Attachment(
             f"gpu-cost-{digest.team.name}-{digest.day.isoformat()}.png",
-            "{team} GPU cost, {month}".format(team=label, month=_month(digest.day)),
+            tr("{team} GPU cost, {month}", team=label, month=format_month(digest.day)),
             daily_cost_chart(daily=digest.daily, pace=digest.pace, words=words),
         )
     return Report(
-        title="GPU cost digest · {team} · {day}".format(team=label, day=_long_day(digest.day)),
+        title=tr("GPU cost digest · {team} · {day}", team=label, day=format_day(digest.day)),
         summary=mrkdwn.render(_team_summary(digest)),
         sections=sections,
         attachment=attachment,
@@ -120,24 +141,34 @@ def _team_summary(digest: TeamDigest) -> Notice:
         "yesterday": Strong(_line_use(digest.yesterday_total, currency)),
         "month": Strong(_line_use(digest.month_total, currency, spent=digest.spent)),
     }
-    missing = join(_missing_note(digest.missing), _missing_in_note(digest.missing_in))
+    missing = [*_missing_notes(digest.missing), *_missing_in_notes(digest.missing_in)]
     if not digest.budget:
-        return join(fill("Yesterday {yesterday}. Month to date {month}.", **values), missing)
-    budget = fill(
-        "Yesterday {yesterday}. Month to date {month}, {percent} of the {budget} budget."
-        " Month-end forecast at the current burn: {forecast} ({forecast_percent})",
+        return _sentences(fill("Yesterday {yesterday}. Month to date {month}.", **values), *missing)
+    spent = fill(
+        "Yesterday {yesterday}. Month to date {month}, {percent} of the {budget} budget.",
         **values,
-        percent=_percent(digest.spent / digest.budget),
-        budget=money(digest.budget, currency),
-        forecast=money(digest.forecast, currency),
-        forecast_percent=_percent(digest.forecast / digest.budget),
+        percent=format_share(digest.spent / digest.budget),
+        budget=format_money(digest.budget, currency),
     )
-    outlook = Notice(())
+    forecast = {
+        "forecast": format_money(digest.forecast, currency),
+        "forecast_percent": format_share(digest.forecast / digest.budget),
+    }
     if digest.over_since is not None:
-        outlook = fill(" :rotating_light: over budget since {day}", day=_short_day(digest.over_since))
+        outlook = fill(
+            "Month-end forecast at the current burn: {forecast} ({forecast_percent}) :rotating_light: over budget since {day}.",
+            **forecast,
+            day=short_day(digest.over_since),
+        )
     elif digest.forecast > digest.budget and digest.exhausts_at is not None:
-        outlook = fill(" :warning: the budget runs out around {at}", at=Moment(digest.exhausts_at))
-    return join(budget, outlook, Notice((Words("."),)), missing)
+        outlook = fill(
+            "Month-end forecast at the current burn: {forecast} ({forecast_percent}) :warning: the budget runs out around {at}.",
+            **forecast,
+            at=Moment(digest.exhausts_at),
+        )
+    else:
+        outlook = fill("Month-end forecast at the current burn: {forecast} ({forecast_percent}).", **forecast)
+    return _sentences(spent, outlook, *missing)
 
 
 def _namespace_lines(digest: TeamDigest) -> list[str]:
@@ -149,7 +180,7 @@ def _namespace_lines(digest: TeamDigest) -> list[str]:
             fill(
                 "{namespace}: yesterday {day} · month {month}",
                 namespace=Strong(line.namespace),
-                day=_line_use(day, digest.currency) if day else "0 GPU-h",
+                day=_line_use(day, digest.currency) if day else gpu_hours_text(0, digits=None),
                 month=_line_use(line, digest.currency),
             )
         )
@@ -158,7 +189,9 @@ def _namespace_lines(digest: TeamDigest) -> list[str]:
 
 def _model_lines(month: CostLine, currency: str) -> list[str]:
     by_cost = sorted(month.by_model.items(), key=lambda item: item[1][1], reverse=True)
-    return _rendered([fill("{model}: {use}", model=model, use=_use(hours, cost, currency)) for model, (hours, cost) in by_cost])
+    return _rendered(
+        [fill("{model}: {use}", model=model, use=hours_and_cost(hours, cost, currency)) for model, (hours, cost) in by_cost]
+    )
 
 
 def _resource_lines(month: CostLine, currency: str) -> list[str]:
@@ -168,11 +201,19 @@ def _resource_lines(month: CostLine, currency: str) -> list[str]:
 
 
 def _usage_line(month: CostLine, currency: str) -> str:
+    idle = hours_and_cost(month.idle_hours, month.idle_cost, currency)
+    if month.utilisation is None:
+        return mrkdwn.render(
+            fill(
+                "Average GPU utilisation n/a (no DCGM data). Idle allocated GPUs (under the idle threshold): {idle}",
+                idle=idle,
+            )
+        )
     return mrkdwn.render(
         fill(
             "Average GPU utilisation {utilisation}. Idle allocated GPUs (under the idle threshold): {idle}",
-            utilisation="n/a (no DCGM data)" if month.utilisation is None else _percent(month.utilisation),
-            idle=_use(month.idle_hours, month.idle_cost, currency),
+            utilisation=format_share(month.utilisation),
+            idle=idle,
         )
     )
 
@@ -184,39 +225,39 @@ def org_report(digest: OrgDigest, *, with_chart: bool = True) -> Report:
     currency = digest.currency
     lines = [_team_line(team) for team in sorted(digest.teams, key=lambda t: t.spent, reverse=True)]
     lines += [
-        fill("{team}: {cost}", team=label, cost=money(cost, currency))
+        fill("{team}: {cost}", team=team_name(label), cost=format_money(cost, currency))
         for label, cost in sorted(digest.others.items(), key=lambda item: item[1], reverse=True)
     ]
     top = [
         fill(
             "{rank}. {namespace} ({team}): {cost}",
-            rank=rank,
+            rank=format_number(rank),
             namespace=line.namespace,
-            team=digest.team_labels.get(line.team, line.team),
-            cost=money(line.cost, currency),
+            team=team_name(digest.team_labels.get(line.team, line.team)),
+            cost=format_money(line.cost, currency),
         )
         for rank, line in enumerate(digest.top, 1)
     ]
-    sections = [ReportSection(heading="Per team (month to date)", lines=_rendered(lines))]
+    sections = [ReportSection(heading=tr("Per team (month to date)"), lines=_rendered(lines))]
     if digest.clusters:
-        sections.append(ReportSection(heading="Per cluster", lines=_cluster_lines(digest.clusters, currency)))
-    sections.append(ReportSection(heading="Top namespaces (month to date)", lines=_rendered(top)))
+        sections.append(ReportSection(heading=tr("Per cluster"), lines=_cluster_lines(digest.clusters, currency)))
+    sections.append(ReportSection(heading=tr("Top namespaces (month to date)"), lines=_rendered(top)))
     attachment = None
     if with_chart:
         words = ChartWords(
-            title="GPU cost per day, by team",
+            title=tr("GPU cost per day, by team"),
             axis=_axis(currency),
-            month=_month(digest.day),
+            month=format_month(digest.day),
             pace=_pace(digest.pace, currency),
-            others="others",
+            others=tr("others"),
         )
         attachment = Attachment(
             f"gpu-cost-org-{digest.day.isoformat()}.png",
-            "GPU cost by team, {month}".format(month=_month(digest.day)),
+            tr("GPU cost by team, {month}", month=format_month(digest.day)),
             daily_cost_chart(daily=digest.daily, pace=digest.pace, words=words),
         )
     return Report(
-        title="GPU cost summary · {day}".format(day=_long_day(digest.day)),
+        title=tr("GPU cost summary · {day}", day=format_day(digest.day)),
         summary=mrkdwn.render(_org_summary(digest)),
         sections=sections,
         attachment=attachment,
@@ -225,56 +266,66 @@ def org_report(digest: OrgDigest, *, with_chart: bool = True) -> Report:
 
 def _org_summary(digest: OrgDigest) -> Notice:
     currency = digest.currency
-    summary = fill(
-        "Yesterday {yesterday} · month to date {spent}",
-        yesterday=money(digest.yesterday, currency),
-        spent=money(digest.spent, currency),
-    )
+    values = {"yesterday": format_money(digest.yesterday, currency), "spent": format_money(digest.spent, currency)}
     if digest.budgets:
-        summary = join(
-            summary,
-            fill(
-                " of {budgets} budgeted ({percent})",
-                budgets=money(digest.budgets, currency),
-                percent=_percent(digest.spent / digest.budgets),
-            ),
+        summary = fill(
+            "Yesterday {yesterday} · month to date {spent} of {budgets} budgeted ({percent}).",
+            **values,
+            budgets=format_money(digest.budgets, currency),
+            percent=format_share(digest.spent / digest.budgets),
         )
-    return join(summary, _missing_note(digest.missing), _missing_in_note(digest.missing_in))
+    else:
+        summary = fill("Yesterday {yesterday} · month to date {spent}.", **values)
+    return _sentences(summary, *_missing_notes(digest.missing), *_missing_in_notes(digest.missing_in))
 
 
 def _team_line(team: TeamDigest) -> Notice:
     currency = team.currency
-    forecast = fill(" · forecast {forecast}", forecast=money(team.forecast, currency)) if team.spent else Notice(())
+    values: dict[str, str | Strong] = {"team": Strong(team.team.label), "spent": format_money(team.spent, currency)}
+    forecast = format_money(team.forecast, currency)
     if not team.budget:
-        return join(fill("{team}: {spent}", team=Strong(team.team.label), spent=money(team.spent, currency)), forecast)
-    spent = fill(
-        "{team}: {spent} of {budget} ({percent})",
-        team=Strong(team.team.label),
-        spent=money(team.spent, currency),
-        budget=money(team.budget, currency),
-        percent=_percent(team.spent / team.budget),
-    )
-    return join(spent, forecast)
+        if team.spent:
+            return fill("{team}: {spent} · forecast {forecast}", **values, forecast=forecast)
+        return fill("{team}: {spent}", **values)
+    values |= {"budget": format_money(team.budget, currency), "percent": format_share(team.spent / team.budget)}
+    if team.spent:
+        return fill("{team}: {spent} of {budget} ({percent}) · forecast {forecast}", **values, forecast=forecast)
+    return fill("{team}: {spent} of {budget} ({percent})", **values)
+
+
+def team_name(label: str) -> str:
+    """A team's label; the ledger's team of a namespace outside the policy ("<label> (not managed)") said as such."""
+    suffix = f" {UNMANAGED}"
+    if label.endswith(suffix):
+        return tr("{team} (not managed)", team=label.removesuffix(suffix))
+    return label
 
 
 # --- shared --------------------------------------------------------------------------------------
 
 
-def _missing_note(missing: list[date]) -> Notice:
+def _missing_notes(missing: list[date]) -> list[Notice]:
     """Days Prometheus no longer (or never) held: said, so a month-to-date without them is not taken as whole."""
     if not missing:
-        return Notice(())
-    return fill(" No metrics for {days}: those days are not counted.", days=day_ranges(missing))
+        return []
+    return [fill("No metrics for {days}: those days are not counted.", days=day_ranges(missing))]
 
 
-def _missing_in_note(missing_in: dict[str, list[date]]) -> Notice:
+def _missing_in_notes(missing_in: dict[str, list[date]]) -> list[Notice]:
     """Days counted for some clusters and not for others (no metrics there, or not read yet): said per cluster."""
-    return join(
-        *(
-            fill(" No metrics for {cluster} on {days}: not counted.", cluster=cluster, days=day_ranges(days))
-            for cluster, days in sorted(missing_in.items())
-        )
-    )
+    return [
+        fill("No metrics for {cluster} on {days}: not counted.", cluster=cluster, days=day_ranges(days))
+        for cluster, days in sorted(missing_in.items())
+    ]
+
+
+def _sentences(*notices: Notice) -> Notice:
+    """Whole sentences one after the other, spaced as the language spaces them."""
+    gap: tuple[Part, ...] = () if i18n.current() in _NO_SENTENCE_SPACE else (Words(" "),)
+    parts: list[Part] = []
+    for index, notice in enumerate(notices):
+        parts.extend((gap if index else ()) + notice.parts)
+    return Notice(tuple(parts))
 
 
 def _cluster_lines(clusters: Sequence[ClusterCost], currency: str) -> list[str]:
@@ -284,7 +335,7 @@ def _cluster_lines(clusters: Sequence[ClusterCost], currency: str) -> list[str]:
             fill(
                 "{cluster}: yesterday {day} · month {month}",
                 cluster=Strong(cost.cluster),
-                day=_line_use(cost.yesterday, currency) if cost.yesterday else "0 GPU-h",
+                day=_line_use(cost.yesterday, currency) if cost.yesterday else gpu_hours_text(0, digits=None),
                 month=_line_use(cost.month, currency),
             )
             for cost in clusters
@@ -294,7 +345,12 @@ def _cluster_lines(clusters: Sequence[ClusterCost], currency: str) -> list[str]:
 
 def _ranked(lines: list[CostLine], currency: str) -> list[Notice]:
     return [
-        fill("{rank}. {namespace}: {cost}", rank=rank, namespace=line.namespace, cost=money(line.cost, currency))
+        fill(
+            "{rank}. {namespace}: {cost}",
+            rank=format_number(rank),
+            namespace=line.namespace,
+            cost=format_money(line.cost, currency),
+        )
         for rank, line in enumerate(lines, 1)
     ]
 
@@ -303,38 +359,25 @@ def _rendered(notices: list[Notice]) -> list[str]:
     return [mrkdwn.render(notice) for notice in notices]
 
 
-def _use(hours: float, cost: float, currency: str) -> str:
-    return "{hours} GPU-h · {cost}".format(hours=f"{hours:,.1f}", cost=money(cost, currency))
-
-
 def _line_use(line: CostLine | None, currency: str, *, spent: float | None = None) -> str:
     """A line's hours, each resource in its unit, and what they all cost (``spent`` when given):
-    ``24.0 GPU-h, 48.0 slice-h MIG 3g.40gb · 96.00 USD``."""
+    ``24.0 GPU-h and 48.0 slice-h MIG 3g.40gb · 96.00 USD``."""
     if line is None:
-        return _use(0.0, spent or 0.0, currency)
+        return hours_and_cost(0.0, spent or 0.0, currency)
     cost = line.cost if spent is None else spent
-    return "{hours} · {cost}".format(hours=hours_of(line.by_resource, line.gpu_hours), cost=money(cost, currency))
+    return tr("{hours} · {cost}", hours=hours_of(line.by_resource, line.gpu_hours), cost=format_money(cost, currency))
 
 
-def _percent(ratio: float) -> str:
-    return f"{ratio:.0%}"
+def _signed(count: int) -> str:
+    """A change of GPUs with its sign: ``+2``, ``-1``."""
+    return ("+" if count > 0 else "") + format_number(count)
 
 
 def _axis(currency: str) -> str:
-    return "cost per day ({currency})".format(currency=currency)
+    return tr("cost per day ({currency})", currency=currency)
 
 
 def _pace(pace: float | None, currency: str) -> str:
-    return "" if pace is None else "budget pace ({pace} {currency}/day)".format(pace=f"{pace:,.0f}", currency=currency)
-
-
-def _long_day(day: date) -> str:
-    return f"{day:%a %d %b %Y}"
-
-
-def _short_day(day: date) -> str:
-    return f"{day:%a %d %b}"
-
-
-def _month(day: date) -> str:
-    return f"{day:%B %Y}"
+    if pace is None:
+        return ""
+    return tr("budget pace ({pace} {currency}/day)", pace=format_number(pace, digits=0), currency=currency)

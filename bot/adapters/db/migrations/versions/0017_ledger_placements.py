@@ -2,7 +2,7 @@
 prices), so that a day keeps the price of each; ledger_days.split: whether the day could be told apart by node
 
 Revision ID: 0017
-Revises: 0016
+Revises: 0018 (numbered before it, chained after it: the budget mail's 0018 landed first)
 Create Date: 2026-12-05
 
 One row per day x namespace x resource x GPU model x capacity type x pool: the unique constraint gains both.
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0017"
-down_revision = "0016"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
