@@ -380,17 +380,19 @@ def capacity_problems(metrics: PrometheusMetrics, policy: Policy, at: datetime) 
     if pricing.by_node and facts.state == SplitState.NO_NODE_LABELS:
         lines.append(
             tr(
-                "Prometheus has no kube_node_labels series: spot, on-demand and pools are not told apart (every GPU-hour is"
+                "Prometheus has no {metric} series: spot, on-demand and pools are not told apart (every GPU-hour is"
                 " priced on-demand); enable kube-state-metrics' nodes metrics with {flag}",
                 flag=flag,
+                metric="kube_node_labels",
             )
         )
     elif pricing.by_node and facts.state == SplitState.NO_CAPACITY_LABELS:
         lines.append(
             tr(
-                "kube_node_labels carries none of the capacity-type or pool labels: every GPU-hour is priced on-demand;"
+                "{metric} carries none of the capacity-type or pool labels: every GPU-hour is priced on-demand;"
                 " start kube-state-metrics with {flag}",
                 flag=flag,
+                metric="kube_node_labels",
             )
         )
     return lines

@@ -503,6 +503,8 @@ class CostAnswer:
     missing: list[date]
     # With several clusters: per cluster of the scope's namespaces (its name), the days counted for others only.
     missing_in: dict[str, list[date]] = field(default_factory=dict)
+    # The days of the scope's clusters whose GPU-hours could not be told apart by node (priced on-demand).
+    unsplit: list[SplitUnavailable] = field(default_factory=list)
 
 
 class CostLookup:
@@ -529,13 +531,15 @@ class CostLookup:
         missing = sorted(d for d, s in status.items() if s == NO_DATA)
         missing_in = self._ledger.missing_in(days)
         recorded = max((d for d, s in status.items() if s == RECORDED), default=None)
+        unsplit = self._ledger.unsplit(first, last) if last >= first else []
         answers = []
         for scope, namespaces, budget in scopes:
             lines = [line for ns, line in by_namespace.items() if ns in namespaces]
             combined = add_lines(lines) if lines else None
             clusters = {self._ledger.cluster_name(namespace) for namespace in namespaces}
             of_scope = {cluster: days_of for cluster, days_of in missing_in.items() if cluster in clusters}
-            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing, of_scope))
+            facts = [fact for fact in unsplit if fact.cluster in clusters]
+            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing, of_scope, facts))
         return answers
 
     def _scopes(self, user: str, target: str | None) -> list[tuple[str, set[str], float | None]]:

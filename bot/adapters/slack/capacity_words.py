@@ -10,9 +10,9 @@ The services hand over typed values (``Placement``, ``CostLine.placements``, ``S
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
 
-from bot.adapters.i18n import format_day, format_money, format_number, format_share, tr, tr_n
+from bot.adapters.i18n import format_money, format_number, format_share, tr
+from bot.adapters.slack.resource_words import day_ranges
 from bot.adapters.slack.sentences import fill, fill_n, join
 from bot.domain.capacity import SPOT, Placement, SplitState, SplitUnavailable
 from bot.domain.costs import CostLine, PlacementCost
@@ -72,50 +72,41 @@ def priced_where(price_words: Notice, price: Price) -> Notice:
     return price_words if where is None else fill("{price} ({where})", price=price_words, where=where)
 
 
-def _days(days: Sequence[date]) -> str:
-    """Some days as a span: "1 day, 3 Nov 2026" or "7 days from 3 Nov 2026 to 9 Nov 2026"."""
-    if len(days) == 1:
-        return tr("{count} day, {first}", count=1, first=format_day(days[0]))
-    return tr_n(
-        "{count} day from {first} to {last}",
-        "{count} days from {first} to {last}",
-        len(days),
-        first=format_day(min(days)),
-        last=format_day(max(days)),
-    )
-
-
 def split_unavailable(fact: SplitUnavailable) -> Notice:
     """Why some days' GPU-hours are all priced on-demand: kube-state-metrics does not export the nodes' labels."""
-    days, flag = _days(fact.days), Code(fact.flag)
+    days, flag, metric = day_ranges(fact.days), Code(fact.flag), Code("kube_node_labels")
     if fact.state == SplitState.NO_NODE_LABELS:
         if fact.cluster:
             return fill(
-                "Spot and on-demand not told apart in cluster {cluster} ({days}): Prometheus has no kube_node_labels"
+                "Spot and on-demand not told apart in cluster {cluster} ({days}): Prometheus has no {metric}"
                 " series, so every GPU-hour is priced on-demand. Enable kube-state-metrics' nodes metrics with {flag}.",
                 cluster=fact.cluster,
                 days=days,
                 flag=flag,
+                metric=metric,
             )
         return fill(
-            "Spot and on-demand not told apart ({days}): Prometheus has no kube_node_labels series, so every GPU-hour"
+            "Spot and on-demand not told apart ({days}): Prometheus has no {metric} series, so every GPU-hour"
             " is priced on-demand. Enable kube-state-metrics' nodes metrics with {flag}.",
             days=days,
             flag=flag,
+            metric=metric,
         )
     if fact.cluster:
         return fill(
-            "Spot and on-demand not told apart in cluster {cluster} ({days}): kube_node_labels carries no"
+            "Spot and on-demand not told apart in cluster {cluster} ({days}): {metric} carries no"
             " capacity-type label, so every GPU-hour is priced on-demand. Start kube-state-metrics with {flag}.",
             cluster=fact.cluster,
             days=days,
             flag=flag,
+            metric=metric,
         )
     return fill(
-        "Spot and on-demand not told apart ({days}): kube_node_labels carries no capacity-type label, so every"
+        "Spot and on-demand not told apart ({days}): {metric} carries no capacity-type label, so every"
         " GPU-hour is priced on-demand. Start kube-state-metrics with {flag}.",
         days=days,
         flag=flag,
+        metric=metric,
     )
 
 

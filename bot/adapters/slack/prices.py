@@ -3,7 +3,7 @@ and the idle nudge. A basis an earlier version stored as text is shown as stored
 
 from __future__ import annotations
 
-from bot.adapters.slack import mrkdwn
+from bot.adapters.slack import capacity_words, mrkdwn
 from bot.adapters.slack.sentences import fill, join
 from bot.domain.prices import Basis, BasisAsStored, Price, StoredBasis
 from bot.services.text import Notice, Words, money
@@ -39,7 +39,8 @@ def price_notice(price: Price, subject: str = "this namespace") -> Notice:
     else:
         key = "may_get" if shown.basis == Basis.MAY_GET else "default"
     template = _SENTENCES[key][shown.share is not None]
-    return fill(template, rate=rate, names=names, subject=subject, days=shown.days, share=str(shown.share))
+    said = fill(template, rate=rate, names=names, subject=subject, days=shown.days, share=str(shown.share))
+    return capacity_words.priced_where(said, shown)  # where those hours ran, when not all on-demand
 
 
 def basis_notice(basis: StoredBasis, namespace: str) -> Notice:

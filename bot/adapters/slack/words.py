@@ -12,7 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 from functools import singledispatch
 
-from bot.adapters.slack import doctor_words, mrkdwn, prices, reasons
+from bot.adapters.slack import capacity_words, doctor_words, mrkdwn, prices, reasons
 from bot.adapters.slack.resources import amount_of, resource_label
 from bot.adapters.slack.sentences import Value, fill, join
 from bot.domain.commands import format_request_id
@@ -588,6 +588,11 @@ def _(said: m.SchedulingWait) -> Notice:
         "Ask the platform admins about capacity or priority classes."
     )
     return join(head, *lines, advice)
+
+
+@notice.register
+def _(said: m.SpotSavings) -> Notice:
+    return capacity_words.spot_savings_notice(said)
 
 
 def _shortage(said: m.ShiftProposal) -> str:
