@@ -123,12 +123,11 @@ def open_extend_form(
     **prefill: Any,
 ) -> None:
     """The extend form; ``problems``: what was wrong with a typed ``extend`` (shown above its fields)."""
-    worded = [input_words.plain_text(problem) for problem in problems]
     open_view(
         client,
         lambda text: reply_privately(respond, text),
         trigger_id,
-        modals.extend_form(request_id, duration=None, problems=worded, **prefill),
+        modals.extend_form(request_id, duration=None, problems=problems, **prefill),
     )
 
 

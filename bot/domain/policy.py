@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from bot.domain.auto_notes import AutoApprovalNote, AutoRefusal
 from bot.domain.capacity import ON_DEMAND_PLACEMENT, SPOT, Placement
 from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, split_key
 from bot.domain.durations import format_duration, parse_duration
@@ -1103,7 +1104,7 @@ class AutoApprovalCheck:
 @dataclass(frozen=True)
 class AutoApproval:
     approved: bool
-    reason: str  # which rule allowed it, or what kept it for a person; shown on the card and in the audit trail
+    note: AutoApprovalNote  # which rule allowed it, or what kept it for a person: on the card and in the audit trail
 
 
 def auto_approval(team: Team, check: AutoApprovalCheck) -> AutoApproval | None:
@@ -1116,57 +1117,40 @@ def auto_approval(team: Team, check: AutoApprovalCheck) -> AutoApproval | None:
     rule = team.auto_approve
     if rule is None or check.grant_length is None or check.gpus <= 0:
         return None  # only temporary increases are ever auto-approved
-    limits = f"max {_amount(rule.max_gpus, check.resource)} active, {format_duration(rule.max_duration)}"
-    if rule.max_gpu_hours_per_day is not None:
-        limits += f", {_hours(rule.max_gpu_hours_per_day)} GPU-hours a day"
     problem = _auto_problem(rule, check)
-    if problem is not None:
-        return AutoApproval(False, f"not auto-approved: {problem} (auto_approve: {limits})")
-    return AutoApproval(
-        True,
-        f"auto-approved: {_amount(check.gpus, check.resource)} for {format_duration(check.grant_length)}"
-        f" within auto_approve ({limits})",
+    note = AutoApprovalNote(
+        approved=problem is None,
+        refused=problem,
+        gpus=check.gpus,
+        grant_seconds=int(check.grant_length.total_seconds()),
+        active_gpus=check.active_auto_gpus,
+        gpu_hours_today=check.auto_gpu_hours_today + check.gpu_hours,
+        max_gpus=rule.max_gpus,
+        max_seconds=int(rule.max_duration.total_seconds()),
+        max_gpu_hours_per_day=rule.max_gpu_hours_per_day,
+        resource=check.resource,
     )
+    return AutoApproval(problem is None, note)
 
 
-def _auto_problem(rule: AutoApprove, check: AutoApprovalCheck) -> str | None:
+def _auto_problem(rule: AutoApprove, check: AutoApprovalCheck) -> AutoRefusal | None:
     assert check.grant_length is not None
     if check.over_budget:
-        return "the team is over its budget"
+        return AutoRefusal.OVER_BUDGET
     if check.active_auto_gpus + check.gpus > rule.max_gpus:
-        active = check.active_auto_gpus
-        if active == 0:
-            return (
-                f"{_amount(check.gpus, check.resource)} {'is' if check.gpus == 1 else 'are'}"
-                f" more than auto_approve.max_gpus ({rule.max_gpus})"
-            )
-        return (
-            f"the namespace already has {active} auto-approved GPU{'s' if active != 1 else ''} active;"
-            f" {active} + {check.gpus} is more than {rule.max_gpus}"
-        )
+        return AutoRefusal.MORE_THAN_MAX if check.active_auto_gpus == 0 else AutoRefusal.TOO_MANY_ACTIVE
     if check.grant_length > rule.max_duration:
-        return (
-            f"the grant would last {format_duration(check.grant_length)} in all,"
-            f" longer than auto_approve.max_duration ({format_duration(rule.max_duration)})"
-        )
+        return AutoRefusal.TOO_LONG
     cap = rule.max_gpu_hours_per_day
     if cap is not None and check.auto_gpu_hours_today + check.gpu_hours > cap + 1e-9:
-        return (
-            f"the team's auto-approved use today would reach {_hours(check.auto_gpu_hours_today + check.gpu_hours)}"
-            f" GPU-hours, above the daily cap of {_hours(cap)}"
-        )
+        return AutoRefusal.DAILY_CAP
     if not check.within_capacity:
-        return "the cluster's capacity is unknown or would be oversubscribed"
+        return AutoRefusal.CAPACITY
     return None
 
 
 def gpu_count(n: int) -> str:
     return f"{n} GPU" if abs(n) == 1 else f"{n} GPUs"
-
-
-def _hours(value: float) -> str:
-    """GPU-hours for people: 8, 7.5, 1,234.25."""
-    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def needs_confirmation(team: Team, *, delta: int, permanent: bool) -> bool:

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-NO_CLASS_LABEL = "default"  # how a pod without a priority class is shown
+# How a pod without a priority class was shown before the words moved to the edge
+# (bot.adapters.slack.pod_words.class_name): still read by GpuPod.class_label for the Slack word modules
+# that have not moved yet. The mix and the warnings below name no class as "".
+NO_CLASS_LABEL = "default"
 _INSUFFICIENT_EXTENDED = re.compile(r"Insufficient [a-z0-9.-]+/")  # "Insufficient nvidia.com/mig-3g.40gb"
 
 
@@ -41,7 +44,7 @@ class GpuPod:
 
 @dataclass(frozen=True)
 class ClassShare:
-    label: str
+    label: str  # the priority class's name, "" for pods without one
     gpus: int
     pods: int
 
@@ -64,7 +67,7 @@ def pod_mix(pods: Iterable[GpuPod]) -> PodMix:
         if not pod.running:
             pending += pod.phase == "Pending"
             continue
-        share = shares.setdefault(pod.class_label, [0, 0])
+        share = shares.setdefault(pod.priority_class, [0, 0])
         share[0] += pod.gpus
         share[1] += 1
         gpus += pod.gpus
@@ -73,24 +76,11 @@ def pod_mix(pods: Iterable[GpuPod]) -> PodMix:
     return PodMix(gpus=gpus, pods=count, classes=classes, pending_pods=pending)
 
 
-def describe_mix(mix: PodMix) -> str:
-    """``running: 3 GPUs in 2 pods — 2 × research-low, 1 × default`` (GPUs per class)."""
-    if mix.pods == 0:
-        text = "running: no GPU pods"
-    else:
-        gpus = f"{mix.gpus} GPU{'s' if mix.gpus != 1 else ''}"
-        pods = f"{mix.pods} pod{'s' if mix.pods != 1 else ''}"
-        text = f"running: {gpus} in {pods} — " + ", ".join(f"{share.gpus} × {share.label}" for share in mix.classes)
-    if mix.pending_pods:
-        text += f"; {mix.pending_pods} GPU pod{'s' if mix.pending_pods != 1 else ''} pending"
-    return text
-
-
 @dataclass(frozen=True)
 class ClassWarning:
     """Running GPU pods of a class that borrowed GPUs are not meant for."""
 
-    priority_class: str  # the label (NO_CLASS_LABEL for none)
+    priority_class: str  # "" for pods without a class
     gpus: int
     pods: int
     value: int | None  # the class's priority value, None when the cluster does not know the class
@@ -126,20 +116,8 @@ def borrowed_class_warnings(pods: Iterable[GpuPod], *, allowed: Sequence[str], v
         value = values.get(name) if name else 0
         if value is not None and highest is not None and value <= highest:
             continue
-        warnings.append(ClassWarning(name or NO_CLASS_LABEL, gpus, count, value, highest))
+        warnings.append(ClassWarning(name, gpus, count, value, highest))
     return warnings
-
-
-def describe_warning(warning: ClassWarning, allowed: Sequence[str]) -> str:
-    """One sentence for the card: which class, how much, and why it is warned about."""
-    what = f"{warning.gpus} GPU{'s' if warning.gpus != 1 else ''} in {warning.pods} pod{'s' if warning.pods != 1 else ''}"
-    listed = ", ".join(allowed)
-    if warning.higher:
-        return (
-            f"{what} run as {warning.priority_class} (priority {warning.value}), higher than borrowed GPUs allow "
-            f"({listed}: at most {warning.highest_allowed})"
-        )
-    return f"{what} run as {warning.priority_class}, not one of the classes borrowed GPUs are meant for ({listed})"
 
 
 class WaitCause(StrEnum):

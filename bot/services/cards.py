@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from bot.domain.auto_notes import stored_note
 from bot.domain.entities import Request
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState, SourceLeg, Verdict
 from bot.domain.policy import Policy
@@ -68,7 +69,7 @@ def card_for(request: Request, policy: Policy, *, extended_grant_ends_at: dateti
         failure_reason=request.failure_reason,
         channel_id=request.channel_id,
         message_ts=request.message_ts,
-        auto_note=request.auto_note,
+        auto_note=stored_note(request.auto_note),
         applied_from=request.applied_from,
         applied_to=request.applied_to,
         shift=_shift_side(request, policy),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, time, timedelta
 
 from bot.clock import Clock
+from bot.domain.audit_details import to_text
 from bot.domain.clusters import cluster_of
 from bot.domain.commands import RequestDraft, format_request_id
 from bot.domain.durations import format_duration
@@ -263,7 +264,7 @@ class Submissions:
                 reason=new.reason,
                 approvals_required=required,
                 auto_approved=auto,
-                auto_note=verdict.reason if verdict else None,
+                auto_note=to_text(verdict.note) if verdict else None,
                 hard_before=new.hard_before,
                 used_before=new.snapshot.used if new.snapshot else None,
                 allocatable=capacity.allocatable if capacity else None,
@@ -297,7 +298,11 @@ class Submissions:
                 request.decided_at = now
                 record_effect(repo, request, now=now)
                 repo.record(
-                    at=now, action="request_auto_approved", namespace=namespace, request_id=request.id, detail=verdict.reason
+                    at=now,
+                    action="request_auto_approved",
+                    namespace=namespace,
+                    request_id=request.id,
+                    detail=to_text(verdict.note),
                 )
             return request, self._announce.card_of(repo, request)  # rendered from this row: no second read
 

@@ -4,9 +4,7 @@ Services build notices from the bot's own words, a person's words, and typed val
 channel id, a moment). Only the Slack adapter (``bot.adapters.slack.mrkdwn``) turns them into mrkdwn:
 it escapes every piece of text and makes mentions and date tokens from the typed values, so text a
 person typed can never become a live mention or link. Notices are stored as JSON in the outbox.
-
-``when`` still composes a date token for the digest report's lines (reports are the bot's own
-figures and names, no person's text); everything else uses ``User``, ``Channel`` and ``Moment``.
+A moment is a ``Moment``: the adapter words its date token in the reader's language when it renders.
 """
 
 from __future__ import annotations
@@ -131,13 +129,7 @@ def _value(part: Part) -> str:
     return part.text
 
 
-def when(moment: datetime) -> str:
-    """A time each reader sees in their own time zone (Slack date token), with a UTC fallback."""
-    utc = moment.astimezone(timezone.utc)
-    fallback = utc.strftime("%Y-%m-%d %H:%M UTC")
-    return f"<!date^{int(utc.timestamp())}^{{date_short_pretty}} at {{time}}|{fallback}>"
-
-
+# English only, kept while word modules still import them: words use bot.adapters.i18n's format_gpus / format_money.
 def gpus(count: int) -> str:
     return f"{count} GPU" if abs(count) == 1 else f"{count} GPUs"
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot.domain.auto_notes import AutoApprovalNote
 from bot.domain.commands import format_request_id
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
@@ -63,7 +64,8 @@ class RequestCard:
     failure_reason: FailureReason | None
     channel_id: str
     message_ts: str | None
-    auto_note: str | None = None  # which auto-approval rule allowed it, or what kept it for a person
+    # Which auto-approval rule allowed it, or what kept it for a person (a sentence when an earlier version stored one).
+    auto_note: AutoApprovalNote | str | None = None
     # The before -> after actually applied (recomputed at apply time; may differ from when asked).
     applied_from: int | None = None
     applied_to: int | None = None

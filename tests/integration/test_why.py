@@ -295,7 +295,7 @@ def test_a_chinese_person_reads_why_in_chinese_with_the_scheduler_s_words_as_the
     assert "*调度器的原话*（4 次" in pending and "> 0/3 nodes are available: 1 node(s) had untolerated taint" in pending
     assert "*为什么 Job `ai-frontier-research/eval` 没有 Pod*" in refused
     assert foreign_words(pending, values=SHOWN_AS_IS) == [] and foreign_words(refused, values=SHOWN_AS_IS) == []
-    assert "申请 +2 GPUs" in buttons_of(blocks)
+    assert "申请 +2 块 GPU" in buttons_of(blocks)
 
 
 def test_a_chinese_person_s_pick_form_and_its_answer_are_in_chinese(slack: SlackOverHttp) -> None:

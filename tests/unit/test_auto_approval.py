@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from sqlalchemy import event
 
 from bot.adapters.db import statements
-from bot.adapters.slack import blocks
+from bot.adapters.slack import approval_words, blocks
 from bot.bootstrap import SlackPorts, build_services
+from bot.domain.audit_details import to_text
+from bot.domain.auto_notes import AutoApprovalNote, stored_note
 from bot.domain.commands import parse_command
 from bot.domain.lifecycle import GrantState, RequestState, Verdict
 from bot.domain.policy import AutoApprovalCheck, PolicyError, auto_approval, parse_policy
@@ -30,6 +32,12 @@ def world_with(**frontier: object) -> World:
     raw = copy.deepcopy(POLICY)
     raw["teams"]["frontier"].update(frontier)
     return make_world(raw)
+
+
+def said(note: AutoApprovalNote | str | None) -> str:
+    """A verdict's note as the card says it in English (a stored one read back as the card reads it)."""
+    read = stored_note(note) if isinstance(note, str) else note
+    return approval_words.card_text(read) if read is not None else ""
 
 
 def states(world: World, *request_ids: int) -> list[RequestState]:
@@ -66,7 +74,7 @@ def test_no_auto_approval_while_the_team_is_over_budget() -> None:
     assert jobs.database.run(lambda repo: jobs.services.budget.over_budget_in(repo, "frontier"))  # type: ignore[union-attr]
     submitted = services.submissions.submit(requester="U0ALICE", draft=draft)
     assert submitted.state == RequestState.PENDING and submitted.approvals_required == 2
-    assert "over its budget" in (jobs.database.run(lambda r: r.request(2)).auto_note or "")
+    assert "over its budget" in said(jobs.database.run(lambda r: r.request(2)).auto_note)
 
 
 def test_an_extension_counts_its_whole_grant_against_auto_approve(world: World) -> None:
@@ -74,7 +82,7 @@ def test_an_extension_counts_its_whole_grant_against_auto_approve(world: World) 
     world.advance(hours=3)
     extension = world.services.submissions.extend(requester="U0ALICE", request_id=1, duration=timedelta(hours=2), reason="")
     assert extension.state == RequestState.PENDING  # 4h + 2h is longer than auto_approve.max_duration (4h)
-    assert "6h" in (world.request(2).auto_note or "")
+    assert "6h" in said(world.request(2).auto_note)
     grant = world.database.run(lambda r: r.grant_of(1))
     assert grant.ends_at == world.clock.now() + timedelta(hours=1)  # unchanged until a person approves
 
@@ -108,7 +116,7 @@ def test_the_daily_cap_of_auto_approved_gpu_hours_counts_the_teams_calendar_day(
     world.advance(hours=4)
     world.services.reconciler.tick()
     assert world.submit("request ai-frontier-research +1 for 3h x").state == RequestState.PENDING  # 4 + 3 > 6
-    assert "GPU-hours" in (world.request(2).auto_note or "")
+    assert "GPU-hours" in said(world.request(2).auto_note)
     world.services.lifecycle.cancel(user="U0ALICE", request_id=2)
     world.advance(hours=7, minutes=30)  # 20:30 UTC, 21:30 in Berlin
     assert world.submit("request ai-frontier-research +1 for 2h x").state == RequestState.APPLIED  # 4 + 2 = 6
@@ -120,17 +128,27 @@ def test_the_daily_cap_of_auto_approved_gpu_hours_counts_the_teams_calendar_day(
 def test_the_card_and_the_audit_say_which_rule_allowed_it(world: World) -> None:
     world.submit(QUICK)
     expected = "auto-approved: 1 GPU for 4h within auto_approve (max 1 GPU active, 4h)"
-    assert world.request(1).auto_note == expected
+    assert said(world.request(1).auto_note) == expected
     card = world.notifier.last_card()
-    assert card.auto_note == expected
-    assert expected in blocks.request_fallback_text(card) or expected in str(blocks.request_message(card))
+    assert isinstance(card.auto_note, AutoApprovalNote) and card.auto_note.approved  # typed: worded at the edge
+    assert expected in str(blocks.request_message(card))
     trail = world.database.run(lambda r: list(r.audit_trail(request_id=1)))
-    assert next(e for e in trail if e.action == "request_auto_approved").detail == expected
+    stored = next(e for e in trail if e.action == "request_auto_approved").detail
+    assert stored == to_text(card.auto_note)
+    (line,) = blocks.audit_lines([e for e in world.services.queries.audit(user="U0LEE", request_id=1) if e.detail == stored])
+    assert line.endswith(" — " + expected)  # the audit trail words the same note
     world.submit(QUICK)
     pending = world.notifier.last_card()
-    assert pending.auto_note is not None and pending.auto_note.startswith("not auto-approved: ")
-    assert "already has 1 auto-approved GPU" in pending.auto_note
-    assert pending.auto_note in str(blocks.request_message(pending))
+    assert said(pending.auto_note).startswith("not auto-approved: ")
+    assert "already has 1 auto-approved GPU" in said(pending.auto_note)
+    assert said(pending.auto_note) in str(blocks.request_message(pending))
+
+
+def test_a_note_an_earlier_version_stored_as_a_sentence_shows_as_it_was() -> None:
+    old = "auto-approved: 1 GPU for 4h within auto_approve (max 1 GPU active, 4h)"
+    assert stored_note(old) == old and said(old) == old
+    assert stored_note('{"detail": "NoSuchDetail"}') == '{"detail": "NoSuchDetail"}'  # JSON of no note: as stored
+    assert stored_note(None) is None
 
 
 # --- the pure rule ------------------------------------------------------------------------------------
@@ -165,7 +183,7 @@ def test_the_rule_names_what_allowed_or_refused_it() -> None:
     ).teams["t"]
     allowed = auto_approval(team, check())
     assert allowed is not None and allowed.approved
-    assert allowed.reason == "auto-approved: 1 GPU for 4h within auto_approve (max 2 GPUs active, 4h, 8 GPU-hours a day)"
+    assert said(allowed.note) == "auto-approved: 1 GPU for 4h within auto_approve (max 2 GPUs active, 4h, 8 GPU-hours a day)"
     refusals = {
         "over its budget": check(over_budget=True),
         "already has 2 auto-approved GPUs": check(active_auto_gpus=2),
@@ -175,7 +193,7 @@ def test_the_rule_names_what_allowed_or_refused_it() -> None:
     }
     for words, inputs in refusals.items():
         verdict = auto_approval(team, inputs)
-        assert verdict is not None and not verdict.approved and words in verdict.reason, (words, verdict)
+        assert verdict is not None and not verdict.approved and words in said(verdict.note), (words, verdict)
     assert auto_approval(team.model_copy(update={"auto_approve": None}), check()) is None
     assert auto_approval(team, check(grant_length=None)) is None  # permanent changes always need a person
     assert auto_approval(team, check(gpus=-1)) is None  # and so do decreases
@@ -310,7 +328,7 @@ def test_a_request_refused_on_its_own_reads_no_auto_approval_history(world: Worl
         return any(sql.startswith(query) for sql in executed)
 
     world.submit("request ai-frontier-research +1 for 1d longer than auto_approve.max_duration")
-    assert world.request(1).auto_note == (
+    assert said(world.request(1).auto_note) == (
         "not auto-approved: the grant would last 1d in all, longer than auto_approve.max_duration (4h) (auto_approve: max 1 GPU active, 4h)"
     )
     assert not any(read(query) for query in history)
@@ -321,6 +339,6 @@ def test_a_request_refused_on_its_own_reads_no_auto_approval_history(world: Worl
 
 def test_more_gpus_than_the_rule_allows_is_said_plainly(world: World) -> None:
     world.submit("request ai-frontier-research +3 for 2h three at once")
-    assert world.request(1).auto_note == (
+    assert said(world.request(1).auto_note) == (
         "not auto-approved: 3 GPUs are more than auto_approve.max_gpus (1) (auto_approve: max 1 GPU active, 4h)"
     )

@@ -1,5 +1,5 @@
 """Failure reasons: typed, stored as JSON, worded at the Slack edge in the words the services used to
-make; a reason stored as plain text by the version before is shown exactly as stored."""
+make, and in Chinese; a reason stored as plain text by the version before is shown exactly as stored."""
 
 from __future__ import annotations
 
@@ -7,20 +7,24 @@ import dataclasses
 
 import pytest
 
+from bot.adapters.i18n import speaking
 from bot.adapters.slack import reasons
+from bot.adapters.slack.mrkdwn import escape
 from bot.adapters.slack.words import render
 from bot.domain import failure_reasons as f
+from bot.domain.languages import Language
 from bot.services.messages import ApplyFailed, GrantNotPutBack, SourceNotRaised, WaitingForCluster, from_json, to_json
+from tests.language_checks import catalog_misses, foreign_words
 
 WORDED = [
-    (f.QuotaTooLow(1, 2), "the quota is 1 GPUs now, so it cannot go down by 2"),
+    (f.QuotaTooLow(1, 2), "the quota is 1 GPU now, so it cannot go down by 2"),
     (f.AboveLimit(5, 12, 16), "the quota is 5 GPUs now and may be at most 16; 5 +12 = 17"),
     (f.PermanentBelowZero(4, 5), "the permanent quota is 4 GPUs, so it cannot go down by 5"),
     (f.GrantAlreadyEnded(7), "the grant of GQ-7 has already ended"),
     (f.SourceShort("ns-a", 2, 3, own=False), "`ns-a` has 2 GPUs now, so it cannot give 3"),
     (f.SourceShort("ns-a", 2, 3, own=True), "`ns-a` has 2 GPUs of its own quota now, so it cannot give 3"),
     (f.SourceHasNone("ns-a"), "`ns-a` has no GPUs to give now"),
-    (f.RefusedWhenApproved(f.QuotaTooLow(1, 2)), "refused when approved: the quota is 1 GPUs now, so it cannot go down by 2"),
+    (f.RefusedWhenApproved(f.QuotaTooLow(1, 2)), "refused when approved: the quota is 1 GPU now, so it cannot go down by 2"),
     (
         f.LegNotWritten(True, "ns-a", f.AsSaid("HTTP 403 <forbidden>")),
         "the source side (ns-a) could not be lowered: HTTP 403 &lt;forbidden&gt;",
@@ -50,6 +54,25 @@ def test_a_reason_reads_as_the_services_wrote_it_and_comes_back_from_its_stored_
     stored = f.to_text(reason)
     assert stored.startswith(f.MARKER) and f.from_text(stored) == reason
     assert reasons.render(reason) == words
+
+
+def said_as_is(reason: f.FailureReason) -> list[str]:
+    """The names and other systems' words a reason holds (nested reasons' too), as typed and as escaped."""
+    strings = [v for v in vars(reason).values() if isinstance(v, str)]
+    strings += [s for v in vars(reason).values() if isinstance(v, f.FailureReason) for s in said_as_is(v)]
+    return strings + [escape(s) for s in strings]
+
+
+@pytest.mark.parametrize(("reason", "words"), WORDED, ids=lambda value: type(value).__name__)
+def test_a_reason_reads_in_chinese_with_what_others_said_escaped_as_in_english(reason: f.FailureReason, words: str) -> None:
+    with catalog_misses() as missed, speaking(Language.ZH_CN):
+        chinese = reasons.render(reason)
+    assert missed == set()
+    assert foreign_words(chinese, values=said_as_is(reason)) == []
+    assert "<" not in chinese and ">" not in chinese
+    assert [s for s in said_as_is(reason) if s in words and s not in chinese] == []
+    if not isinstance(reason, f.AsSaid):
+        assert chinese != words
 
 
 def test_every_reason_kind_has_words() -> None:

@@ -1,4 +1,5 @@
-"""The one place text becomes mrkdwn: escaping by Slack's rules and notices rendered from typed parts."""
+"""The one place text becomes mrkdwn: escaping by Slack's rules and notices rendered from typed parts, a date
+token worded in the reader's language."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ from datetime import datetime, timezone
 
 import pytest
 
-from bot.adapters.slack.mrkdwn import escape, render
+from bot.adapters.i18n import speaking
+from bot.adapters.slack.mrkdwn import escape, render, utc_text
+from bot.domain.languages import Language
 from bot.services.text import Channel, Code, Moment, Notice, Quote, Strong, User, UserGroup, Words, plain, say
+from tests.language_checks import catalog_misses, foreign_words
 
 MOMENT = datetime(2026, 12, 3, 9, 0, tzinfo=timezone.utc)
 
@@ -42,6 +46,25 @@ def test_a_notice_renders_mentions_and_dates_from_typed_values_only() -> None:
         ":+1: Approved by <@U0LEE> in <#C0FRONTIER> for <!subteam^S0PLATFORM> at "
         "<!date^1796288400^{date_short_pretty} at {time}|2026-12-03 09:00 UTC>"
     )
+
+
+def test_a_date_token_and_its_fallback_are_in_the_readers_language() -> None:
+    """Slack fills the day and the time of the token in each reader's zone; the words around them and the
+    fallback (where the token cannot be shown) are the language's."""
+    with catalog_misses() as missed, speaking(Language.ZH_CN):
+        token = render(say(Moment(MOMENT)))
+        fallback = utc_text(MOMENT)
+    assert missed == set()
+    assert token == "<!date^1796288400^{date_short_pretty} {time}|2026/12/3 09:00 UTC>"
+    assert fallback == "2026/12/3 09:00 UTC" and foreign_words(token) == []
+    assert utc_text(MOMENT) == "2026-12-03 09:00 UTC"
+
+
+def test_an_empty_quote_says_so_in_the_readers_language() -> None:
+    assert render(say(Quote(""))) == "> (none)"
+    with catalog_misses() as missed, speaking(Language.ZH_CN):
+        assert render(say(Quote(""))) == "> （无）"
+    assert missed == set()
 
 
 def test_words_strong_code_and_quotes_are_escaped() -> None:

@@ -8,13 +8,15 @@ from datetime import datetime, timezone
 import pytest
 
 from bot.adapters.kube import gpu_pod
+from bot.adapters.slack import pod_words
+from bot.adapters.slack.mrkdwn import render
 from bot.domain.policy import PolicyError, parse_policy
 from bot.domain.priority import (
+    ClassWarning,
     GpuPod,
+    PodMix,
     WaitCause,
     borrowed_class_warnings,
-    describe_mix,
-    describe_warning,
     pod_mix,
     wait_cause,
 )
@@ -29,6 +31,14 @@ VALUES = {"high-priority-business": 1_000_000, "research-low": 100, "research-mi
 
 def pod(name: str, gpus: int, priority_class: str = "", phase: str = "Running") -> GpuPod:
     return GpuPod("ns-a", name, gpus, priority_class, phase, None)
+
+
+def describe_mix(mix: PodMix) -> str:
+    return render(pod_words.mix_notice(mix))
+
+
+def describe_warning(warning: ClassWarning, allowed: list[str]) -> str:
+    return render(pod_words.warning_notice(warning, allowed))
 
 
 def test_the_mix_counts_gpus_per_class_of_running_pods_most_first() -> None:
@@ -48,7 +58,7 @@ def test_a_higher_class_is_warned_with_its_gpus_and_values() -> None:
     (warning,) = borrowed_class_warnings(pods, allowed=["research-low"], values=VALUES)
     assert (warning.priority_class, warning.gpus, warning.pods, warning.higher) == ("high-priority-business", 3, 2, True)
     assert describe_warning(warning, ["research-low"]) == (
-        "3 GPUs in 2 pods run as high-priority-business (priority 1000000), higher than borrowed GPUs allow "
+        ":warning: 3 GPUs in 2 pods run as high-priority-business (priority 1000000), higher than borrowed GPUs allow "
         "(research-low: at most 100)"
     )
 
@@ -57,7 +67,7 @@ def test_an_unknown_class_cannot_be_compared_and_is_warned() -> None:
     (warning,) = borrowed_class_warnings([pod("a", 1, "gone-class")], allowed=["research-low"], values=VALUES)
     assert not warning.higher
     assert describe_warning(warning, ["research-low"]) == (
-        "1 GPU in 1 pod run as gone-class, not one of the classes borrowed GPUs are meant for (research-low)"
+        ":warning: 1 GPU in 1 pod run as gone-class, not one of the classes borrowed GPUs are meant for (research-low)"
     )
 
 

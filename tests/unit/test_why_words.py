@@ -317,7 +317,7 @@ def test_every_answer_is_worded_within_block_kit_limits_in_each_language(languag
     if language is Language.ZH_CN:
         texts = [text_of(message) for message in messages] + [text_of(modal["blocks"]) for modal in modals] + fallbacks
         buttons = [e["text"]["text"] for m in messages for b in m if b["type"] == "actions" for e in b["elements"]]
-        assert buttons == ["申请 +2 GPUs"]
+        assert buttons == ["申请 +2 块 GPU"]  # the amount in Chinese too (resources.amount_of)
         assert {text: words for text in texts if (words := foreign_words(text, values=NAMES))} == {}
 
 
@@ -350,5 +350,5 @@ def test_the_pick_form_keeps_its_limits_in_each_language(language: Language) -> 
     if language is Language.ZH_CN:
         assert "另有 21 个未列出" in json.dumps(long_forms[0], ensure_ascii=False)
         texts = [text for data in short_forms for text in visible_texts(data)]
-        assert "train（2 GPUs）" in texts and "`trian`" in " ".join(texts)
+        assert "train（2 块 GPU）" in texts and "`trian`" in " ".join(texts)
         assert {text: words for text in texts if (words := foreign_words(text, values=NAMES))} == {}

@@ -10,6 +10,10 @@ validates, so the limits are proven there instead. Forms are ``slack_sdk`` Views
 Nothing here calls Slack. Every piece of text that did not come from this module (a reason, an
 amount as typed, a namespace, an error from another system) goes through ``mrkdwn.escape`` before
 it enters a mrkdwn text object; mentions and dates are made here from ids and datetimes.
+
+Every sentence is a whole catalog entry in the reader's language (``bot.adapters.i18n``): plain text
+with ``tr``, mrkdwn with ``sentences.fill`` (its values escaped at render) or, where a value is
+already mrkdwn (an audit detail), ``tr`` with every value escaped before it goes in.
 """
 
 from __future__ import annotations
@@ -19,18 +23,19 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from bot.adapters.slack import ids, prices, reasons
+from bot.adapters.i18n import N_, format_duration, format_gpus, format_money, gettext, tr
+from bot.adapters.slack import approval_words, ids, pod_words, prices, reasons
 from bot.adapters.slack.buttons import button_label
+from bot.adapters.slack.lists import listed
 from bot.adapters.slack.mrkdwn import escape, render
 from bot.adapters.slack.reports import Report
 from bot.adapters.slack.resources import amount_of, resource_label
+from bot.adapters.slack.sentences import Value, fill, fill_n, join
 from bot.domain.commands import clean_text, format_request_id
-from bot.domain.durations import format_duration
 from bot.domain.lifecycle import GrantState, RequestKind, RequestState
-from bot.domain.priority import NO_CLASS_LABEL, describe_mix, describe_warning
 from bot.domain.resources import GPU
 from bot.services.ports import Action, ActionKind
-from bot.services.text import Channel, Moment, Quote, User, gpus, money, say
+from bot.services.text import Channel, Code, Moment, Notice, Quote, Strong, User, say
 from bot.services.views import AuditLine, NamespaceStatus, PendingLine, PodsInView, QueueLine, RequestCard
 
 Block = dict[str, Any]
@@ -47,7 +52,7 @@ BUTTON_TEXT_LIMIT = 75
 BUTTON_VALUE_LIMIT = 2000
 ID_LIMIT = 255
 # Slack refuses an empty text object (and slack_sdk drops empty strings): this stands in for none.
-NO_TEXT = "(none)"
+NO_TEXT = N_("(none)")
 
 
 def truncate(text: str, limit: int) -> str:
@@ -68,14 +73,14 @@ def when(moment: datetime) -> str:
 def mrkdwn(text: str, limit: int = SECTION_LIMIT, *, verbatim: bool = True) -> dict[str, Any]:
     """A mrkdwn text object. ``verbatim`` (the default) makes Slack show it as sent: bare URLs, channel
     names and mentions a person typed stay text (only the ``<...>`` made here are live)."""
-    text_object: dict[str, Any] = {"type": "mrkdwn", "text": truncate(text, limit) or NO_TEXT}
+    text_object: dict[str, Any] = {"type": "mrkdwn", "text": truncate(text, limit) or gettext(NO_TEXT)}
     if verbatim:
         text_object["verbatim"] = True
     return text_object
 
 
 def plain(text: str, limit: int) -> dict[str, Any]:
-    return {"type": "plain_text", "text": truncate(text, limit) or NO_TEXT, "emoji": True}
+    return {"type": "plain_text", "text": truncate(text, limit) or gettext(NO_TEXT), "emoji": True}
 
 
 def header(text: str) -> Block:
@@ -117,17 +122,22 @@ def divider() -> Block:
 # --- the request message -------------------------------------------------------------------------
 
 
+def _field(heading: Notice, body: Notice) -> str:
+    """A card field: its heading line, then its body (each a sentence of its own)."""
+    return render(heading) + "\n" + render(body)
+
+
 def request_message(card: RequestCard) -> list[Block]:
     """The message in the approvals channel: the whole story of one request, buttons while pending."""
     blocks: list[Block] = [
         header(clean_text(_title(card))),
         section(_summary(card)),
         fields(_fields(card)),
-        section("*Reason*\n" + _quote(card.reason)),
+        section(_field(fill("*Reason*"), _quote(card.reason))),
         context(_status_line(card)),
     ]
     if card.auto_note:
-        blocks.append(context(card.auto_note, verbatim=False))
+        blocks.append(context(approval_words.card_text(card.auto_note), verbatim=False))
     warnings = pod_warnings(card.pods)
     if warnings:
         blocks.append(section("\n".join(warnings)))
@@ -136,16 +146,18 @@ def request_message(card: RequestCard) -> list[Block]:
             blocks.append(section(source_pods_text(card.shift.namespace, card.pods)))
         blocks.append(context(shift_gradual_note(card)))
     if card.thread_in is not None:
-        where = render(say(":link: The source team's copy: the thread and the outcome are in ", Channel(card.thread_in), "."))
+        where = render(
+            fill(":link: The source team's copy: the thread and the outcome are in {channel}.", channel=Channel(card.thread_in))
+        )
         blocks.append(context(where))
     if card.state == RequestState.PENDING:
         request_id = str(card.request_id)
         blocks.append(
             actions(
                 [
-                    button("Approve", ids.ACTION_IDS[ActionKind.APPROVE], request_id, "primary"),
+                    button(tr("Approve"), ids.ACTION_IDS[ActionKind.APPROVE], request_id, "primary"),
                     # Deny opens a form asking why (modals.deny_form), which is its confirmation too.
-                    button("Deny", ids.ACTION_IDS[ActionKind.DENY], request_id, "danger"),
+                    button(tr("Deny"), ids.ACTION_IDS[ActionKind.DENY], request_id, "danger"),
                 ],
                 block_id=f"decide:{card.request_id}",
             )
@@ -153,38 +165,76 @@ def request_message(card: RequestCard) -> list[Block]:
     return blocks
 
 
+# Each state's name, as the notification text says it.
+_STATE_NAMES = {
+    RequestState.PENDING: N_("pending"),
+    RequestState.APPROVED: N_("approved"),
+    RequestState.APPLIED: N_("applied"),
+    RequestState.FAILED: N_("failed"),
+    RequestState.DENIED: N_("denied"),
+    RequestState.CANCELLED: N_("cancelled"),
+    RequestState.EXPIRED: N_("expired"),
+}
+
+
 def request_fallback_text(card: RequestCard) -> str:
     """The notification text (and what screen readers announce)."""
-    what = "GPUs" if card.resource == GPU else resource_label(card.resource)
-    return escape(f"{_title(card)}: {card.amount_text} {what} for {card.namespace} ({card.state})")
+    values = {
+        "title": _title(card),
+        "amount": card.amount_text,
+        "namespace": card.namespace,
+        "state": gettext(_STATE_NAMES[card.state]),
+    }
+    if card.resource == GPU:
+        return escape(tr("{title}: {amount} GPUs for {namespace} ({state})", **values))
+    return escape(tr("{title}: {amount} {resource} for {namespace} ({state})", resource=resource_label(card.resource), **values))
 
 
 def _title(card: RequestCard) -> str:
     if card.shift is not None:
-        return f"GPU shift {card.display_id}"
+        return tr("GPU shift {request}", request=card.display_id)
     if card.kind == RequestKind.EXTENSION:
-        return f"Extension {card.display_id} of {format_request_id(card.extends_id or 0)}"
-    return f"GPU quota request {card.display_id}"
+        return tr("Extension {request} of {extended}", request=card.display_id, extended=format_request_id(card.extends_id or 0))
+    return tr("GPU quota request {request}", request=card.display_id)
+
+
+def _length(card: RequestCard) -> str:
+    return format_duration(card.duration or timedelta())
 
 
 def _summary(card: RequestCard) -> str:
+    values: dict[str, Value] = {
+        "requester": User(card.requester_id),
+        "namespace": card.namespace,
+        "team": card.team_label,
+        "length": _length(card),
+    }
     if card.shift is not None:
-        span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
-        return (
-            f"{mention(card.requester_id)} asks to move *{amount_of(card.delta, card.resource)}* from *{escape(card.shift.namespace)}* "
-            f"({escape(card.shift.team_label)}) to *{escape(card.namespace)}* ({escape(card.team_label)}) {span}."
+        values.update(amount=amount_of(card.delta, card.resource), source=card.shift.namespace, source_team=card.shift.team_label)
+        if card.permanent:
+            return render(
+                fill(
+                    "{requester} asks to move *{amount}* from *{source}* ({source_team}) to *{namespace}* ({team}) permanently.",
+                    **values,
+                )
+            )
+        return render(
+            fill(
+                "{requester} asks to move *{amount}* from *{source}* ({source_team}) to *{namespace}* ({team}) for *{length}*.",
+                **values,
+            )
         )
     if card.kind == RequestKind.EXTENSION:
-        return (
-            f"{mention(card.requester_id)} asks to keep *{amount_of(card.delta, card.resource)}* in *{escape(card.namespace)}* "
-            f"({escape(card.team_label)}) for *{format_duration(card.duration or timedelta())}* more."
-        )
-    span = "permanently" if card.permanent else f"for *{format_duration(card.duration or timedelta())}*"
-    verb = "more" if card.delta > 0 else "fewer"
-    return (
-        f"{mention(card.requester_id)} asks for *{amount_of(abs(card.delta), card.resource)} {verb}* in *{escape(card.namespace)}* "
-        f"({escape(card.team_label)}) {span}."
-    )
+        values["amount"] = amount_of(card.delta, card.resource)
+        return render(fill("{requester} asks to keep *{amount}* in *{namespace}* ({team}) for *{length}* more.", **values))
+    values["amount"] = amount_of(abs(card.delta), card.resource)
+    if card.delta > 0:
+        if card.permanent:
+            return render(fill("{requester} asks for *{amount} more* in *{namespace}* ({team}) permanently.", **values))
+        return render(fill("{requester} asks for *{amount} more* in *{namespace}* ({team}) for *{length}*.", **values))
+    if card.permanent:
+        return render(fill("{requester} asks for *{amount} fewer* in *{namespace}* ({team}) permanently.", **values))
+    return render(fill("{requester} asks for *{amount} fewer* in *{namespace}* ({team}) for *{length}*.", **values))
 
 
 def _shift_fields(card: RequestCard) -> list[str]:
@@ -192,93 +242,147 @@ def _shift_fields(card: RequestCard) -> list[str]:
     source = card.shift
     target_from = card.applied_from if card.applied_from is not None else card.hard_before
     target_to = card.applied_to if card.applied_to is not None else card.hard_before + (source.before - source.after)
-    made = " (given back)" if source.returned else " (applied)" if source.applied else ""
-    in_use = "" if source.used is None else f" · {source.used} in use when asked"
+    if source.returned:
+        from_heading = fill("*From {namespace} (given back)*", namespace=source.namespace)
+    elif source.applied:
+        from_heading = fill("*From {namespace} (applied)*", namespace=source.namespace)
+    else:
+        from_heading = fill("*From {namespace}*", namespace=source.namespace)
+    if source.used is None:
+        from_body = _change(source.before, source.after)
+    else:
+        from_body = fill(
+            "{before} → *{after}* · {used} in use when asked", before=source.before, after=source.after, used=source.used
+        )
+    if card.applied_to is not None:
+        to_heading = fill("*To {namespace} (applied)*", namespace=card.namespace)
+    else:
+        to_heading = fill("*To {namespace}*", namespace=card.namespace)
     fields = [
-        f"*From {escape(source.namespace)}{made}*\n{source.before} → *{source.after}*{in_use}",
-        f"*To {escape(card.namespace)}{' (applied)' if card.applied_to is not None else ''}*\n{target_from} → *{target_to}*",
-        f"*Duration*\n{_duration_text(card)}",
+        _field(from_heading, from_body),
+        _field(to_heading, _change(target_from, target_to)),
+        _field(fill("*Duration*"), _duration_text(card)),
     ]
     if card.cost is not None:
-        basis = prices.render_basis(card.cost_basis, card.namespace)
-        fields.append(f"*Cost moved*\n{escape(money(card.cost, card.currency))} {basis}".rstrip())
-    approvers = ", ".join(mention(u) for u in card.approvals) or "none yet"
-    fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
-    fields.append(f"*Order*\n{escape(source.namespace)} is lowered first; {escape(card.namespace)} is raised by what it gave up")
+        fields.append(_field(fill("*Cost moved*"), _cost_text(card, saves=False)))
+    fields.append(_field(fill("*Approvals*"), _approvals_text(card)))
+    order = fill(
+        "{source} is lowered first; {namespace} is raised by what it gave up", source=source.namespace, namespace=card.namespace
+    )
+    fields.append(_field(fill("*Order*"), order))
     return fields
 
 
 SOURCE_PODS_LISTED = 8
+_BOT = "gpu-quota-bot"  # the approver and actor the bot records for itself (bot.services.requests.AUTO_APPROVER)
+_BULLET = "• "  # a list item's mark (layout, not words)
 
 
 def source_pods_text(source: str, pods: PodsInView) -> str:
     """What runs in a shift's source now, the pods that keep their GPUs: one line per pod, largest first."""
-    lines = [f"*Running in {escape(source)} now* ({pods_text(pods)})"]
+    lines = [render(fill("*Running in {namespace} now* ({pods})", namespace=source, pods=_pods_notice(pods)))]
     ordered = sorted(pods.pods, key=lambda pod: (-pod.gpus, pod.name))
-    for pod in ordered[:SOURCE_PODS_LISTED]:
-        since = f", since {when(pod.started_at)}" if pod.started_at is not None else ""
-        what = escape(pod.priority_class or NO_CLASS_LABEL)
-        lines.append(f"• `{escape(pod.name)}`: {gpus(pod.gpus)}, {what}, {escape(pod.phase.lower())}{since}")
+    lines.extend(_BULLET + render(pod_words.pod_line(pod)) for pod in ordered[:SOURCE_PODS_LISTED])
     if len(ordered) > SOURCE_PODS_LISTED:
-        lines.append(f"• and {len(ordered) - SOURCE_PODS_LISTED} more")
+        hidden = len(ordered) - SOURCE_PODS_LISTED
+        lines.append(_BULLET + render(fill_n("and {count} more pod", "and {count} more pods", hidden)))
     return "\n".join(lines)
 
 
 def shift_gradual_note(card: RequestCard) -> str:
     """What "gradual" means for a shift: nothing running is stopped."""
     assert card.shift is not None
-    source = escape(card.shift.namespace)
-    back = (
-        ""
-        if card.permanent
-        else f" When the shift ends, {escape(card.namespace)} is lowered first, then {source} gets its GPUs back."
-    )
-    return (
-        f":information_source: Gradual: pods running in {source} keep running; the bot never evicts them. New GPU pods"
-        f" there are refused above the new quota, so its usage drains as jobs finish.{back}"
+    values: dict[str, Value] = {"source": card.shift.namespace, "namespace": card.namespace}
+    if card.permanent:
+        return render(
+            fill(
+                ":information_source: Gradual: pods running in {source} keep running; the bot never evicts them. New GPU pods"
+                " there are refused above the new quota, so its usage drains as jobs finish.",
+                **values,
+            )
+        )
+    return render(
+        fill(
+            ":information_source: Gradual: pods running in {source} keep running; the bot never evicts them. New GPU pods"
+            " there are refused above the new quota, so its usage drains as jobs finish. When the shift ends, {namespace}"
+            " is lowered first, then {source} gets its GPUs back.",
+            **values,
+        )
     )
 
 
 def _fields(card: RequestCard) -> list[str]:
     if card.shift is not None:
         return _shift_fields(card)
-    used = "?" if card.used_before is None else str(card.used_before)
-    of = "" if card.resource == GPU else f" · {escape(resource_label(card.resource))}"
-    fields = [f"*Quota when asked{of}*\n{card.hard_before} hard / {used} used"]
+    used: Value = "?" if card.used_before is None else card.used_before
+    if card.resource == GPU:
+        quota_heading = fill("*Quota when asked*")
+    else:
+        quota_heading = fill("*Quota when asked · {resource}*", resource=resource_label(card.resource))
+    fields = [_field(quota_heading, fill("{hard} hard / {used} used", hard=card.hard_before, used=used))]
     if card.kind == RequestKind.CHANGE:
-        fields.append(f"*Change*\n{card.hard_before} → *{card.hard_after}* ({card.delta:+d})")
+        change = _change(card.hard_before, card.hard_after)
+        fields.append(_field(fill("*Change*"), join(change, say(f" ({card.delta:+d})"))))
     if card.applied_from is not None and card.applied_to is not None:
-        fields.append(f"*Applied*\n{card.applied_from} → *{card.applied_to}*")
-    fields.append(f"*Duration*\n{_duration_text(card)}")
+        fields.append(_field(fill("*Applied*"), _change(card.applied_from, card.applied_to)))
+    fields.append(_field(fill("*Duration*"), _duration_text(card)))
     if card.cost is not None:
-        sign = "saves " if card.delta < 0 else ""
-        basis = prices.render_basis(card.cost_basis, card.namespace)
-        fields.append(f"*Cost*\n{sign}{escape(money(card.cost, card.currency))} {basis}".rstrip())
-    fields.append(f"*Cluster capacity*\n{_capacity_text(card)}")
+        fields.append(_field(fill("*Cost*"), _cost_text(card, saves=card.delta < 0)))
+    fields.append(_field(fill("*Cluster capacity*"), _capacity_text(card)))
     if card.pods is not None:
-        fields.append(f"*GPU pods in {escape(card.namespace)} now*\n{pods_text(card.pods)}")
-    approvers = ", ".join(mention(u) if u != "gpu-quota-bot" else "auto-approval" for u in card.approvals) or "none yet"
-    fields.append(f"*Approvals*\n{len(card.approvals)} of {card.approvals_required}: {approvers}")
+        fields.append(_field(fill("*GPU pods in {namespace} now*", namespace=card.namespace), _pods_notice(card.pods)))
+    fields.append(_field(fill("*Approvals*"), _approvals_text(card)))
     return fields
 
 
-def _duration_text(card: RequestCard) -> str:
+def _change(before: int, after: int) -> Notice:
+    """``4 → *8*``: figures and an arrow, no words."""
+    return say(f"{before} → ", Strong(str(after)))
+
+
+def _cost_text(card: RequestCard, *, saves: bool) -> Notice:
+    """``720.00 USD for the grant, at ...`` (``saves``: what a decrease saves)."""
+    assert card.cost is not None
+    cost = format_money(card.cost, card.currency)
+    if card.cost_basis is None:
+        return fill("saves {cost}", cost=cost) if saves else say(cost)
+    basis = prices.basis_notice(card.cost_basis, card.namespace)
+    if saves:
+        return fill("saves {cost} {basis}", cost=cost, basis=basis)
+    # Translators: a cost and what it is based on: "720.00 USD for the grant, at 2.50 USD/h, ...".
+    return fill("{cost} {basis}", cost=cost, basis=basis)
+
+
+def _approvals_text(card: RequestCard) -> Notice:
+    values: dict[str, Value] = {"approved": len(card.approvals), "required": card.approvals_required}
+    if not card.approvals:
+        return fill("{approved} of {required}: none yet", **values)
+    approvers = listed(fill("auto-approval") if user == _BOT else User(user) for user in card.approvals)
+    return fill("{approved} of {required}: {approvers}", approvers=approvers, **values)
+
+
+def _duration_text(card: RequestCard) -> Notice:
     if card.permanent:
-        return "permanent"
-    length = format_duration(card.duration or timedelta())
+        return fill("permanent")
+    length = _length(card)
     if card.grant_ends_at is None:
-        return f"{length} from approval"
+        return fill("{length} from approval", length=length)
     if card.grant_state == GrantState.ENDED:
-        return f"{length} (ended)"
-    return f"{length}, until {when(card.grant_ends_at)}"
+        return fill("{length} (ended)", length=length)
+    return fill("{length}, until {moment}", length=length, moment=Moment(card.grant_ends_at))
 
 
-def _capacity_text(card: RequestCard) -> str:
-    if card.capacity is None:
-        return "unknown (the cluster could not be read)"
-    text = f"{card.capacity.allocatable} allocatable · {card.capacity.committed_after} in managed quotas after"
-    if card.capacity.oversubscribed:
-        text += f"\n:warning: oversubscribed by {-card.capacity.headroom}"
+def _capacity_text(card: RequestCard) -> Notice:
+    capacity = card.capacity
+    if capacity is None:
+        return fill("unknown (the cluster could not be read)")
+    text = fill(
+        "{allocatable} allocatable · {committed} in managed quotas after",
+        allocatable=capacity.allocatable,
+        committed=capacity.committed_after,
+    )
+    if capacity.oversubscribed:
+        return join(text, say("\n"), fill(":warning: oversubscribed by {count}", count=-capacity.headroom))
     return text
 
 
@@ -286,27 +390,46 @@ def _status_line(card: RequestCard) -> str:
     state = card.state
     if state == RequestState.PENDING:
         missing = card.approvals_required - len(card.approvals)
-        return f":hourglass_flowing_sand: Pending: needs {missing} more approval{'s' if missing != 1 else ''} · expires {when(card.decide_by)}"
+        return render(
+            fill_n(
+                ":hourglass_flowing_sand: Pending: needs {count} more approval · expires {moment}",
+                ":hourglass_flowing_sand: Pending: needs {count} more approvals · expires {moment}",
+                missing,
+                moment=Moment(card.decide_by),
+            )
+        )
     if state == RequestState.APPROVED:
-        return ":gear: Approved: applying to the cluster…"
+        return render(fill(":gear: Approved: applying to the cluster…"))
     if state == RequestState.APPLIED:
-        auto = " (auto-approved)" if card.auto_approved else ""
-        if card.grant_state == GrantState.ENDED:
-            return f":white_check_mark: Applied{auto} · the grant has ended and the quota is back"
-        if card.grant_state == GrantState.ENDING:
-            return f":white_check_mark: Applied{auto} · the grant is over; putting the quota back"
-        return f":white_check_mark: Applied{auto}"
+        return render(fill(_APPLIED[card.auto_approved, card.grant_state if card.grant_state in _GRANT_ENDINGS else None]))
     if state == RequestState.FAILED:
-        return f":x: Failed: {reasons.render(card.failure_reason) if card.failure_reason else 'unknown reason'}"
+        if card.failure_reason is None:
+            return render(fill(":x: Failed: unknown reason"))
+        return render(fill(":x: Failed: {reason}", reason=reasons.notice(card.failure_reason)))
     if state == RequestState.DENIED:
-        return f":no_entry: Denied by {mention(card.denied_by or '?')}"
+        return render(fill(":no_entry: Denied by {user}", user=User(card.denied_by or "?")))
     if state == RequestState.CANCELLED:
-        return ":wastebasket: Cancelled"
-    return ":zzz: Expired: nobody decided in time"
+        return render(fill(":wastebasket: Cancelled"))
+    return render(fill(":zzz: Expired: nobody decided in time"))
 
 
-def _quote(text: str) -> str:
-    return render(say(Quote(text)))
+_GRANT_ENDINGS = (GrantState.ENDED, GrantState.ENDING)
+# An applied request's line: auto-approved or not, and whether its grant has ended (or is ending).
+_APPLIED = {
+    (False, None): N_(":white_check_mark: Applied"),
+    (False, GrantState.ENDED): N_(":white_check_mark: Applied · the grant has ended and the quota is back"),
+    (False, GrantState.ENDING): N_(":white_check_mark: Applied · the grant is over; putting the quota back"),
+    (True, None): N_(":white_check_mark: Applied (auto-approved)"),
+    (True, GrantState.ENDED): N_(":white_check_mark: Applied (auto-approved) · the grant has ended and the quota is back"),
+    (True, GrantState.ENDING): N_(":white_check_mark: Applied (auto-approved) · the grant is over; putting the quota back"),
+}
+
+
+def _quote(text: str) -> Notice:
+    """A person's words as a block quote (the words for none when nothing is left of them)."""
+    if not escape(text).strip():
+        return say(Quote(gettext(NO_TEXT)))
+    return say(Quote(text))
 
 
 # --- plain messages with buttons ---------------------------------------------------------------
@@ -339,7 +462,7 @@ def lines_to_blocks(lines: Iterable[str], *, title: str | None = None, max_block
     if current:
         blocks.append(section("\n".join(current)))
     if taken < len(pending):
-        blocks.append(context(f"… and {len(pending) - taken} more"))
+        blocks.append(context(render(fill_n("… and {count} more", "… and {count} more", len(pending) - taken))))
     return blocks
 
 
@@ -359,79 +482,175 @@ def report_blocks(report: Report) -> list[Block]:
 
 # --- ephemeral answers -------------------------------------------------------------------------
 
+_ITEM = "    • "  # a line under a namespace's line (layout, not words)
+
 
 def status_lines(statuses: Sequence[NamespaceStatus]) -> list[str]:
     lines = []
     for status in statuses:
-        if status.error:
-            quota = f"quota unreadable: {escape(status.error)}"
-        elif status.hard is None:
-            quota = "no GPU quota in the cluster (unlimited)"
+        values: dict[str, Value] = {
+            "namespace": status.namespace,
+            "team": status.team_label,
+            "quota": Code(status.quota_name),
+            "state": _quota_state(status),
+        }
+        if status.resource == GPU:
+            lines.append(render(fill("*{namespace}* ({team}, quota {quota}): {state}", **values)))
         else:
-            quota = f"*{status.hard}* hard / {status.used} used"
-            if status.over_quota:
-                quota += f", over quota by {status.over_quota}"
-                if status.reclaiming_since is not None:
-                    quota += f", reclaiming since {when(status.reclaiming_since)}"
-        of = "" if status.resource == GPU else f" · {escape(resource_label(status.resource))}"
-        lines.append(
-            f"*{escape(status.namespace)}*{of} ({escape(status.team_label)}, quota `{escape(status.quota_name)}`): {quota}"
-        )
+            lines.append(
+                render(
+                    fill(
+                        "*{namespace}* · {resource} ({team}, quota {quota}): {state}",
+                        resource=resource_label(status.resource),
+                        **values,
+                    )
+                )
+            )
         if status.queue is not None:
-            lines.append(f"    • {queue_text(status.queue)}")
+            lines.append(_ITEM + queue_text(status.queue))
         if status.pods is not None:
-            lines.append(f"    • {pods_text(status.pods)}")
+            lines.append(_ITEM + pods_text(status.pods))
             lines.extend("    " + warning for warning in pod_warnings(status.pods))
         for grant in status.grants:
-            state = "ends" if grant.state == GrantState.ACTIVE else "ended, reverting since"
-            amount = amount_of(grant.gpus, status.resource).removeprefix(str(grant.gpus))
-            lines.append(f"    • {format_request_id(grant.request_id)}: {grant.gpus:+d}{amount}, {state} {when(grant.ends_at)}")
+            grant_values: dict[str, Value] = {
+                "request": format_request_id(grant.request_id),
+                "amount": ("+" if grant.gpus >= 0 else "") + amount_of(grant.gpus, status.resource),
+                "moment": Moment(grant.ends_at),
+            }
+            if grant.state == GrantState.ACTIVE:
+                lines.append(_ITEM + render(fill("{request}: {amount}, ends {moment}", **grant_values)))
+            else:
+                lines.append(_ITEM + render(fill("{request}: {amount}, ended, reverting since {moment}", **grant_values)))
         for pending in status.pending:
-            lines.append("    • " + pending_line(pending))
+            lines.append(_ITEM + pending_line(pending))
         if not status.grants and not status.pending:
-            lines.append("    • no active grants, no pending requests")
+            lines.append(_ITEM + render(fill("no active grants, no pending requests")))
     return lines
+
+
+def _quota_state(status: NamespaceStatus) -> Notice:
+    if status.error:
+        return fill("quota unreadable: {error}", error=status.error)
+    if status.hard is None:
+        return fill("no GPU quota in the cluster (unlimited)")
+    values: dict[str, Value] = {"hard": status.hard, "used": "?" if status.used is None else status.used}
+    if not status.over_quota:
+        return fill("*{hard}* hard / {used} used", **values)
+    if status.reclaiming_since is None:
+        return fill("*{hard}* hard / {used} used, over quota by {over}", over=status.over_quota, **values)
+    return fill(
+        "*{hard}* hard / {used} used, over quota by {over}, reclaiming since {moment}",
+        over=status.over_quota,
+        moment=Moment(status.reclaiming_since),
+        **values,
+    )
 
 
 def queue_text(queue: QueueLine) -> str:
     """A ClusterQueue's line in status: its flavor, what admitted workloads use, the queue, the cohort."""
-    pending = f"{queue.pending_workloads} workload{'s' if queue.pending_workloads != 1 else ''} pending in the queue"
-    text = f"Kueue flavor `{escape(queue.flavor)}`: {queue.in_use} in use by admitted workloads, {pending}"
-    if queue.cohort is not None:
-        limit = "no borrowing limit" if queue.borrowing_limit is None else f"borrowing limit {queue.borrowing_limit}"
-        text += f"; cohort `{escape(queue.cohort)}`: {queue.borrowed} borrowed, {limit}"
-    return text
+    values: dict[str, Value] = {"flavor": Code(queue.flavor), "in_use": queue.in_use}
+    count = queue.pending_workloads
+    if queue.cohort is None:
+        return render(
+            fill_n(
+                "Kueue flavor {flavor}: {in_use} in use by admitted workloads, {count} workload pending in the queue",
+                "Kueue flavor {flavor}: {in_use} in use by admitted workloads, {count} workloads pending in the queue",
+                count,
+                **values,
+            )
+        )
+    values.update(cohort=Code(queue.cohort), borrowed=queue.borrowed)
+    if queue.borrowing_limit is None:
+        return render(
+            fill_n(
+                "Kueue flavor {flavor}: {in_use} in use by admitted workloads, {count} workload pending in the queue;"
+                " cohort {cohort}: {borrowed} borrowed, no borrowing limit",
+                "Kueue flavor {flavor}: {in_use} in use by admitted workloads, {count} workloads pending in the queue;"
+                " cohort {cohort}: {borrowed} borrowed, no borrowing limit",
+                count,
+                **values,
+            )
+        )
+    return render(
+        fill_n(
+            "Kueue flavor {flavor}: {in_use} in use by admitted workloads, {count} workload pending in the queue;"
+            " cohort {cohort}: {borrowed} borrowed, borrowing limit {limit}",
+            "Kueue flavor {flavor}: {in_use} in use by admitted workloads, {count} workloads pending in the queue;"
+            " cohort {cohort}: {borrowed} borrowed, borrowing limit {limit}",
+            count,
+            limit=queue.borrowing_limit,
+            **values,
+        )
+    )
+
+
+def _pods_notice(pods: PodsInView) -> Notice:
+    if pods.error is not None:
+        return fill("GPU pods unreadable: {error}", error=pods.error)
+    return pod_words.mix_notice(pods.mix)
 
 
 def pods_text(pods: PodsInView) -> str:
-    if pods.error is not None:
-        return f"GPU pods unreadable: {escape(pods.error)}"
-    return escape(describe_mix(pods.mix))
+    return render(_pods_notice(pods))
 
 
 def pod_warnings(pods: PodsInView | None) -> list[str]:
     """Running GPU pods of a class borrowed GPUs are not meant for, one warning line each."""
     if pods is None:
         return []
-    return [f":warning: {escape(describe_warning(w, pods.allowed))}" for w in pods.warnings]
+    return [render(pod_words.warning_notice(w, pods.allowed)) for w in pods.warnings]
 
 
 def pending_line(pending: PendingLine) -> str:
-    span = "permanent" if pending.duration is None else f"for {format_duration(pending.duration)}"
-    what = f"{escape(pending.amount_text)} GPUs in {escape(pending.namespace)}"
+    values: dict[str, Value] = {
+        "request": format_request_id(pending.request_id),
+        "namespace": pending.namespace,
+        "user": User(pending.requester_id),
+        "approvals": pending.approvals,
+        "required": pending.approvals_required,
+        "moment": Moment(pending.decide_by),
+    }
     if pending.source_namespace is not None:
-        what = f"shift of {pending.delta} GPUs from {escape(pending.source_namespace)} to {escape(pending.namespace)}"
-    return (
-        f"{format_request_id(pending.request_id)} pending: {what} {span}"
-        f" by {mention(pending.requester_id)} ({pending.approvals} of {pending.approvals_required} approvals,"
-        f" expires {when(pending.decide_by)})"
+        values.update(gpus=format_gpus(pending.delta), source=pending.source_namespace)
+        if pending.duration is None:
+            return render(
+                fill(
+                    "{request} pending: shift of {gpus} from {source} to {namespace} permanent"
+                    " by {user} ({approvals} of {required} approvals, expires {moment})",
+                    **values,
+                )
+            )
+        return render(
+            fill(
+                "{request} pending: shift of {gpus} from {source} to {namespace} for {length}"
+                " by {user} ({approvals} of {required} approvals, expires {moment})",
+                length=format_duration(pending.duration),
+                **values,
+            )
+        )
+    values["amount"] = pending.amount_text
+    if pending.duration is None:
+        return render(
+            fill(
+                "{request} pending: {amount} GPUs in {namespace} permanent by {user} ({approvals} of {required} approvals, expires {moment})",
+                **values,
+            )
+        )
+    return render(
+        fill(
+            "{request} pending: {amount} GPUs in {namespace} for {length} by {user} ({approvals} of {required} approvals, expires {moment})",
+            length=format_duration(pending.duration),
+            **values,
+        )
     )
 
 
 def audit_lines(entries: Sequence[AuditLine]) -> list[str]:
+    """One line per audit record: when (UTC), who, the action (its key) and its subject, the values, the detail
+    (``reasons.render_detail``: a typed detail in words, anything else as stored)."""
     lines = []
     for entry in entries:
-        actor = "bot" if entry.actor == "gpu-quota-bot" else mention(entry.actor)
+        actor = tr("bot") if entry.actor == _BOT else mention(entry.actor)
         subject = format_request_id(entry.request_id) if entry.request_id else escape(entry.namespace or "")
         change = ""
         if entry.before and entry.after:

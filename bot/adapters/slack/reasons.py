@@ -1,17 +1,19 @@
 """The words of a failure reason (``bot.domain.failure_reasons``): on the card, in the thread, in replies
 and on the audit trail.
 
-Each reason has one renderer, a sentence written whole (``words.fill``); a reason quoting another
-system (``AsSaid``: the API server's message, or a reason an earlier version stored as text) is shown
-as said, as text. ``mrkdwn.render`` escapes every piece.
+Each reason has one renderer, a whole sentence of the catalog in the reader's language (``fill``,
+``fill_n`` for a count); a reason quoting another system (``AsSaid``: the API server's message, or a
+reason an earlier version stored as text) is shown as said, as text, in every language. ``mrkdwn.render`` escapes every piece.
 """
 
 from __future__ import annotations
 
 from functools import singledispatch
 
+from bot.adapters.i18n import format_number, tr
 from bot.adapters.slack import details, mrkdwn
-from bot.adapters.slack.sentences import Value, fill
+from bot.adapters.slack.resources import signed
+from bot.adapters.slack.sentences import Value, fill, fill_n
 from bot.domain import audit_details as d
 from bot.domain import failure_reasons as f
 from bot.domain.commands import format_request_id
@@ -54,26 +56,35 @@ def _(reason: f.AsSaid) -> Notice:
 
 @notice.register
 def _(reason: f.QuotaTooLow) -> Notice:
-    return fill(
-        "the quota is {before} GPUs now, so it cannot go down by {decrease}", before=reason.before, decrease=reason.decrease
+    return fill_n(
+        "the quota is {count} GPU now, so it cannot go down by {decrease}",
+        "the quota is {count} GPUs now, so it cannot go down by {decrease}",
+        reason.before,
+        decrease=format_number(reason.decrease),
     )
 
 
 @notice.register
 def _(reason: f.AboveLimit) -> Notice:
-    return fill(
+    delta = signed(reason.delta)
+    return fill_n(
+        "the quota is {before} GPU now and may be at most {max_gpus}; {before} {delta} = {after}",
         "the quota is {before} GPUs now and may be at most {max_gpus}; {before} {delta} = {after}",
-        before=reason.before,
-        max_gpus=reason.max_gpus,
-        delta=f"{reason.delta:+d}",
-        after=reason.after,
+        reason.before,
+        before=format_number(reason.before),
+        max_gpus=format_number(reason.max_gpus),
+        delta=delta,
+        after=format_number(reason.after),
     )
 
 
 @notice.register
 def _(reason: f.PermanentBelowZero) -> Notice:
-    return fill(
-        "the permanent quota is {base} GPUs, so it cannot go down by {decrease}", base=reason.base, decrease=reason.decrease
+    return fill_n(
+        "the permanent quota is {count} GPU, so it cannot go down by {decrease}",
+        "the permanent quota is {count} GPUs, so it cannot go down by {decrease}",
+        reason.base,
+        decrease=format_number(reason.decrease),
     )
 
 
@@ -84,10 +95,20 @@ def _(reason: f.GrantAlreadyEnded) -> Notice:
 
 @notice.register
 def _(reason: f.SourceShort) -> Notice:
-    values: dict[str, Value] = {"namespace": Code(reason.namespace), "gpus": reason.gpus, "wanted": reason.wanted}
+    values: dict[str, Value] = {"namespace": Code(reason.namespace), "wanted": format_number(reason.wanted)}
     if reason.own:
-        return fill("{namespace} has {gpus} GPUs of its own quota now, so it cannot give {wanted}", **values)
-    return fill("{namespace} has {gpus} GPUs now, so it cannot give {wanted}", **values)
+        return fill_n(
+            "{namespace} has {count} GPU of its own quota now, so it cannot give {wanted}",
+            "{namespace} has {count} GPUs of its own quota now, so it cannot give {wanted}",
+            reason.gpus,
+            **values,
+        )
+    return fill_n(
+        "{namespace} has {count} GPU now, so it cannot give {wanted}",
+        "{namespace} has {count} GPUs now, so it cannot give {wanted}",
+        reason.gpus,
+        **values,
+    )
 
 
 @notice.register
@@ -111,23 +132,28 @@ def _(reason: f.LegNotWritten) -> Notice:
     )
 
 
+def _figure(value: int | None) -> str:
+    return tr("none") if value is None else format_number(value)
+
+
 @notice.register
 def _(reason: f.SourceKeptLowered) -> Notice:
     return fill(
         "{cause}; the source side stays lowered ({before} -> {after})",
         cause=notice(reason.cause),
-        before=str(reason.before),
-        after=str(reason.after),
+        before=_figure(reason.before),
+        after=_figure(reason.after),
     )
 
 
 @notice.register
 def _(reason: f.QuotaKeptChanging) -> Notice:
-    return fill(
-        "the quota {quota} in {namespace} kept changing while the bot wrote it ({conflicts} conflicts in a row)",
+    return fill_n(
+        "the quota {quota} in {namespace} kept changing while the bot wrote it ({count} conflict in a row)",
+        "the quota {quota} in {namespace} kept changing while the bot wrote it ({count} conflicts in a row)",
+        reason.conflicts,
         quota=reason.quota_name,
         namespace=reason.namespace,
-        conflicts=reason.conflicts,
     )
 
 

@@ -1,9 +1,12 @@
-"""How a governed resource reads in a message: "4 GPUs", "2 MIG 3g.40gb slices", "3 × amd.com/gpu"."""
+"""How a governed resource reads in a message, in the reader's language: "4 GPUs", "2 MIG 3g.40gb slices",
+"3 × amd.com/gpu" ("4 块 GPU", "2 个 MIG 3g.40gb 切片"); and a signed change of a figure ("+2", "-1").
+
+A MIG profile's name and any other resource's name are names: shown as they are in every language."""
 
 from __future__ import annotations
 
+from bot.adapters.i18n import format_number, ngettext, substitute, tr
 from bot.domain.resources import GPU, mig_profile
-from bot.services.text import gpus
 
 SHARED_GPU = "nvidia.com/gpu.shared"  # the device plugin's time-slicing with renameByDefault
 
@@ -16,22 +19,34 @@ def resource_label(resource: str) -> str:
     if profile is not None:
         return f"MIG {profile.name}"
     if resource == SHARED_GPU:
-        return "shared GPU"
+        return tr("shared GPU")
     return resource
 
 
 def amount_of(count: int, resource: str) -> str:
-    """``count`` of ``resource``: ``4 GPUs``, ``1 MIG 3g.40gb slice``, ``2 shared GPUs``, ``3 × amd.com/gpu``."""
+    """``count`` of ``resource``: ``4 GPUs``, ``1 MIG 3g.40gb slice``, ``2 shared GPUs``, ``3 × amd.com/gpu``
+    (the figure first in every language)."""
+    values = {"count": format_number(count), "resource": resource_label(resource)}  # the form is that of abs(count)
     if resource == GPU:
-        return gpus(count)
-    plural = abs(count) != 1
+        return substitute(ngettext("{count} GPU", "{count} GPUs", abs(count)), values)
     if mig_profile(resource) is not None:
-        return f"{count} {resource_label(resource)} slice{'s' if plural else ''}"
+        return substitute(ngettext("{count} {resource} slice", "{count} {resource} slices", abs(count)), values)
     if resource == SHARED_GPU:
-        return f"{count} shared GPU{'s' if plural else ''}"
-    return f"{count} × {resource}"
+        return substitute(ngettext("{count} shared GPU", "{count} shared GPUs", abs(count)), values)
+    return f"{values['count']} × {resource}"  # no words: the same in every language
+
+
+def gpus_of(count: int) -> str:
+    """A number of whole GPUs (``1 GPU``, ``-2 GPUs``; ``3 块 GPU``)."""
+    return amount_of(count, GPU)
+
+
+def signed(count: int) -> str:
+    """A change of a figure with its sign: ``+2``, ``-1``, ``0``."""
+    figure = format_number(count)
+    return "+" + figure if count > 0 else figure
 
 
 def unit_hours(resource: str) -> str:
     """What an hour of ``resource`` is called in cost figures: GPU-hours, or slice-hours for a MIG profile."""
-    return "slice-hours" if mig_profile(resource) is not None else "GPU-hours"
+    return tr("slice-hours") if mig_profile(resource) is not None else tr("GPU-hours")

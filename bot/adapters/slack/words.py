@@ -1,25 +1,32 @@
-"""The words of every typed message (``bot.services.messages``): English sentences, emoji and markup.
+"""The words of every typed message (``bot.services.messages``), in the reader's language.
 
-Each message has one renderer here, registered on ``notice``: a sentence written whole, with named
-placeholders (``fill``), the form a message catalog takes (#24: a second language is a catalog of
-the same sentences). Renderers make a ``Notice`` of typed parts; ``mrkdwn.render`` escapes every
-piece of text in it, so a person's words (a reason, an API server's message) stay inert here too.
-An old outbox entry's notice (recorded before typed messages) is delivered as it was stored.
+Each message has one renderer here, registered on ``notice``: whole sentences of the catalog with
+named placeholders (``fill``, ``fill_n`` for a count; ``bot.adapters.i18n``), figures in the language's
+formats, several sentences of one message one after the other as the language writes them. Renderers
+make a ``Notice`` of typed parts; ``mrkdwn.render`` escapes every piece of text in it, so a person's
+words (a reason, an API server's message) stay inert here too. An old outbox entry's notice
+(recorded before typed messages) is delivered as it was stored.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from functools import singledispatch
 
+from babel.dates import format_date, format_skeleton
+from babel.numbers import format_percent
+
+from bot.adapters.i18n import N_, current, format_money, format_number, format_share, gettext, locale, tr
 from bot.adapters.slack import capacity_words, doctor_words, mrkdwn, prices, reasons
-from bot.adapters.slack.resources import amount_of, resource_label
-from bot.adapters.slack.sentences import Value, fill, join
+from bot.adapters.slack.details import span_words
+from bot.adapters.slack.resources import amount_of, gpus_of, resource_label, signed
+from bot.adapters.slack.sentences import Value, fill, fill_n, join
 from bot.domain.commands import format_request_id
-from bot.domain.priority import WaitCause
+from bot.domain.languages import Language
+from bot.domain.priority import NO_CLASS_LABEL, WaitCause
 from bot.domain.resources import GPU, quota_key
 from bot.services import messages as m
-from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words, gpus, money
+from bot.services.text import Channel, Code, Moment, Notice, Part, Strong, User, UserGroup, Words
 
 
 def render(said: m.Said) -> str:
@@ -38,6 +45,36 @@ def _(said: Notice) -> Notice:
     return said  # an entry recorded before typed messages: its parts as they were stored
 
 
+# How a language puts one sentence after another: a space in English, nothing in Chinese.
+_SENTENCE_GAP = {Language.ZH_CN: ""}
+
+
+def _then(*sentences: Notice | None) -> Notice:
+    """Sentences one after the other (None: left out), as the current language writes them."""
+    gap = Notice((Words(_SENTENCE_GAP.get(current(), " ")),))
+    present = [n for n in sentences if n is not None and n.parts]
+    return join(*[piece for index, n in enumerate(present) for piece in ((gap, n) if index else (n,))])
+
+
+def _line(*notices: Notice | None) -> Notice:
+    """Notices on lines of their own (None: left out)."""
+    present = [n for n in notices if n is not None]
+    newline = Notice((Words("\n"),))
+    return join(*[piece for index, n in enumerate(present) for piece in ((newline, n) if index else (n,))])
+
+
+def _weekday(day: date) -> str:
+    """A day with its weekday: ``Wed 11 Nov`` as the bot always wrote it, ``11月11日周三``."""
+    if current() == Language.EN:
+        return format_date(day, "EEE dd MMM", locale=locale())
+    return format_skeleton("MMMEd", day, locale=locale())
+
+
+def _points(percent: float) -> str:
+    """A percentage given in points, its decimals kept (``2.5%``, ``10%``)."""
+    return format_percent(percent / 100, format="#,##0.##%", locale=locale())
+
+
 # --- decisions, cancellations and retries -------------------------------------------------
 
 
@@ -46,8 +83,8 @@ def _(said: m.ApprovedBy) -> Notice:
     return fill(
         ":+1: Approved by {user} — {approvals} of {required}.",
         user=User(said.user_id),
-        approvals=said.approvals,
-        required=said.required,
+        approvals=format_number(said.approvals),
+        required=format_number(said.required),
     )
 
 
@@ -86,54 +123,78 @@ def _(said: m.RetryBy) -> Notice:
 # --- applying a change, and a grant's end -------------------------------------------------
 
 
-def _below_usage(*, new_hard: int, used: int, queued: bool = False) -> Notice | None:
+def _below_usage(*, new_hard: int, used: int, queued: bool = False, namespace: str | None = None) -> Notice | None:
     """What happens when a quota drops under what is already in use (the source document's reclaim);
-    ``queued``: the quota is a Kueue ClusterQueue's, which holds new workloads back instead of refusing pods."""
+    ``queued``: the quota is a Kueue ClusterQueue's, which holds new workloads back instead of refusing pods;
+    ``namespace``: the namespace named first (a shift's source)."""
     if new_hard >= used:
         return None
+    quota = format_number(new_hard)
     if queued:
-        return fill(
-            "{used} are reserved by admitted workloads, above the new quota of {new_hard}. They keep running;"
+        return fill_n(
+            "{count} is reserved by admitted workloads, above the new quota of {new_hard}. They keep running;"
             " Kueue admits no new workload that would take the reservation above {new_hard}: a gradual reclaim"
             " as jobs finish, not a hard cut.",
-            used=used,
-            new_hard=new_hard,
+            "{count} are reserved by admitted workloads, above the new quota of {new_hard}. They keep running;"
+            " Kueue admits no new workload that would take the reservation above {new_hard}: a gradual reclaim"
+            " as jobs finish, not a hard cut.",
+            used,
+            new_hard=quota,
         )
-    return fill(
-        "{used} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
+    if namespace is not None:
+        return fill_n(
+            "{namespace}: {count} GPU is in use, above the new quota of {new_hard}. Running pods keep running;"
+            " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
+            " {new_hard}: a gradual reclaim as jobs finish, not a hard cut.",
+            "{namespace}: {count} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
+            " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
+            " {new_hard}: a gradual reclaim as jobs finish, not a hard cut.",
+            used,
+            namespace=namespace,
+            new_hard=quota,
+        )
+    return fill_n(
+        "{count} GPU is in use, above the new quota of {new_hard}. Running pods keep running;"
         " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
         " {new_hard}: a gradual reclaim as jobs finish, not a hard cut.",
-        used=used,
-        new_hard=new_hard,
+        "{count} GPUs are in use, above the new quota of {new_hard}. Running pods keep running;"
+        " new pods asking for GPUs are refused with `exceeded quota` while they would take usage above"
+        " {new_hard}: a gradual reclaim as jobs finish, not a hard cut.",
+        used,
+        new_hard=quota,
     )
-
-
-def _line(*notices: Notice | None) -> Notice:
-    """Notices on lines of their own (None: left out)."""
-    present = [n for n in notices if n is not None]
-    newline = Notice((Words("\n"),))
-    return join(*[piece for index, n in enumerate(present) for piece in ((newline, n) if index else (n,))])
 
 
 @notice.register
 def _(said: m.Applied) -> Notice:
-    head = fill(
-        ":white_check_mark: Applied: {resource} in {namespace} ({quota}) {before} → {after}.",
-        resource=Code(quota_key(said.resource) if said.flavor is None else f"nominalQuota of {said.resource} ({said.flavor})"),
-        namespace=Strong(said.namespace),
-        quota=said.quota_name,
-        before=amount_of(said.before, said.resource),
-        after=Strong(amount_of(said.after, said.resource)),
-    )
+    values: dict[str, Value] = {
+        "namespace": Strong(said.namespace),
+        "quota": said.quota_name,
+        "before": amount_of(said.before, said.resource),
+        "after": Strong(amount_of(said.after, said.resource)),
+    }
+    if said.flavor is None:
+        key = Code(quota_key(said.resource))
+        head = fill(":white_check_mark: Applied: {key} in {namespace} ({quota}) {before} → {after}.", key=key, **values)
+    else:
+        head = fill(
+            ":white_check_mark: Applied: `nominalQuota` of {resource} ({flavor}) in {namespace} ({quota}) {before} → {after}.",
+            resource=Code(said.resource),
+            flavor=Code(said.flavor),
+            **values,
+        )
     ends = None
     if said.ends_at is not None:
         ends = fill("The grant ends {at}; the quota then goes back automatically.", at=Moment(said.ends_at))
     drift = None
     if said.drift:
-        drift = fill(
+        drift = fill_n(
+            ":warning: Someone had changed this quota outside the bot by {drift} GPU (e.g. {command})."
+            " The bot adopted that change into the base instead of overwriting it.",
             ":warning: Someone had changed this quota outside the bot by {drift} GPUs (e.g. {command})."
             " The bot adopted that change into the base instead of overwriting it.",
-            drift=f"{said.drift:+d}",
+            abs(said.drift),
+            drift=signed(said.drift),
             command=Code("kubectl edit"),
         )
     return _line(head, ends, drift, _below_usage(new_hard=said.after, used=said.used, queued=said.flavor is not None))
@@ -188,28 +249,34 @@ def _(said: m.GrantNotPutBack) -> Notice:
     )
 
 
-def _grant_ended(namespace: str, released_by: str | None, before: int | None, after: int, resource: str) -> Notice:
-    """ "grant expired: *ns* 4 GPUs → *2 GPUs*." (or "released by @someone")."""
-    values: dict[str, Value] = {
+def _grant_figures(namespace: str, before: int | None, after: int, resource: str) -> dict[str, Value]:
+    """The values of "*ns* 4 GPUs → *2 GPUs*" (``before`` None: there was no quota)."""
+    return {
         "namespace": Strong(namespace),
-        "before": "no quota" if before is None else amount_of(before, resource),
+        "before": tr("no quota") if before is None else amount_of(before, resource),
         "after": Strong(amount_of(after, resource)),
     }
-    if released_by is None:
-        return fill("grant expired: {namespace} {before} → {after}.", **values)
-    return fill("grant released by {user}: {namespace} {before} → {after}.", user=User(released_by), **values)
 
 
 @notice.register
 def _(said: m.GrantEnded) -> Notice:
-    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after, said.resource)
-    return _line(join(fill(":hourglass: The "), summary), _below_usage(new_hard=said.after, used=said.used))
+    values = _grant_figures(said.namespace, said.before, said.after, said.resource)
+    if said.released_by is None:
+        summary = fill(":hourglass: The grant expired: {namespace} {before} → {after}.", **values)
+    else:
+        summary = fill(
+            ":hourglass: The grant released by {user}: {namespace} {before} → {after}.", user=User(said.released_by), **values
+        )
+    return _line(summary, _below_usage(new_hard=said.after, used=said.used))
 
 
 @notice.register
 def _(said: m.GrantEndedToRequester) -> Notice:
-    summary = _grant_ended(said.namespace, said.released_by, said.before, said.after, said.resource)
-    return join(fill("{request}: ", request=format_request_id(said.request_id)), summary)
+    values = _grant_figures(said.namespace, said.before, said.after, said.resource)
+    values["request"] = format_request_id(said.request_id)
+    if said.released_by is None:
+        return fill("{request}: grant expired: {namespace} {before} → {after}.", **values)
+    return fill("{request}: grant released by {user}: {namespace} {before} → {after}.", user=User(said.released_by), **values)
 
 
 # --- waiting for the cluster, and failures ------------------------------------------------
@@ -260,8 +327,8 @@ def _(said: m.ShiftFailed) -> Notice:
         " Give back returns the GPUs to the source instead.",
         request=request,
         source=Strong(said.source_namespace),
-        before=gpus(said.source_before),
-        after=gpus(said.source_after),
+        before=gpus_of(said.source_before),
+        after=gpus_of(said.source_after),
         reason=reasons.notice(said.reason),
         namespace=said.namespace,
     )
@@ -270,21 +337,20 @@ def _(said: m.ShiftFailed) -> Notice:
 # --- shifts -------------------------------------------------------------------------------
 
 
-def _shift_applied(said: m.ShiftApplied, *, to_requester: int | None = None) -> Notice:
-    """ "Shift applied, source first: ..." without its emoji (to the requester of ``to_requester``: "GQ-n is
-    applied: ..."), and the lines that follow."""
-    head = fill(
-        ("{request} is applied: " if to_requester is not None else "Shift applied, source first: ")
-        + "{source} {source_before} → {source_after} (gave up {given}), then {namespace} {before} → {after}.",
-        request=format_request_id(to_requester) if to_requester is not None else "",
-        source=Strong(said.source_namespace),
-        source_before=gpus(said.source_before),
-        source_after=Strong(gpus(said.source_after)),
-        given=gpus(said.source_before - said.source_after),
-        namespace=Strong(said.namespace),
-        before=gpus(said.before),
-        after=Strong(gpus(said.after)),
-    )
+def _shift_figures(said: m.ShiftApplied) -> dict[str, Value]:
+    return {
+        "source": Strong(said.source_namespace),
+        "source_before": gpus_of(said.source_before),
+        "source_after": Strong(gpus_of(said.source_after)),
+        "given": gpus_of(said.source_before - said.source_after),
+        "namespace": Strong(said.namespace),
+        "before": gpus_of(said.before),
+        "after": Strong(gpus_of(said.after)),
+    }
+
+
+def _shift_follows(said: m.ShiftApplied, head: Notice) -> Notice:
+    """The head, then when the shift ends and the source's reclaim (when it is under its usage now)."""
     ends = None
     if said.ends_at is not None:
         ends = fill(
@@ -293,18 +359,30 @@ def _shift_applied(said: m.ShiftApplied, *, to_requester: int | None = None) -> 
             namespace=said.namespace,
             source=said.source_namespace,
         )
-    note = None if said.source_used is None else _below_usage(new_hard=said.source_after, used=said.source_used)
-    return _line(head, ends, None if note is None else join(fill("{source}: ", source=said.source_namespace), note))
+    note = None
+    if said.source_used is not None:
+        note = _below_usage(new_hard=said.source_after, used=said.source_used, namespace=said.source_namespace)
+    return _line(head, ends, note)
 
 
 @notice.register
 def _(said: m.ShiftApplied) -> Notice:
-    return join(fill(":white_check_mark: "), _shift_applied(said))
+    head = fill(
+        ":white_check_mark: Shift applied, source first: {source} {source_before} → {source_after} (gave up {given}),"
+        " then {namespace} {before} → {after}.",
+        **_shift_figures(said),
+    )
+    return _shift_follows(said, head)
 
 
 @notice.register
 def _(said: m.ShiftAppliedToRequester) -> Notice:
-    return _shift_applied(said, to_requester=said.request_id)
+    head = fill(
+        "{request} is applied: {source} {source_before} → {source_after} (gave up {given}), then {namespace} {before} → {after}.",
+        request=format_request_id(said.request_id),
+        **_shift_figures(said),
+    )
+    return _shift_follows(said, head)
 
 
 @notice.register
@@ -321,8 +399,8 @@ def _(said: m.SourceReturned) -> Notice:
     return fill(
         ":hourglass: GPUs back to the source: {source} {before} → {after}.",
         source=Strong(said.source_namespace),
-        before="no quota" if said.before is None else gpus(said.before),
-        after=Strong(gpus(said.after)),
+        before=tr("no quota") if said.before is None else gpus_of(said.before),
+        after=Strong(gpus_of(said.after)),
     )
 
 
@@ -331,18 +409,23 @@ def _(said: m.SourceReturned) -> Notice:
 
 @notice.register
 def _(said: m.QuotaEditedOutside) -> Notice:
-    return fill(
+    command = Code("/gpu-quota audit " + said.namespace)
+    return fill_n(
+        ":warning: The GPU quota of {namespace} was changed outside the bot by {drift} GPU (now {gpus})."
+        " The bot adopted the change; see {command}.",
         ":warning: The GPU quota of {namespace} was changed outside the bot by {drift} GPUs (now {gpus})."
         " The bot adopted the change; see {command}.",
+        abs(said.drift),
         namespace=Strong(said.namespace),
-        drift=f"{said.drift:+d}",
-        gpus=gpus(said.after),
-        command=Code(f"/gpu-quota audit {said.namespace}"),
+        drift=signed(said.drift),
+        gpus=gpus_of(said.after),
+        command=command,
     )
 
 
 def _hours(duration: timedelta) -> str:
-    return f"{duration.total_seconds() / 3600:g}h"
+    """A timeout in hours: ``36h`` (``36 小时``)."""
+    return tr("{count}h", count=format_number(duration.total_seconds() / 3600))
 
 
 @notice.register
@@ -368,7 +451,7 @@ def _(said: m.GrantEndsSoon) -> Notice:
     return fill(
         ":alarm_clock: {request}: your {gpus} in {namespace} go back {at}.",
         request=format_request_id(said.request_id),
-        gpus=gpus(said.gpus),
+        gpus=gpus_of(said.gpus),
         namespace=Strong(said.namespace),
         at=Moment(said.ends_at),
     )
@@ -379,12 +462,19 @@ def _(said: m.GrantEndsSoon) -> Notice:
 
 @notice.register
 def _(said: m.CopyNotPosted) -> Notice:
+    if said.team_label:
+        return fill(
+            ":warning: The copy of this card could not be posted in {channel} ({error});"
+            " approvers of {team} do not see it there: send them this thread.",
+            channel=Channel(said.channel_id),
+            error=said.error,
+            team=said.team_label,
+        )
     return fill(
         ":warning: The copy of this card could not be posted in {channel} ({error});"
-        " approvers of {team} do not see it there: send them this thread.",
+        " approvers of the source team do not see it there: send them this thread.",
         channel=Channel(said.channel_id),
         error=said.error,
-        team=said.team_label or "the source team",
     )
 
 
@@ -413,18 +503,21 @@ def _(said: m.StackBroken) -> Notice:
 
 @notice.register
 def _(said: m.IdleNudge) -> Notice:
+    values: dict[str, Value] = {
+        "namespace": Strong(said.namespace),
+        "gpus": gpus_of(said.gpus),
+        "threshold": _points(said.threshold_percent),
+        "window": format_number(said.window.total_seconds() / 3600),
+        "highest": format_share(said.highest),
+        "idle_hours": format_number(said.idle_hours, digits=0),
+        "cost": format_money(said.cost, said.currency),
+        "price_basis": prices.notice_of(said.price_basis),
+    }
     return fill(
-        ":electric_plug: {namespace} holds {gpus} whose utilisation stayed under {threshold}% for the last {window} h"
+        ":electric_plug: {namespace} holds {gpus} whose utilisation stayed under {threshold} for the last {window} h"
         " (highest {highest}): about {idle_hours} idle GPU-hours, {cost} ({price_basis})."
         " Release what you do not use so others can have it.",
-        namespace=Strong(said.namespace),
-        gpus=gpus(said.gpus),
-        threshold=f"{said.threshold_percent:g}",
-        window=f"{said.window.total_seconds() / 3600:g}",
-        highest=f"{said.highest:.0%}",
-        idle_hours=f"{said.idle_hours:,.0f}",
-        cost=money(said.cost, said.currency),
-        price_basis=prices.notice_of(said.price_basis),
+        **values,
     )
 
 
@@ -438,23 +531,13 @@ def _(said: m.NudgesSnoozed) -> Notice:
 @notice.register
 def _(said: m.ReclaimEnded) -> Notice:
     return fill(
-        ":white_check_mark: {freed} in {namespace}: usage is within the quota of {quota} now. No pod was evicted.",
-        freed=Strong(f"{gpus(said.freed)} freed over {_span(said.span)} as jobs finished"),
+        ":white_check_mark: *{freed} freed over {span} as jobs finished* in {namespace}:"
+        " usage is within the quota of {quota} now. No pod was evicted.",
+        freed=gpus_of(said.freed),
+        span=span_words(said.span),
         namespace=Strong(said.namespace),
-        quota=gpus(said.quota),
+        quota=gpus_of(said.quota),
     )
-
-
-def _span(span: timedelta) -> str:
-    """A reclaim's length as people say it: "2 days 4 h", "5 h 10 min", "12 min", "under a minute"."""
-    minutes = int(span.total_seconds() // 60)
-    days, minutes = divmod(minutes, 24 * 60)
-    hours, minutes = divmod(minutes, 60)
-    if days:
-        return ("1 day" if days == 1 else f"{days} days") + (f" {hours} h" if hours else "")
-    if hours:
-        return f"{hours} h" + (f" {minutes} min" if minutes else "")
-    return f"{minutes} min" if minutes else "under a minute"
 
 
 def _mentions(users: tuple[str, ...], usergroups: tuple[str, ...]) -> Notice:
@@ -464,68 +547,80 @@ def _mentions(users: tuple[str, ...], usergroups: tuple[str, ...]) -> Notice:
     return Notice(tuple(part for index, p in enumerate(mentions) for part in ((Words(" "), p) if index else (p,))))
 
 
-def _outlook(said: m.BudgetAlert) -> Notice:
+def _outlook(said: m.BudgetAlert) -> Notice | None:
     """Over budget since a day, or the run-out time when it falls within this month, or nothing."""
     if said.over_since is not None:
-        return fill(" It has been over budget since {day}.", day=f"{said.over_since:%a %d %b}")
+        return fill("It has been over budget since {day}.", day=_weekday(said.over_since))
     if said.runs_out is not None:
-        return fill(" At the current burn it runs out around {at}.", at=Moment(said.runs_out))
-    return Notice(())
+        return fill("At the current burn it runs out around {at}.", at=Moment(said.runs_out))
+    return None
 
 
 @notice.register
 def _(said: m.BudgetAlert) -> Notice:
-    percent, forecast_percent = 100 * said.spent / said.budget, 100 * said.forecast / said.budget
     values: dict[str, Value] = {
+        "owners": _mentions(said.users, said.usergroups),
         "team": Strong(said.team_label),
-        "spent": f"{money(said.spent, said.currency)} of {money(said.budget, said.currency)}",
-        "percent": f"{percent:.0f}",
-        "forecast": f"{money(said.forecast, said.currency)} ({forecast_percent:.0f}%)",
+        "spent": format_money(said.spent, said.currency),
+        "budget": format_money(said.budget, said.currency),
+        "percent": format_share(said.spent / said.budget),
+        "forecast": format_money(said.forecast, said.currency),
+        "forecast_percent": format_share(said.forecast / said.budget),
     }
-    owners = _mentions(said.users, said.usergroups)
     if said.threshold is None:
         head = fill(
-            " {team} is on course to overspend its GPU budget this month: {spent} so far ({percent}%),"
-            " month-end forecast {forecast}.",
+            ":chart_with_upwards_trend: {owners} {team} is on course to overspend its GPU budget this month:"
+            " {spent} of {budget} so far ({percent}), month-end forecast {forecast} ({forecast_percent}).",
             **values,
         )
-        return join(fill(":chart_with_upwards_trend: "), owners, head, _outlook(said))
-    icon = fill(":rotating_light: " if said.threshold >= 100 else ":moneybag: ")
+        return _then(head, _outlook(said))
+    values["threshold"] = format_share(said.threshold / 100)
+    if said.threshold < 100:
+        head = fill(
+            ":moneybag: {owners} {team} has used {percent} of its monthly GPU budget ({spent} of {budget};"
+            " threshold {threshold}). Month-end forecast {forecast} ({forecast_percent}).",
+            **values,
+        )
+        return _then(head, _outlook(said))
     head = fill(
-        " {team} has used {percent}% of its monthly GPU budget ({spent}; threshold {threshold}%). Month-end forecast {forecast}.",
-        threshold=said.threshold,
+        ":rotating_light: {owners} {team} has used {percent} of its monthly GPU budget ({spent} of {budget};"
+        " threshold {threshold}). Month-end forecast {forecast} ({forecast_percent}).",
         **values,
     )
-    over = fill(" New increases need one more approval until next month.") if said.threshold >= 100 else Notice(())
-    return join(icon, owners, head, _outlook(said), over)
+    return _then(head, _outlook(said), fill("New increases need one more approval until next month."))
 
 
 # --- blocked workloads and shift proposals ------------------------------------------------
 
 
-def _times(count: int) -> str:
-    return f"{count} time{'s' if count != 1 else ''}"
-
-
 @notice.register
 def _(said: m.QuotaBlocked) -> Notice:
     # Workload names come from whoever created them: parts, escaped by mrkdwn.
+    workload = Strong(said.kind + " " + said.name)
     values: dict[str, Value] = {
-        "workload": Strong(f"{said.kind} {said.name}"),
+        "workload": workload,
         "namespace": Strong(said.namespace),
+        "resource": resource_label(said.resource),
         "error": Code("exceeded quota"),
-        "times": _times(said.count),
     }
-    head = "{namespace} cannot start pods: the {resource} quota is full ({error}, {times})."
-    advice = " Ask for more, or wait for running jobs to finish."
-    values["resource"] = resource_label(said.resource)
     if said.requested is None:
-        return fill(":no_entry: {workload} in " + head + advice, **values)
-    return fill(
-        ":no_entry: {workload} in " + head + " It asks for {requested} while {used} of {limited} are in use." + advice,
+        return fill_n(
+            ":no_entry: {workload} in {namespace} cannot start pods: the {resource} quota is full ({error}, {count} time)."
+            " Ask for more, or wait for running jobs to finish.",
+            ":no_entry: {workload} in {namespace} cannot start pods: the {resource} quota is full ({error}, {count} times)."
+            " Ask for more, or wait for running jobs to finish.",
+            said.count,
+            **values,
+        )
+    return fill_n(
+        ":no_entry: {workload} in {namespace} cannot start pods: the {resource} quota is full ({error}, {count} time)."
+        " It asks for {requested} while {used} of {limited} are in use. Ask for more, or wait for running jobs to finish.",
+        ":no_entry: {workload} in {namespace} cannot start pods: the {resource} quota is full ({error}, {count} times)."
+        " It asks for {requested} while {used} of {limited} are in use. Ask for more, or wait for running jobs to finish.",
+        said.count,
         requested=amount_of(said.requested, said.resource),
-        used=said.used,
-        limited=said.limited,
+        used=format_number(said.used),
+        limited=format_number(said.limited),
         **values,
     )
 
@@ -537,57 +632,61 @@ def _(said: m.WorkloadWaiting) -> Notice:
         "workload": Strong(said.name),
         "namespace": Strong(said.namespace),
         "queue": Code(said.queue),
-        "resource": resource_label(said.resource),
         "reason": Code(said.reason),
     }
-    head = ":hourglass_flowing_sand: The Kueue workload {workload} in {namespace} waits for quota in its queue {queue}"
     if said.more is None:
         return fill(
-            head + ": not enough {resource} quota ({reason}). Ask for more, or wait for running jobs to finish.", **values
+            ":hourglass_flowing_sand: The Kueue workload {workload} in {namespace} waits for quota in its queue {queue}:"
+            " not enough {resource} quota ({reason}). Ask for more, or wait for running jobs to finish.",
+            resource=resource_label(said.resource),
+            **values,
         )
     return fill(
-        head + ": it needs {more} more ({reason}). Ask for more, or wait for running jobs to finish.",
+        ":hourglass_flowing_sand: The Kueue workload {workload} in {namespace} waits for quota in its queue {queue}:"
+        " it needs {more} more ({reason}). Ask for more, or wait for running jobs to finish.",
         more=amount_of(said.more, said.resource),
         **values,
     )
 
 
-_CAUSES = {
-    WaitCause.PREEMPTING: "lower-priority pods are being preempted to make room for it",
-    WaitCause.NO_VICTIMS: "no free GPU, and no lower-priority pod to preempt",
-    WaitCause.NEVER_PREEMPTS: "no free GPU, and its priority class never preempts (preemptionPolicy: Never)",
-    WaitCause.NO_CAPACITY: "no free GPU on any node",
+_CAUSES = {  # catalog ids, translated where they are shown
+    WaitCause.PREEMPTING: N_("lower-priority pods are being preempted to make room for it"),
+    WaitCause.NO_VICTIMS: N_("no free GPU, and no lower-priority pod to preempt"),
+    WaitCause.NEVER_PREEMPTS: N_("no free GPU, and its priority class never preempts (preemptionPolicy: Never)"),
+    WaitCause.NO_CAPACITY: N_("no free GPU on any node"),
 }
 
 
 @notice.register
 def _(said: m.SchedulingWait) -> Notice:
-    many = said.count != 1
-    head = fill(
-        ":hourglass_flowing_sand: {count} GPU pod{s} in {namespace} {wait} for the scheduler, not the quota ({error}):",
-        count=said.count,
-        s="s" if many else "",
+    error = Code("Insufficient " + (said.pods[0].resource if said.pods else GPU))  # the scheduler's own words
+    head = fill_n(
+        ":hourglass_flowing_sand: {count} GPU pod in {namespace} waits for the scheduler, not the quota ({error}):",
+        ":hourglass_flowing_sand: {count} GPU pods in {namespace} wait for the scheduler, not the quota ({error}):",
+        said.count,
         namespace=Strong(said.namespace),
-        wait="wait" if many else "waits",
-        error=Code("Insufficient " + (said.pods[0].resource if said.pods else GPU)),
+        error=error,
     )
-    lines = [
-        fill(
-            "\n• {pod} ({gpus}, {priority}): {cause}",
-            pod=Strong(pod.name),
-            gpus=amount_of(pod.gpus, pod.resource),
-            priority=pod.class_label,
-            cause=_CAUSES[pod.cause],
-        )
-        for pod in said.pods
-    ]
+    bullet = Notice((Words("\n• "),))
+    lines: list[Notice] = []
+    for pod in said.pods:
+        values: dict[str, Value] = {
+            "pod": Strong(pod.name),
+            "gpus": amount_of(pod.gpus, pod.resource),
+            "cause": gettext(_CAUSES[pod.cause]),
+        }
+        if pod.class_label == NO_CLASS_LABEL:  # no priority class: the cluster's default priority
+            line = fill("{pod} ({gpus}, default): {cause}", **values)
+        else:
+            line = fill("{pod} ({gpus}, {priority}): {cause}", priority=pod.class_label, **values)
+        lines += [bullet, line]
     if said.count > len(said.pods):
-        lines.append(fill("\n• and {more} more", more=said.count - len(said.pods)))
+        lines += [bullet, fill("and {more} more", more=format_number(said.count - len(said.pods)))]
     advice = fill(
-        "\nMore quota would not help: the pods start when GPUs free up or pods of lower priority are preempted. "
-        "Ask the platform admins about capacity or priority classes."
+        "More quota would not help: the pods start when GPUs free up or pods of lower priority are preempted."
+        " Ask the platform admins about capacity or priority classes."
     )
-    return join(head, *lines, advice)
+    return join(head, *lines, Notice((Words("\n"),)), advice)
 
 
 @notice.register
@@ -595,35 +694,106 @@ def _(said: m.SpotSavings) -> Notice:
     return capacity_words.spot_savings_notice(said)
 
 
-def _shortage(said: m.ShiftProposal) -> str:
-    """What showed the target short, each figure with its signal; says when Prometheus was not read."""
-    shown = []
-    if said.blocked is not None:
-        unread = "" if said.saturation_read else "; Prometheus was not read"
-        shown.append(f"blocked by quota {_times(said.blocked)} (the bot's alerts{unread})")
+def _usage_and_shortage(said: m.ShiftProposal) -> Notice:
+    """How the source used its GPUs and what showed the target short, each figure with its signal (one
+    sentence of each pair of cases); says when Prometheus was not read."""
+    values: dict[str, Value] = {
+        "source": said.source_namespace,
+        "peak": format_number(said.source_peak),
+        "quota": gpus_of(said.source_quota),
+        "mean": format_number(said.source_mean, digits=1),
+        "target": said.namespace,
+    }
     if said.saturation is not None:
-        shown.append(f"at its quota {said.saturation * 100:.0f} % of the time (Prometheus)")
-    return " and ".join(shown)
+        values["saturation"] = format_number(round(said.saturation * 100))
+    if said.source_busy is None:
+        return _unmeasured_source(said, values)
+    values["busy"] = format_number(round(said.source_busy * 100))
+    if said.saturation is not None and said.blocked is not None:
+        return fill_n(
+            "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy; {target} was blocked by quota"
+            " {count} time (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy; {target} was blocked by quota"
+            " {count} times (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            said.blocked,
+            **values,
+        )
+    if said.saturation is not None:
+        return fill(
+            "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy;"
+            " {target} was at its quota {saturation} % of the time (Prometheus).",
+            **values,
+        )
+    if said.blocked is None:
+        return fill("{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy.", **values)
+    if said.saturation_read:
+        return fill_n(
+            "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy;"
+            " {target} was blocked by quota {count} time (the bot's alerts).",
+            "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy;"
+            " {target} was blocked by quota {count} times (the bot's alerts).",
+            said.blocked,
+            **values,
+        )
+    return fill_n(
+        "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy;"
+        " {target} was blocked by quota {count} time (the bot's alerts; Prometheus was not read).",
+        "{source} used at most {peak} of {quota} ({mean} on average), {busy} % busy;"
+        " {target} was blocked by quota {count} times (the bot's alerts; Prometheus was not read).",
+        said.blocked,
+        **values,
+    )
+
+
+def _unmeasured_source(said: m.ShiftProposal, values: dict[str, Value]) -> Notice:
+    """``_usage_and_shortage`` when the source's utilisation was not measured."""
+    if said.saturation is not None and said.blocked is not None:
+        return fill_n(
+            "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured; {target} was blocked"
+            " by quota {count} time (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured; {target} was blocked"
+            " by quota {count} times (the bot's alerts) and at its quota {saturation} % of the time (Prometheus).",
+            said.blocked,
+            **values,
+        )
+    if said.saturation is not None:
+        return fill(
+            "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured;"
+            " {target} was at its quota {saturation} % of the time (Prometheus).",
+            **values,
+        )
+    if said.blocked is None:
+        return fill("{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured.", **values)
+    if said.saturation_read:
+        return fill_n(
+            "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured;"
+            " {target} was blocked by quota {count} time (the bot's alerts).",
+            "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured;"
+            " {target} was blocked by quota {count} times (the bot's alerts).",
+            said.blocked,
+            **values,
+        )
+    return fill_n(
+        "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured;"
+        " {target} was blocked by quota {count} time (the bot's alerts; Prometheus was not read).",
+        "{source} used at most {peak} of {quota} ({mean} on average), utilisation not measured;"
+        " {target} was blocked by quota {count} times (the bot's alerts; Prometheus was not read).",
+        said.blocked,
+        **values,
+    )
 
 
 @notice.register
 def _(said: m.ShiftProposal) -> Notice:
-    busy = f"{said.source_busy * 100:.0f} % busy" if said.source_busy is not None else "utilisation not measured"
-    return fill(
-        ":bulb: Proposal {index} of {count} (last {days} days): shift {gpus} from {source} to {target}."
-        " {source_name} used at most {peak} of {quota} ({mean} on average), {busy};"
-        " {target_name} was {shortage}. Nothing changes unless a shift is requested and approved.",
-        index=said.index,
-        count=said.count,
-        days=said.window_days,
-        gpus=Strong(gpus(said.gpus)),
+    head = fill_n(
+        ":bulb: Proposal {index} of {total} (last {count} day): shift {gpus} from {source} to {target}.",
+        ":bulb: Proposal {index} of {total} (last {count} days): shift {gpus} from {source} to {target}.",
+        said.window_days,
+        index=format_number(said.index),
+        total=format_number(said.count),
+        gpus=Strong(gpus_of(said.gpus)),
         source=Strong(said.source_namespace),
         target=Strong(said.namespace),
-        source_name=said.source_namespace,
-        peak=f"{said.source_peak:g}",
-        quota=gpus(said.source_quota),
-        mean=f"{said.source_mean:.1f}",
-        busy=busy,
-        target_name=said.namespace,
-        shortage=_shortage(said),
     )
+    unchanged = fill("Nothing changes unless a shift is requested and approved.")
+    return _then(head, _usage_and_shortage(said), unchanged)
