@@ -167,7 +167,7 @@ class CostLine:
         """Per placement, its whole GPUs' figures and the money of every resource there (on-demand first, then
         spot, then the pools by name)."""
         found: dict[Placement, PlacementCost] = {}
-        for (placement, resource), figures in sorted(self.by_placement.items()):
+        for (placement, resource), figures in sorted(self.by_placement.items(), key=lambda item: _placement_order(item[0][0])):
             known = found.get(placement, PlacementCost())
             gpu = known.gpu + figures if resource == GPU else known.gpu
             found[placement] = PlacementCost(gpu, known.cost + figures.cost)
@@ -177,6 +177,11 @@ class CostLine:
     def split(self) -> bool:
         """Whether any of the line ran elsewhere than on on-demand nodes (spot, a priced pool)."""
         return any(not placement.on_demand for placement, _ in self.by_placement)
+
+
+def _placement_order(placement: Placement) -> tuple[bool, str, str]:
+    """On-demand first, then spot, then the pools by name."""
+    return (bool(placement.pool), placement.capacity.value, placement.pool)
 
 
 @dataclass(frozen=True)
