@@ -20,6 +20,7 @@ from bot.domain.capacity import CapacityType, Placement
 MARKER = '{"cost_basis":'
 NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
 MODEL_NAME_LIMIT = 60  # characters of a model's name kept (requests.cost_basis holds 400)
+POOL_NAME_LIMIT = 30  # characters of a pool's name kept, for the one placement shown and stored
 
 
 class Basis(Enum):
@@ -58,7 +59,17 @@ class Price:
         """The price as it is shown and stored: the first few models, their names cut, the rest counted."""
         kept = tuple(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
         rest = self.unnamed + max(0, len(self.models) - NAMED_MODELS)
-        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share, self.placements)
+        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share, _shown(self.placements))
+
+
+def _shown(placements: tuple[PlacementShare, ...]) -> tuple[PlacementShare, ...]:
+    """The placement a price's words name: the one (not on-demand) with the largest share, its pool's name cut."""
+    elsewhere = [item for item in placements if not item.placement.on_demand]
+    if not elsewhere:
+        return ()
+    top = max(elsewhere, key=lambda item: item.share)
+    where = Placement(top.placement.capacity, top.placement.pool[:POOL_NAME_LIMIT])
+    return (PlacementShare(where, round(top.share, 3)),)
 
 
 @dataclass(frozen=True)
@@ -83,6 +94,7 @@ StoredBasis = CostBasis | BasisAsStored
 
 def to_text(basis: CostBasis) -> str:
     price = basis.price.named()
+    where = price.placements[0] if price.placements else None
     fields = {
         "cost_basis": "CostBasis",
         "grant": basis.grant,
@@ -94,11 +106,8 @@ def to_text(basis: CostBasis) -> str:
         "currency": price.currency,
         "days": price.days,
         **({"share": str(price.share)} if price.share is not None else {}),
-        **(
-            {"placements": [[p.placement.capacity.value, p.placement.pool, p.share] for p in price.placements]}
-            if price.placements
-            else {}
-        ),
+        # The one placement shown (``named``), compact: requests.cost_basis holds 400 characters.
+        **({"where": [where.placement.capacity.value, where.placement.pool, where.share]} if where else {}),
     }
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
@@ -110,7 +119,8 @@ def from_text(text: str) -> StoredBasis:
     data = json.loads(text)
     share = Fraction(data["share"]) if "share" in data else None  # a basis stored before MIG pricing has none
     models = tuple(data["models"])
-    # A basis stored before prices per capacity type has no placements.
-    placements = tuple(PlacementShare(Placement(CapacityType(c), pool), share) for c, pool, share in data.get("placements", []))
+    # A basis stored before prices per capacity type has no placement.
+    where = data.get("where")
+    placements = (PlacementShare(Placement(CapacityType(where[0]), where[1]), where[2]),) if where else ()
     price = Price(data["rate"], Basis(data["basis"]), models, data["currency"], data["days"], data["unnamed"], share, placements)
     return CostBasis(data["grant"], price, data["named"])

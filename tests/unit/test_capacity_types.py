@@ -3,6 +3,8 @@ label names, the price of a GPU-hour at each placement, and usage and cost lines
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from bot.domain import prices
@@ -207,7 +209,20 @@ def test_a_placement_dcgm_did_not_see_takes_the_models_of_the_whole_resource() -
 def test_a_price_keeps_where_its_hours_ran_and_an_older_basis_reads_without() -> None:
     shares = (PlacementShare(Placement(SPOT), 0.7), PlacementShare(ON_DEMAND_PLACEMENT, 0.3))
     basis = prices.CostBasis(False, Price(2.1, Basis.RAN_ON, (H100,), "USD", 7, placements=shares))
-    assert prices.from_text(prices.to_text(basis)) == basis
+    stored = prices.from_text(prices.to_text(basis))
+    assert stored == prices.CostBasis(False, Price(2.1, Basis.RAN_ON, (H100,), "USD", 7, placements=shares[:1]))
+    # The longest basis still fits requests.cost_basis (400): three long models, a share, a long pool.
+    longest = Price(
+        12345.678,
+        Basis.RAN_ON,
+        tuple("M" * 80 + str(i) for i in range(3)),
+        "USD",
+        7,
+        unnamed=12,
+        share=Fraction(3, 7),
+        placements=(PlacementShare(Placement(SPOT, "p" * 63), 0.123456),),
+    )
+    assert len(prices.to_text(prices.CostBasis(True, longest, named=True))) <= 400
     older = prices.to_text(prices.CostBasis(True, Price(4.0, Basis.RAN_ON, (H100,), "USD", 7)))
     assert "placements" not in older and prices.from_text(older).price.placements == ()  # type: ignore[union-attr]
 
