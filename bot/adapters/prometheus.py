@@ -156,7 +156,7 @@ def node_label_names(pool_label: str | None = None) -> tuple[str, ...]:
     return tuple(ksm_label_name(label) for label in [*CAPACITY_LABELS, *([pool_label] if pool_label else [])])
 
 
-def node_placements(seconds: int, resources: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+def node_placements(seconds: int, labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
     """One series per node (of each cluster, ``by`` its labels) with ``labels`` (empty where the node lacks them):
     from ``kube_node_labels`` over the window (one label set per node: a name reused by a node of other labels the
     same day keeps one), and, for the nodes the pods' requests name that it has no series of, a series without
@@ -172,19 +172,19 @@ def placed_gpu_samples(seconds: int, resources: Sequence[str], labels: Sequence[
     pod = _labels("namespace", "pod", "uid", by=by)
     requested = f"sum by ({_labels('namespace', 'pod', 'uid', 'resource', 'node', by=by)}) (max_over_time({requests_selector(resources)}[{seconds}s]))"
     running = f"sum by ({pod}) (sum_over_time({RUNNING}[{seconds}s]))"
-    nodes = node_placements(seconds, resources, labels, by=by)
+    nodes = node_placements(seconds, labels, by=by)
     return (
         f"({requested} * on ({pod}) group_left () {running})"
         f" * on ({_labels('node', by=by)}) group_left ({', '.join(labels)}) {nodes}"
     )
 
 
-def pod_placements(seconds: int, resources: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+def pod_placements(seconds: int, labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
     """One series per pod that requested an extended resource on a node in the window, with its node's ``labels``
-    (a pod name on several nodes: one of them). ``resources`` is unused: every extended resource places a pod."""
+    (a pod name on several nodes: one of them)."""
     pod = _labels("namespace", "pod", by=by)
     pods = f"group by ({_labels('namespace', 'pod', 'node', by=by)}) (max_over_time({POD_NODES}[{seconds}s]))"
-    placed = f"{pods} * on ({_labels('node', by=by)}) group_left ({', '.join(labels)}) {node_placements(seconds, resources, labels, by=by)}"
+    placed = f"{pods} * on ({_labels('node', by=by)}) group_left ({', '.join(labels)}) {node_placements(seconds, labels, by=by)}"
     return f"topk by ({pod}) (1, max by ({_labels('namespace', 'pod', *labels, by=by)}) ({placed}))"
 
 
@@ -242,18 +242,16 @@ def pod_labels(expression: str) -> str:
     return f'label_replace({pod_namespace(expression)}, "pod", "$1", "exported_pod", "(.+)")'
 
 
-def measure_query(
-    name: str, expression: str, *, by: Sequence[str] = (), placed: tuple[int, Sequence[str], Sequence[str]] | None = None
-) -> str:
+def measure_query(name: str, expression: str, *, by: Sequence[str] = (), placed: tuple[int, Sequence[str]] | None = None) -> str:
     """``expression`` summed by namespace, model and MIG profile (none: whole GPUs), labelled ``measure=name``.
-    ``placed`` (seconds, resources, node labels): each GPU's series joined to its pod's node labels
+    ``placed`` (seconds, node labels): each GPU's series joined to its pod's node labels
     (``pod_placements``) and summed by them too."""
     if placed is None:
         labels = _labels("namespace", "modelName", MIG_PROFILE, by=by)
         return f'label_replace(sum by ({labels}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
-    seconds, resources, names = placed
+    seconds, names = placed
     labels = _labels("namespace", "modelName", MIG_PROFILE, *names, by=by)
-    pods = pod_placements(seconds, resources, names, by=by)
+    pods = pod_placements(seconds, names, by=by)
     joined = f"{pod_labels(expression)} * on ({_labels('namespace', 'pod', by=by)}) group_left ({', '.join(names)}) {pods}"
     return f'label_replace(sum by ({labels}) ({joined}), "measure", "{name}", "", "")'
 
@@ -272,7 +270,6 @@ def dcgm_queries(
     with_rule: bool = False,
     idle: bool = True,
     by: Sequence[str] = (),
-    resources: Sequence[str] = (GPU,),
     labels: Sequence[str] | None = None,
 ) -> list[str]:
     """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and model
@@ -280,8 +277,8 @@ def dcgm_queries(
     samples from the recording rule, in the same query; without it the idle subquery is a query of its own,
     so that it runs beside the others (it costs more than all of them). ``idle=False``: the samples only
     (what prices a day needs no idle count nor utilisation). Each measure is summed by the node ``labels`` of the
-    GPU's pod too (None: the capacity-type labels), through the pods' requests of ``resources``."""
-    placed = (seconds, resources, node_label_names() if labels is None else labels)
+    GPU's pod too (None: the capacity-type labels), through the pod's requests (``pod_placements``)."""
+    placed = (seconds, node_label_names() if labels is None else labels)
     samples = measure_query("hours", samples_count(seconds), by=by, placed=placed)
     if not idle:
         return [samples]
@@ -564,7 +561,6 @@ class PrometheusMetrics:
                     with_rule=with_rule,
                     idle=idle,
                     by=self._by,
-                    resources=self._resources,
                     labels=labels,
                 ),
             ]
