@@ -12,6 +12,7 @@ Messages of all three are safe to show to people: they never contain secrets.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from enum import Enum
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -69,6 +70,17 @@ class TemporaryError(GpuQuotaError):
 class Unreachable(TemporaryError):
     """The service did not answer at all: the connection was refused, reset or timed out (a server that answers
     5xx is not this: it answered)."""
+
+
+class ClusterUnavailable(TemporaryError):
+    """A cluster (``""``: the home one) has not answered since ``since``; ``cause``: the last failure's words."""
+
+    def __init__(self, cluster: str, since: datetime, cause: str, *, delay: float) -> None:
+        name = f"cluster {cluster}" if cluster else "the home cluster"
+        super().__init__(f"waiting for {name}: {cause} (since {since:%Y-%m-%d %H:%M} UTC)", delay=delay)
+        self.cluster = cluster
+        self.since = since
+        self.cause = cause
 
 
 class PartialMetrics(TemporaryError):

@@ -38,7 +38,7 @@ from bot.domain.clusters import HOME, namespace_key, split_key
 from bot.domain.kueue import ClusterQueueSnapshot, PendingWorkload
 from bot.domain.priority import GpuPod
 from bot.domain.quota import QuotaSnapshot
-from bot.errors import GpuQuotaError, PermanentError, TemporaryError, Unreachable
+from bot.errors import ClusterUnavailable, GpuQuotaError, PermanentError, TemporaryError, Unreachable
 from bot.services.ports import GpuNodes, QuotaRefusal, SchedulingFailure
 
 log = logging.getLogger(__name__)
@@ -46,14 +46,8 @@ T = TypeVar("T")
 Keyed = TypeVar("Keyed", QuotaSnapshot, ClusterQueueSnapshot, QuotaRefusal, SchedulingFailure, GpuPod, PendingWorkload)
 
 
-class ClusterDown(TemporaryError):
+class ClusterDown(ClusterUnavailable):
     """A cluster has not answered since ``since``; calls to it wait until it is tried again."""
-
-    def __init__(self, cluster: str, since: datetime, cause: str, *, delay: float) -> None:
-        name = f"cluster {cluster}" if cluster else "the home cluster"
-        super().__init__(f"waiting for {name}: {cause} (since {since:%Y-%m-%d %H:%M} UTC)", delay=delay)
-        self.cluster = cluster
-        self.since = since
 
 
 @dataclass(frozen=True)

@@ -135,6 +135,16 @@ class ShiftLowersFirst(FailureReason):
     namespace: str
 
 
+@dataclass(frozen=True)
+class ClusterNotAnswering(FailureReason):
+    """The cluster ``cluster`` (``""``: the home one) has not answered since ``since`` (ISO 8601, UTC);
+    ``cause``: the last failure as the bot's adapter said it."""
+
+    cluster: str
+    since: str
+    cause: str
+
+
 def to_json(reason: FailureReason) -> dict[str, Any]:
     """The reason as ``{"reason": kind, field: value, ...}`` (nested reasons the same way)."""
     fields = {f.name: getattr(reason, f.name) for f in dataclasses.fields(reason)}  # type: ignore[arg-type]

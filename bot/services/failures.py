@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import logging
 import random
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 
 from bot.clock import Clock
 from bot.domain.commands import format_request_id
 from bot.domain.entities import Request
-from bot.domain.failure_reasons import AsSaid, FailureReason, SourceKeptLowered, to_text
+from bot.domain.failure_reasons import AsSaid, ClusterNotAnswering, FailureReason, SourceKeptLowered, to_text
 from bot.domain.lifecycle import RequestKind, RequestState, SourceLeg
 from bot.domain.quota import QuotaScope
-from bot.errors import GpuQuotaError
+from bot.errors import ClusterUnavailable, GpuQuotaError
 from bot.services.announce import Announcer, Outgoing
 from bot.services.effects import take_back_effect
 from bot.services.messages import ApplyFailed, ApplyFailedToRequester, ShiftFailed, WaitingForCluster
@@ -41,7 +41,11 @@ RETRY_CAP = timedelta(seconds=5)
 
 def reason_of(error: GpuQuotaError) -> FailureReason:
     """Why a write was refused: the check's reason, or the error's words as said (the API server's)."""
-    return error.reason if isinstance(error, ChangeRefused | QuotaBusy) else AsSaid(str(error))
+    if isinstance(error, ChangeRefused | QuotaBusy):
+        return error.reason
+    if isinstance(error, ClusterUnavailable):
+        return ClusterNotAnswering(error.cluster, error.since.astimezone(timezone.utc).isoformat(), error.cause)
+    return AsSaid(str(error))
 
 
 def fail_request(repo: Repository, request: Request, reason: FailureReason, *, now: datetime, recorded: bool = True) -> None:

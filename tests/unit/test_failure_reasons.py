@@ -4,6 +4,7 @@ make, and in Chinese; a reason stored as plain text by the version before is sho
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timezone
 
 import pytest
 
@@ -13,10 +14,20 @@ from bot.adapters.slack.mrkdwn import escape
 from bot.adapters.slack.words import render
 from bot.domain import failure_reasons as f
 from bot.domain.languages import Language
+from bot.errors import ClusterUnavailable
+from bot.services.failures import reason_of
 from bot.services.messages import ApplyFailed, GrantNotPutBack, SourceNotRaised, WaitingForCluster, from_json, to_json
 from tests.language_checks import catalog_misses, foreign_words
 
 WORDED = [
+    (
+        f.ClusterNotAnswering("us-2", "2026-12-08T02:46:00+00:00", "no answer for 4 s"),
+        "waiting for cluster us-2: no answer for 4 s (since 2026-12-08 02:46 UTC)",
+    ),
+    (
+        f.ClusterNotAnswering("", "2026-12-08T02:46:00+00:00", "connection refused"),
+        "waiting for the home cluster: connection refused (since 2026-12-08 02:46 UTC)",
+    ),
     (f.QuotaTooLow(1, 2), "the quota is 1 GPU now, so it cannot go down by 2"),
     (f.AboveLimit(5, 12, 16), "the quota is 5 GPUs now and may be at most 16; 5 +12 = 17"),
     (f.PermanentBelowZero(4, 5), "the permanent quota is 4 GPUs, so it cannot go down by 5"),
@@ -56,9 +67,14 @@ def test_a_reason_reads_as_the_services_wrote_it_and_comes_back_from_its_stored_
     assert reasons.render(reason) == words
 
 
+# Fields shown as words, not as they are: a moment is formatted for the reader, and the bot's English
+# cause of a cluster's silence is shown to English readers only.
+WORDED_FIELDS = {("since", f.ClusterNotAnswering), ("cause", f.ClusterNotAnswering)}
+
+
 def said_as_is(reason: f.FailureReason) -> list[str]:
     """The names and other systems' words a reason holds (nested reasons' too), as typed and as escaped."""
-    strings = [v for v in vars(reason).values() if isinstance(v, str)]
+    strings = [v for name, v in vars(reason).items() if isinstance(v, str) and (name, type(reason)) not in WORDED_FIELDS]
     strings += [s for v in vars(reason).values() if isinstance(v, f.FailureReason) for s in said_as_is(v)]
     return strings + [escape(s) for s in strings]
 
@@ -152,3 +168,12 @@ def test_an_error_carrying_a_reason_says_it_in_words_in_logs_and_job_results() -
     error = QuotaBusy(QuotaKeptChanging("compute-quota", "ns-a", 8))
     assert str(error) == "the quota compute-quota in ns-a kept changing while the bot wrote it (8 conflicts in a row)"
     assert error.delay == 1.0
+
+
+def test_a_cluster_that_does_not_answer_is_a_typed_reason_worded_in_the_readers_language() -> None:
+    since = datetime(2026, 12, 8, 2, 46, tzinfo=timezone.utc)
+    reason = reason_of(ClusterUnavailable("us-2", since, "no answer for 4 s", delay=1.0))
+    assert reason == f.ClusterNotAnswering("us-2", "2026-12-08T02:46:00+00:00", "no answer for 4 s")
+    assert reasons.render(reason) == "waiting for cluster us-2: no answer for 4 s (since 2026-12-08 02:46 UTC)"
+    with speaking(Language.ZH_CN):
+        assert reasons.render(reason) == "集群 us-2 自 2026/12/8 02:46 UTC 起未响应"

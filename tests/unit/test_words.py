@@ -339,4 +339,9 @@ def test_every_sentence_of_the_message_words_is_said_in_chinese_by_a_fixture(mon
         for message in catalog
         if message.id and {path for path, _ in message.locations} & WORD_MODULES
     }
-    assert sentences - asked == set()
+    # Shown to English readers only: the cause is the adapter's English (other readers get the cluster and time).
+    english_only = {
+        "waiting for cluster {cluster}: {cause} (since {since})",
+        "waiting for the home cluster: {cause} (since {since})",
+    }
+    assert sentences - asked - english_only == set()

@@ -384,7 +384,7 @@ def _series_words(check: Check, e: SeriesEvidence, fix: Fix | None) -> tuple[str
             ),
         )
     if e.namespace_labels:
-        labels = format_list(list(e.namespace_labels), locale=i18n.locale())
+        labels = format_list([f"`{label}`" for label in e.namespace_labels], locale=i18n.locale())
         return tr("{metric} present, the pod's namespace in {labels}", metric=e.metric, labels=labels), ""
     return tr("{metric} present", metric=e.metric), ""
 

@@ -8,15 +8,18 @@ reason an earlier version stored as text) is shown as said, as text, in every la
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import singledispatch
 
-from bot.adapters.i18n import format_number, tr
+from bot.adapters.i18n import current, format_number, tr
 from bot.adapters.slack import details, mrkdwn
+from bot.adapters.slack.mrkdwn import utc_text
 from bot.adapters.slack.resources import signed
 from bot.adapters.slack.sentences import Value, fill, fill_n
 from bot.domain import audit_details as d
 from bot.domain import failure_reasons as f
 from bot.domain.commands import format_request_id
+from bot.domain.languages import Language
 from bot.services.text import Code, Notice, Words, plain
 
 
@@ -144,6 +147,22 @@ def _(reason: f.SourceKeptLowered) -> Notice:
         before=_figure(reason.before),
         after=_figure(reason.after),
     )
+
+
+@notice.register
+def _(reason: f.ClusterNotAnswering) -> Notice:
+    """English keeps the adapter's words for the cause; another language names the cluster and the time only
+    (the cause, in the bot's English, is in the log)."""
+    since = utc_text(datetime.fromisoformat(reason.since))
+    if current() == Language.EN:
+        if reason.cluster:
+            return fill(
+                "waiting for cluster {cluster}: {cause} (since {since})", cluster=reason.cluster, cause=reason.cause, since=since
+            )
+        return fill("waiting for the home cluster: {cause} (since {since})", cause=reason.cause, since=since)
+    if reason.cluster:
+        return fill("cluster {cluster} has not answered since {since}", cluster=reason.cluster, since=since)
+    return fill("the home cluster has not answered since {since}", since=since)
 
 
 @notice.register
