@@ -48,6 +48,7 @@ from bot.adapters.prometheus import PrometheusMetrics  # noqa: E402
 from bot.adapters.slack.reports import digest_report  # noqa: E402
 from bot.bootstrap import SlackPorts, build_services  # noqa: E402
 from bot.clock import ManualClock  # noqa: E402
+from bot.domain.clusters import HOME  # noqa: E402
 from tests.fakes import FakeCluster, FakeDirectory, FakeHomeTabs, FakeNotifier  # noqa: E402
 from tests.prometheus_server import PrometheusServer  # noqa: E402
 
@@ -61,12 +62,12 @@ def copy_ledger_day(database: Database, source: date, days: list[date]) -> None:
     columns = [c for c in LedgerEntry.__table__.columns if c.name != "id"]
     with database.transaction() as repo:
         rows = [dict(row._mapping) for row in repo.session.execute(select(*columns).where(LedgerEntry.day == source))]
-        status = repo.session.get(LedgerDay, source)
+        status = repo.session.get(LedgerDay, (source, HOME))
         assert status is not None and rows, f"nothing recorded for {source}"
         for day in days:
             repo.session.execute(delete(LedgerEntry).where(LedgerEntry.day == day))
             repo.session.execute(insert(LedgerEntry), [{**row, "day": day} for row in rows])
-            repo.session.merge(LedgerDay(day=day, status=status.status, recorded_at=status.recorded_at))
+            repo.session.merge(LedgerDay(day=day, cluster=HOME, status=status.status, recorded_at=status.recorded_at))
 
 
 def measure(server: PrometheusServer, namespaces: int, *, first: datetime = MONTH) -> dict[str, float]:

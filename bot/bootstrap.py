@@ -235,6 +235,8 @@ def connect_prometheus(
         resources=policy.all_governed_resources(),
         cluster=cluster,
         labels=labels,
+        pool_label=policy.pricing.pool_label,
+        pools=tuple(policy.pricing.pools),
     )
 
 

@@ -2,8 +2,9 @@
 
 Checks the settings and the policy file, then, for each system it can reach, that the namespaces,
 the governed resources and the Kueue ClusterQueues (Kubernetes), the users, user groups and
-channels (Slack) and the GPU metrics (Prometheus) are there, and that each exporter's sample
-spacing matches ``metrics.sample_interval``, and that mail can go where the policy sends it (``SMTP_URL``
+channels (Slack) and the GPU metrics (Prometheus) are there, that each exporter's sample
+spacing matches ``metrics.sample_interval``, that the nodes' capacity-type and pool labels are known to the
+price list (each value it does not know named once), and that mail can go where the policy sends it (``SMTP_URL``
 set when a team lists ``budget.mail``; with ``--smtp-login``, a login to the server, nothing sent). Prints one line per problem and exits 1 if there is any; systems it
 cannot reach are reported as skipped, not as problems; a setting that cannot work (a DATABASE_URL
 that does not parse or answer, a missing or corrupt kubeconfig) is a problem. A governed resource
@@ -21,10 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 
+from bot.adapters.i18n import tr
 from bot.adapters.metrics_clusters import label_problems
 from bot.adapters.prometheus import PrometheusMetrics
 from bot.adapters.slack.notifier import slack_call
 from bot.bootstrap import connect_cluster_metrics, connect_karmada, connect_kueue, connect_mail, connect_metrics, slack_client
+from bot.domain.capacity import SplitState, allowlist_flag
 from bot.domain.clusters import HOME, cluster_of, split_key
 from bot.domain.costs import Window
 from bot.domain.policy import Policy, PolicyError, load_policy
@@ -313,11 +316,13 @@ def _prometheus(settings: Settings, policy: Policy, out: Callable[[str], None]) 
             ["kube_pod_status_phase", "kube_pod_container_resource_requests", "DCGM_FI_DEV_GPU_UTIL"]
         )
         intervals = interval_problems(metrics, policy, datetime.now(timezone.utc))
+        capacity = capacity_problems(metrics, policy, datetime.now(timezone.utc))
     except GpuQuotaError as error:
         return [*problems, f"PROMETHEUS_URL: {error}"]
     return (
         problems
         + intervals
+        + capacity
         + [
             f"Prometheus has no {name} series: is {source} scraped?"
             for name, source in (
@@ -346,6 +351,51 @@ def _cluster_metrics(settings: Settings, policy: Policy) -> list[str]:
 
 
 EXPORTERS = {"ksm": "kube-state-metrics", "dcgm": "the DCGM exporter"}
+
+
+def capacity_problems(metrics: PrometheusMetrics, policy: Policy, at: datetime) -> list[str]:
+    """What the nodes' labels in ``kube_node_labels`` (the hour before ``at``) say against the price list: each
+    capacity-type value the bot does not know, once (its nodes are priced on-demand), each pool label value
+    ``pricing.pools`` does not price, once (priced by capacity type), and, when prices depend on the node, labels
+    that kube-state-metrics does not export (everything is then priced on-demand)."""
+    facts = metrics.node_label_facts(at)
+    pricing = policy.pricing
+    flag = allowlist_flag(pricing.pool_label)
+    lines = [
+        tr(
+            "node label {label}={value} is not a capacity type the bot knows: those nodes' GPU-hours are priced on-demand",
+            label=label,
+            value=value,
+        )
+        for label, value in facts.unknown_values
+    ]
+    lines += [
+        tr(
+            "node label {label}={value} is not in pricing.pools: those nodes' GPU-hours are priced by their capacity type",
+            label=pricing.pool_label,
+            value=value,
+        )
+        for value in facts.unpriced_pools
+    ]
+    if pricing.by_node and facts.state == SplitState.NO_NODE_LABELS:
+        lines.append(
+            tr(
+                "Prometheus has no {metric} series: spot, on-demand and pools are not told apart (every GPU-hour is"
+                " priced on-demand); enable kube-state-metrics' nodes metrics with {flag}",
+                flag=flag,
+                metric="kube_node_labels",
+            )
+        )
+    elif pricing.by_node and facts.state == SplitState.NO_CAPACITY_LABELS:
+        lines.append(
+            tr(
+                "{metric} carries none of the capacity-type or pool labels: every GPU-hour is priced on-demand;"
+                " start kube-state-metrics with {flag}",
+                flag=flag,
+                metric="kube_node_labels",
+            )
+        )
+    return lines
 
 
 def interval_problems(metrics: PrometheusMetrics, policy: Policy, at: datetime) -> list[str]:

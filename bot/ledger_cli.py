@@ -42,7 +42,9 @@ EXPORT_FIELDS = (
     "idle_cost",
     "currency",
     "resource",  # added in 2026-12: the columns before it keep their names and order
-    "cluster",  # added last (#21): the namespace's cluster as the policy names it
+    "cluster",  # added in #21: the namespace's cluster as the policy names it
+    "capacity_type",  # added in #25: spot or on-demand (nodes of unknown capacity type: on-demand)
+    "pool",  # added last (#25): the pool the policy priced the row in (pricing.pools), "" for none
 )
 
 

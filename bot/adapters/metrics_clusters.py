@@ -25,6 +25,7 @@ from datetime import date, datetime, timedelta
 from typing import TypeVar
 
 from bot.adapters.prometheus import PrometheusMetrics
+from bot.domain.capacity import NodeLabelFacts, Placement, SplitState
 from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.stack_health import ScrapeTarget, SeriesFacts
@@ -72,6 +73,16 @@ class ClusterMetrics:
     def spacings(self) -> dict[date, dict[str, float]]:
         return self.cluster_spacings.get(HOME, {})
 
+    @property
+    def cluster_splits(self) -> dict[str, dict[date, SplitState]]:
+        """Whether each source could tell its clusters' GPU-hours apart by node, per cluster and day."""
+        return {cluster: days for source in self._sources for cluster, days in source.cluster_splits.items()}
+
+    def node_label_facts(self, at: datetime, *, cluster: str = HOME) -> NodeLabelFacts:
+        """What the nodes' labels of ``cluster`` say (``PrometheusMetrics.node_label_facts``), from the Prometheus
+        holding it."""
+        return self._of_cluster(cluster, lambda source: source.node_label_facts(at, cluster=cluster))
+
     # --- MetricsSource -----------------------------------------------------------------------
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
@@ -108,6 +119,11 @@ class ClusterMetrics:
 
     def quota_saturation(self, start: datetime, end: datetime, quota_names: Mapping[str, str]) -> dict[str, float]:
         return self._merged(lambda source: source.quota_saturation(start, end, quota_names))
+
+    def preemptible_use(
+        self, start: datetime, end: datetime, priority_classes: Sequence[str]
+    ) -> dict[str, dict[Placement, float]]:
+        return self._merged(lambda source: source.preemptible_use(start, end, priority_classes))
 
     # --- ScrapeInspection: the Prometheus that holds the cluster ------------------------------
 

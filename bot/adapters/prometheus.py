@@ -22,6 +22,17 @@ These reads touch a bounded number of series whatever the cluster's size: per ru
 A window [start, end) is evaluated at ``end - 1s`` with a range of exactly ``end - start``, so a
 sample at a midnight belongs to the day it starts, on Prometheus 2.x and 3.x alike.
 
+Where each GPU-hour ran (``bot.domain.capacity``): the node of each pod's requests (kube-state-metrics'
+``node`` label) joined to ``kube_node_labels`` by node, which carries the nodes' capacity-type labels (and the
+policy's pool label) once kube-state-metrics' ``--metric-labels-allowlist`` names them. The join is inside the
+same queries (no query per node): the allocated query and each DCGM measure are summed by those labels too, a
+DCGM series reaching its pod's node through the pod's requests (``namespace``, ``pod``). A node without a
+``kube_node_labels`` series still counts (its labels are empty: on-demand); a DCGM series of a pod that requests
+no extended resource is not counted (no pod holds that GPU). A name reused by a pod on
+another node the same day (a StatefulSet's pod after a spot interruption) counts its DCGM figures at one of
+the nodes; its allocated hours are exact (per pod uid). The allocated query also counts the nodes by their
+labels (the ``nodes`` part), which tells whether the day could be split at all (``SplitState``).
+
 Allocated GPUs: running samples of each pod (``kube_pod_status_phase{phase="Running"}`` is 1 while
 it runs, 0 otherwise) times the GPUs its containers request on a node, by resource: the governed
 resources (``resources``: whole GPUs ``nvidia.com/gpu`` by default, MIG profiles, ``amd.com/gpu``...)
@@ -67,8 +78,19 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
+from bot.domain.capacity import (
+    CAPACITY_LABELS,
+    NodeLabelFacts,
+    Placement,
+    SplitState,
+    ksm_label_name,
+    node_label_facts,
+    placement_of,
+    read_node,
+    split_state,
+)
 from bot.domain.clusters import HOME, namespace_key
-from bot.domain.costs import NamespaceUsage, Window
+from bot.domain.costs import NamespaceUsage, Window, placed_usage
 from bot.domain.resources import GPU, metrics_label, mig_resource
 from bot.domain.stack_health import ScrapeTarget, SeriesFacts
 from bot.errors import PermanentError, TemporaryError
@@ -122,10 +144,78 @@ def utilisation(function: str, seconds: int, *, whole_gpus: bool = False) -> str
     return f"({function}({PROF}{only}[{seconds}s]) or ({function}({DEV}{only}[{seconds}s]) / 100))"
 
 
-def allocated_samples_query(seconds: int, resources: Sequence[str] = (GPU,), *, by: Sequence[str] = ()) -> str:
-    """Samples of running pods times what they request, by namespace and resource (times the kube-state-metrics
-    spacing: GPU-seconds, or slice-seconds of a MIG profile)."""
-    return f"sum by ({_labels('namespace', 'resource', by=by)}) ({running_gpu_samples(seconds, resources, by=by)})"
+NODE_LABELS = "kube_node_labels"
+# The pods that request any extended resource on a node (GPUs, MIG slices, governed or not), with their node: what
+# places a DCGM series (a pod holds the GPU it requests) and names the nodes without a kube_node_labels series.
+POD_NODES = 'kube_pod_container_resource_requests{unit="integer", node!=""}'
+NODES_PART = "gpu_quota_part"  # the label the node count of the allocated query carries (a name no exporter uses)
+
+
+def node_label_names(pool_label: str | None = None) -> tuple[str, ...]:
+    """The ``kube_node_labels`` labels that tell where a GPU-hour ran: the capacity-type labels, the pool label."""
+    return tuple(ksm_label_name(label) for label in [*CAPACITY_LABELS, *([pool_label] if pool_label else [])])
+
+
+def node_placements(seconds: int, labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+    """One series per node (of each cluster, ``by`` its labels) with ``labels`` (empty where the node lacks them):
+    from ``kube_node_labels`` over the window (one label set per node: a name reused by a node of other labels the
+    same day keeps one), and, for the nodes the pods' requests name that it has no series of, a series without
+    them; each of value 1."""
+    node = _labels("node", by=by)
+    known = f"topk by ({node}) (1, max by ({_labels('node', *labels, by=by)}) (max_over_time({NODE_LABELS}[{seconds}s])))"
+    return f"({known} or on ({node}) group by ({node}) (max_over_time({POD_NODES}[{seconds}s])))"
+
+
+def placed_gpu_samples(seconds: int, resources: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+    """Per pod, resource and node: running samples in the window times what the pod requests, with the node's
+    ``labels``."""
+    pod = _labels("namespace", "pod", "uid", by=by)
+    requested = f"sum by ({_labels('namespace', 'pod', 'uid', 'resource', 'node', by=by)}) (max_over_time({requests_selector(resources)}[{seconds}s]))"
+    running = f"sum by ({pod}) (sum_over_time({RUNNING}[{seconds}s]))"
+    nodes = node_placements(seconds, labels, by=by)
+    return (
+        f"({requested} * on ({pod}) group_left () {running})"
+        f" * on ({_labels('node', by=by)}) group_left ({', '.join(labels)}) {nodes}"
+    )
+
+
+def pod_placements(seconds: int, labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+    """One series per pod that requested an extended resource on a node in the window, with its node's ``labels``
+    (a pod name on several nodes: one of them)."""
+    pod = _labels("namespace", "pod", by=by)
+    pods = f"group by ({_labels('namespace', 'pod', 'node', by=by)}) (max_over_time({POD_NODES}[{seconds}s]))"
+    placed = f"{pods} * on ({_labels('node', by=by)}) group_left ({', '.join(labels)}) {node_placements(seconds, labels, by=by)}"
+    return f"topk by ({pod}) (1, max by ({_labels('namespace', 'pod', *labels, by=by)}) ({placed}))"
+
+
+def preemptible_query(seconds: int, classes: Sequence[str], labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+    """Running whole-GPU samples of pods of the priority ``classes`` (kube_pod_info's ``priority_class``), by namespace
+    and the node ``labels``; and of every pod, by namespace (tagged ``NODES_PART="all"``)."""
+    pod = _labels("namespace", "pod", "uid", by=by)
+    matcher = "|".join(re.escape(name) for name in sorted(classes))
+    chosen = f"group by ({pod}) (max_over_time(kube_pod_info{{priority_class=~{_string(matcher)}}}[{seconds}s]))"
+    preemptible = f"sum by ({_labels('namespace', *labels, by=by)}) ({placed_gpu_samples(seconds, (GPU,), labels, by=by)} * on ({pod}) group_left () {chosen})"
+    every = f"sum by ({_labels('namespace', by=by)}) ({running_gpu_samples(seconds, (GPU,), by=by)})"
+    return f'{preemptible} or label_replace({every}, "{NODES_PART}", "all", "", "")'
+
+
+def nodes_count_query(seconds: int, labels: Sequence[str], *, by: Sequence[str] = ()) -> str:
+    """The nodes ``kube_node_labels`` holds in the window, counted by ``labels`` (tagged ``NODES_PART``)."""
+    nodes = f"max by ({_labels('node', *labels, by=by)}) (max_over_time({NODE_LABELS}[{seconds}s]))"
+    return f'label_replace(count by ({_labels(*labels, by=by)}) ({nodes}), "{NODES_PART}", "nodes", "", "")'
+
+
+def allocated_samples_query(
+    seconds: int, resources: Sequence[str] = (GPU,), *, by: Sequence[str] = (), labels: Sequence[str] | None = None
+) -> str:
+    """Samples of running pods times what they request, by namespace, resource and the node ``labels`` (times the
+    kube-state-metrics spacing: GPU-seconds, or slice-seconds of a MIG profile); and the nodes counted by those
+    labels (``nodes_count_query``). ``labels`` None: the capacity-type labels."""
+    labels = node_label_names() if labels is None else labels
+    summed = (
+        f"sum by ({_labels('namespace', 'resource', *labels, by=by)}) ({placed_gpu_samples(seconds, resources, labels, by=by)})"
+    )
+    return f"{summed} or {nodes_count_query(seconds, labels, by=by)}"
 
 
 def allocated_now_query(*, by: Sequence[str] = ()) -> str:
@@ -147,10 +237,23 @@ def idle_rule(idle_threshold: float) -> str:
     return f'{IDLE_RULE}{{threshold="{idle_threshold:g}"}}'
 
 
-def measure_query(name: str, expression: str, *, by: Sequence[str] = ()) -> str:
-    """``expression`` summed by namespace, model and MIG profile (none: whole GPUs), labelled ``measure=name``."""
-    labels = _labels("namespace", "modelName", MIG_PROFILE, by=by)
-    return f'label_replace(sum by ({labels}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
+def pod_labels(expression: str) -> str:
+    """DCGM results with the pod's namespace and name in ``namespace`` and ``pod``, whichever spelling was scraped."""
+    return f'label_replace({pod_namespace(expression)}, "pod", "$1", "exported_pod", "(.+)")'
+
+
+def measure_query(name: str, expression: str, *, by: Sequence[str] = (), placed: tuple[int, Sequence[str]] | None = None) -> str:
+    """``expression`` summed by namespace, model and MIG profile (none: whole GPUs), labelled ``measure=name``.
+    ``placed`` (seconds, node labels): each GPU's series joined to its pod's node labels
+    (``pod_placements``) and summed by them too."""
+    if placed is None:
+        labels = _labels("namespace", "modelName", MIG_PROFILE, by=by)
+        return f'label_replace(sum by ({labels}) ({pod_namespace(expression)}), "measure", "{name}", "", "")'
+    seconds, names = placed
+    labels = _labels("namespace", "modelName", MIG_PROFILE, *names, by=by)
+    pods = pod_placements(seconds, names, by=by)
+    joined = f"{pod_labels(expression)} * on ({_labels('namespace', 'pod', by=by)}) group_left ({', '.join(names)}) {pods}"
+    return f'label_replace(sum by ({labels}) ({joined}), "measure", "{name}", "", "")'
 
 
 def samples_count(seconds: int) -> str:
@@ -160,21 +263,31 @@ def samples_count(seconds: int) -> str:
 
 
 def dcgm_queries(
-    seconds: int, step: int, idle_threshold: float, *, with_rule: bool = False, idle: bool = True, by: Sequence[str] = ()
+    seconds: int,
+    step: int,
+    idle_threshold: float,
+    *,
+    with_rule: bool = False,
+    idle: bool = True,
+    by: Sequence[str] = (),
+    labels: Sequence[str] | None = None,
 ) -> list[str]:
     """DCGM samples, samples under the idle threshold and the sum of utilisation, by namespace and model
     (times the DCGM spacing, or the rule's for the idle samples: GPU-seconds). ``with_rule``: count the idle
     samples from the recording rule, in the same query; without it the idle subquery is a query of its own,
     so that it runs beside the others (it costs more than all of them). ``idle=False``: the samples only
-    (what prices a day needs no idle count nor utilisation)."""
-    samples = measure_query("hours", samples_count(seconds), by=by)
+    (what prices a day needs no idle count nor utilisation). Each measure is summed by the node ``labels`` of the
+    GPU's pod too (None: the capacity-type labels), through the pod's requests (``pod_placements``)."""
+    placed = (seconds, node_label_names() if labels is None else labels)
+    samples = measure_query("hours", samples_count(seconds), by=by, placed=placed)
     if not idle:
         return [samples]
-    util = measure_query("util_hours", utilisation("sum_over_time", seconds), by=by)
+    util = measure_query("util_hours", utilisation("sum_over_time", seconds), by=by, placed=placed)
     if with_rule:
-        rule = measure_query("idle_hours", f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])", by=by)
+        rule = measure_query("idle_hours", f"sum_over_time({idle_rule(idle_threshold)}[{seconds}s])", by=by, placed=placed)
         return [" or ".join([samples, rule, util])]
-    return [f"{samples} or {util}", measure_query("idle_hours", idle_samples_query(seconds, step, idle_threshold), by=by)]
+    idle_hours = measure_query("idle_hours", idle_samples_query(seconds, step, idle_threshold), by=by, placed=placed)
+    return [f"{samples} or {util}", idle_hours]
 
 
 def idle_samples_query(seconds: int, step: int, idle_threshold: float) -> str:
@@ -281,7 +394,8 @@ def quota_saturation_query(seconds: int, step: int, *, by: Sequence[str] = ()) -
 
 
 Part = tuple[str, str]  # (namespace key, resource)
-DcgmRow = tuple[str, dict[str, str], str, float]  # (namespace key, labels, resource, hours) of a DCGM measure
+Placed = tuple[str, str, Placement]  # (namespace key, resource, where it ran)
+DcgmRow = tuple[str, dict[str, str], str, float, Placement]  # (namespace key, labels, resource, hours, where) of a DCGM measure
 Spacing = dict[date, dict[str, dict[str, float]]]  # day -> cluster part -> exporter -> seconds between samples
 
 # OpenCost's and Kubecost's cluster label: a series without ``metrics.cluster_label`` is taken by it.
@@ -326,7 +440,9 @@ class PrometheusMetrics:
     benchmark). ``resources``: the extended resources ``usage`` counts (every one the policy governs, in any
     namespace); whole GPUs always. Namespaces are keys: every series is ``cluster``'s (a Prometheus of one
     cluster, the home cluster by default: bare names, the queries as they always were), or, with ``labels``
-    (a Prometheus several clusters share), the cluster its labels name, which every query then keeps."""
+    (a Prometheus several clusters share), the cluster its labels name, which every query then keeps.
+    ``pool_label`` and ``pools``: the node label of the pools the policy prices and the values it prices (the
+    hours of other nodes are placed by capacity type)."""
 
     def __init__(
         self,
@@ -338,8 +454,14 @@ class PrometheusMetrics:
         resources: Sequence[str] = (GPU,),
         cluster: str = HOME,
         labels: ClusterLabels | None = None,
+        pool_label: str | None = None,
+        pools: Sequence[str] = (),
     ) -> None:
         self._client = client
+        self._pool_label = pool_label
+        self._pools = tuple(pools)
+        self._node_labels = node_label_names(pool_label)
+        self._label_keys = dict(zip(self._node_labels, [*CAPACITY_LABELS, *([pool_label] if pool_label else [])], strict=True))
         self._resources = tuple(sorted({GPU, *resources}))
         self._by_label = {metrics_label(resource): resource for resource in self._resources}
         self._interval = int(interval.total_seconds())
@@ -349,6 +471,8 @@ class PrometheusMetrics:
         self.clusters = labels.clusters if labels else (cluster,)  # the key parts whose series it holds
         # Measured per cluster and day: {"ksm": s, "dcgm": s}, no guess.
         self.cluster_spacings: dict[str, dict[date, dict[str, float]]] = {part: {} for part in self.clusters}
+        # Per cluster and day read by ``usage``: whether its GPU-hours could be told apart by node.
+        self.cluster_splits: dict[str, dict[date, SplitState]] = {part: {} for part in self.clusters}
         self._idle_threshold = idle_threshold
         self._timeout = timeout
         self.queries = 0
@@ -373,6 +497,8 @@ class PrometheusMetrics:
         resources: Sequence[str] = (GPU,),
         cluster: str = HOME,
         labels: ClusterLabels | None = None,
+        pool_label: str | None = None,
+        pools: Sequence[str] = (),
     ) -> PrometheusMetrics:
         session = requests.Session()
         session.verify = str(ca_bundle) if ca_bundle else True
@@ -388,6 +514,8 @@ class PrometheusMetrics:
             resources=resources,
             cluster=cluster,
             labels=labels,
+            pool_label=pool_label,
+            pools=pools,
         )
 
     def _cluster_of(self, metric: Mapping[str, str]) -> str | None:
@@ -404,9 +532,17 @@ class PrometheusMetrics:
 
     # --- MetricsSource -----------------------------------------------------------------------
 
+    def _node_of(self, metric: Mapping[str, str]) -> dict[str, str]:
+        """The Kubernetes node labels a result carries (by their kube-state-metrics names)."""
+        return {key: metric[name] for name, key in self._label_keys.items() if metric.get(name)}
+
+    def _placement(self, metric: Mapping[str, str]) -> Placement:
+        return placement_of(read_node(self._node_of(metric), self._pool_label), self._pools)
+
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
-        allocated: dict[date, dict[Part, float]] = {}
+        allocated: dict[date, dict[Placed, float]] = {}
         dcgm_rows: dict[date, list[DcgmRow]] = {}
+        nodes: dict[tuple[date, str], list[dict[str, str]]] = {}
         unknown: set[str] = set()
         for run in _runs_of_equal_length(windows):
             seconds = run[0].seconds
@@ -415,9 +551,18 @@ class PrometheusMetrics:
             # day's (finest). The recording rule replaces it when it covers every day of the run.
             step = int(round(min(exporters["dcgm"] for exporters in spacing[run[0].day].values())))
             with_rule = all("rule" in exporters for w in run for exporters in spacing[w.day].values())
+            labels = self._node_labels
             queries = [
-                allocated_samples_query(seconds, self._resources, by=self._by),
-                *dcgm_queries(seconds, step, self._idle_threshold, with_rule=with_rule, idle=idle, by=self._by),
+                allocated_samples_query(seconds, self._resources, by=self._by, labels=labels),
+                *dcgm_queries(
+                    seconds,
+                    step,
+                    self._idle_threshold,
+                    with_rule=with_rule,
+                    idle=idle,
+                    by=self._by,
+                    labels=labels,
+                ),
             ]
             # Two at a time: Prometheus evaluates each query on one core, and the slowest (the idle subquery)
             # then runs beside the others instead of after them.
@@ -427,8 +572,11 @@ class PrometheusMetrics:
                 cluster = self._cluster_of(metric)
                 if cluster is None:
                     continue
+                if metric.get(NODES_PART):
+                    nodes.setdefault((day, cluster), []).append(self._node_of(metric))
+                    continue
                 resource = self._by_label[metric.get("resource", "")]  # the selector names exactly these
-                part = (namespace_key(cluster, metric.get("namespace", "")), resource)
+                part = (namespace_key(cluster, metric.get("namespace", "")), resource, self._placement(metric))
                 per_day = allocated.setdefault(day, {})
                 per_day[part] = per_day.get(part, 0.0) + value * spacing[day][cluster]["ksm"] / 3600
             for day, metric, value in (row for answer in answers[1:] for row in answer):
@@ -442,7 +590,41 @@ class PrometheusMetrics:
             log.warning(
                 "DCGM series with a %s that names no MIG profile, not counted: %s", MIG_PROFILE, ", ".join(sorted(unknown))
             )
+        for window in windows:
+            for cluster in self.clusters:
+                state = split_state(nodes.get((window.day, cluster), []), self._pool_label)
+                self.cluster_splits.setdefault(cluster, {})[window.day] = state
         return {w.day: _usage_of(allocated.get(w.day, {}), dcgm_rows.get(w.day, [])) for w in windows}
+
+    @property
+    def splits(self) -> dict[date, SplitState]:
+        """The split state read on each day for the source's own cluster (the home cluster's when shared)."""
+        return self.cluster_splits.setdefault(self._cluster, {})
+
+    def preemptible_use(
+        self, start: datetime, end: datetime, priority_classes: Sequence[str]
+    ) -> dict[str, dict[Placement, float]]:
+        """See ``PreemptibleWork``: one instant query over [start, end)."""
+        seconds = int((end - start).total_seconds())
+        query = preemptible_query(seconds, priority_classes, self._node_labels, by=self._by)
+        rows = self._instant(query, at=end - timedelta(seconds=1))
+        every = {key: value for metric, value in rows if metric.get(NODES_PART) and (key := self._namespace_key(metric))}
+        found: dict[str, dict[Placement, float]] = {}
+        for metric, value in rows:
+            key = self._namespace_key(metric)
+            if metric.get(NODES_PART) or key is None or not every.get(key):
+                continue
+            per_place = found.setdefault(key, {})
+            placement = self._placement(metric)
+            per_place[placement] = per_place.get(placement, 0.0) + value / every[key]
+        return found
+
+    def node_label_facts(self, at: datetime, *, cluster: str = HOME) -> NodeLabelFacts:
+        """What the nodes' labels in ``kube_node_labels`` say over the hour before ``at`` (of ``cluster`` in a shared
+        Prometheus): one instant query of the nodes counted by the labels the bot reads."""
+        rows = self._instant(nodes_count_query(3600, self._node_labels, by=self._by), at=at)
+        sets = [self._node_of(metric) for metric, value in rows if value > 0 and self._cluster_of(metric) == cluster]
+        return node_label_facts(sets, pool_label=self._pool_label, priced_pools=self._pools)
 
     def _sample_seconds(self, metric: Mapping[str, str], spacing: dict[str, float], *, step: int, with_rule: bool) -> float:
         """What one counted DCGM sample stands for: the rule's spacing for its idle samples, else the DCGM spacing;
@@ -462,7 +644,7 @@ class PrometheusMetrics:
             unknown.add(metric.get(MIG_PROFILE, ""))
             return None
         key = namespace_key(cluster, metric.get("namespace", ""))
-        return (key, metric, resource, hours) if resource in self._resources else None
+        return (key, metric, resource, hours, self._placement(metric)) if resource in self._resources else None
 
     def _spacing_or_fallback(self, run: Sequence[Window], *, rule: bool) -> Spacing:
         """``sample_spacing`` of every cluster, with the configured interval for an exporter it could not measure:
@@ -744,26 +926,27 @@ def dcgm_resource(metric: Mapping[str, str]) -> str | None:
     return mig_resource(profile) if profile else GPU
 
 
-def _usage_of(allocated: dict[Part, float], rows: list[DcgmRow]) -> dict[str, NamespaceUsage]:
-    """Per namespace key its whole GPUs' use, with each other resource's in ``other_resources``. Answers of one
-    namespace and model add up (in a shared Prometheus a cluster's series may come by its label or cluster_id)."""
-    measures: dict[str, dict[Part, dict[str, float]]] = {"hours": {}, "idle_hours": {}, "util_hours": {}}
-    for key, metric, resource, value in rows:
-        part, model = (key, resource), metric.get("modelName") or "unknown model"
+def _usage_of(allocated: Mapping[Placed, float], rows: Sequence[DcgmRow]) -> dict[str, NamespaceUsage]:
+    """Per namespace key its whole GPUs' use, with each other resource's in ``other_resources``, each split by where
+    it ran (``placed``: kept when any of it ran elsewhere than on-demand). Answers of one namespace and model add up
+    (in a shared Prometheus a cluster's series may come by its label or cluster_id)."""
+    measures: dict[str, dict[Placed, dict[str, float]]] = {"hours": {}, "idle_hours": {}, "util_hours": {}}
+    for key, metric, resource, value, placement in rows:
+        part, model = (key, resource, placement), metric.get("modelName") or "unknown model"
         if (per_part := measures.get(metric.get("measure", ""))) is not None:
             per_model = per_part.setdefault(part, {})
             per_model[model] = per_model.get(model, 0.0) + value
     hours, idle, util = measures["hours"], measures["idle_hours"], measures["util_hours"]
-    parts = {
-        part: NamespaceUsage(
+    placed: dict[Part, dict[Placement, NamespaceUsage]] = {}
+    for part in set(allocated) | set(hours):
+        placed.setdefault(part[:2], {})[part[2]] = NamespaceUsage(
             allocated.get(part, 0.0),
             hours.get(part, {}),
             {m: h for m, h in idle.get(part, {}).items() if h > 0},
             sum(util.get(part, {}).values()),
             util_model_hours=util.get(part, {}),
         )
-        for part in set(allocated) | set(hours)
-    }
+    parts = {part: placed_usage(per_placement) for part, per_placement in placed.items()}
     others: dict[str, dict[str, NamespaceUsage]] = {}
     for (namespace, resource), usage in parts.items():
         if resource != GPU:

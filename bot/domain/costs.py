@@ -6,16 +6,20 @@ midnight to the next, so a DST day is 23 or 25 hours long and a month ends where
 Each governed resource is counted in its own hours: whole GPUs (``nvidia.com/gpu``) in GPU-hours, a MIG
 profile in slice-hours (hours of one instance of the profile), any other resource in its own. They are
 never added to each other; money is, so a line's ``cost`` is what all of them cost together.
+
+Each hour is priced where it ran (``bot.domain.capacity.Placement``: spot, on-demand, a pool the policy
+prices): a usage split by placement is priced part by part, and a usage without a split is on-demand.
 """
 
 from __future__ import annotations
 
 import calendar
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import astuple, dataclass, field, replace
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo
 
+from bot.domain.capacity import ON_DEMAND_PLACEMENT, CapacityType, Placement
 from bot.domain.policy import Pricing
 from bot.domain.resources import GPU
 
@@ -73,6 +77,9 @@ class NamespaceUsage:
     util_hours: float = 0.0  # sum of utilisation (0..1) x hours
     util_model_hours: Mapping[str, float] = field(default_factory=dict)  # the same, by model
     other_resources: Mapping[str, NamespaceUsage] = field(default_factory=dict)  # resource -> its use, apart
+    # The same figures split by where they ran (each part without other_resources); empty: all on-demand (or
+    # unknown nodes). When set, the parts add up to the figures above.
+    placed: Mapping[Placement, NamespaceUsage] = field(default_factory=dict)
 
     @property
     def observed_hours(self) -> float:
@@ -88,6 +95,27 @@ class NamespaceUsage:
         whole = replace(self, other_resources={})
         seen = whole.allocated_hours > 0 or whole.observed_hours > 0
         return {**({GPU: whole} if seen or not self.other_resources else {}), **self.other_resources}
+
+
+def placed_usage(parts: Mapping[Placement, NamespaceUsage]) -> NamespaceUsage:
+    """The use of one namespace and resource from its parts at each placement: added up, the parts kept in
+    ``placed`` unless all of it is on-demand."""
+    total = NamespaceUsage(
+        sum(part.allocated_hours for part in parts.values()),
+        _added(part.model_hours for part in parts.values()),
+        _added(part.idle_model_hours for part in parts.values()),
+        sum(part.util_hours for part in parts.values()),
+        util_model_hours=_added(part.util_model_hours for part in parts.values()),
+    )
+    return total if set(parts) <= {ON_DEMAND_PLACEMENT} else replace(total, placed=dict(parts))
+
+
+def _added(tables: Iterable[Mapping[str, float]]) -> dict[str, float]:
+    summed: dict[str, float] = {}
+    for table in tables:
+        for key, value in table.items():
+            summed[key] = summed.get(key, 0.0) + value
+    return summed
 
 
 @dataclass(frozen=True)
@@ -127,11 +155,41 @@ class CostLine:
     idle_cost: float
     observed_hours: float = 0.0  # GPU-hours DCGM saw: the weight of ``utilisation`` when lines are added
     by_resource: Mapping[str, ResourceCost] = field(default_factory=dict)
+    # Each resource's figures per placement (spot, on-demand, a priced pool): (placement, resource) -> figures.
+    by_placement: Mapping[tuple[Placement, str], ResourceCost] = field(default_factory=dict)
 
     @property
     def other_resources(self) -> dict[str, ResourceCost]:
         """The resources other than whole GPUs, with their figures."""
         return {resource: figures for resource, figures in self.by_resource.items() if resource != GPU}
+
+    def placements(self) -> dict[Placement, PlacementCost]:
+        """Per placement, its whole GPUs' figures and the money of every resource there (on-demand first, then
+        spot, then the pools by name)."""
+        found: dict[Placement, PlacementCost] = {}
+        for (placement, resource), figures in sorted(self.by_placement.items(), key=lambda item: _placement_order(item[0][0])):
+            known = found.get(placement, PlacementCost())
+            gpu = known.gpu + figures if resource == GPU else known.gpu
+            found[placement] = PlacementCost(gpu, known.cost + figures.cost)
+        return found
+
+    @property
+    def split(self) -> bool:
+        """Whether any of the line ran elsewhere than on on-demand nodes (spot, a priced pool)."""
+        return any(not placement.on_demand for placement, _ in self.by_placement)
+
+
+def _placement_order(placement: Placement) -> tuple[bool, str, str]:
+    """On-demand first, then spot, then the pools by name."""
+    return (bool(placement.pool), placement.capacity.value, placement.pool)
+
+
+@dataclass(frozen=True)
+class PlacementCost:
+    """A line's figures at one placement: its whole GPUs' hours and figures, and the cost of every resource there."""
+
+    gpu: ResourceCost = ResourceCost()
+    cost: float = 0.0
 
 
 def add_lines(lines: Sequence[CostLine]) -> CostLine:
@@ -139,12 +197,15 @@ def add_lines(lines: Sequence[CostLine]) -> CostLine:
     assert lines, "add_lines needs at least one line"
     by_model: dict[str, tuple[float, float]] = {}
     by_resource: dict[str, ResourceCost] = {}
+    by_placement: dict[tuple[Placement, str], ResourceCost] = {}
     for line in lines:
         for model, (hours, cost) in line.by_model.items():
             known_hours, known_cost = by_model.get(model, (0.0, 0.0))
             by_model[model] = (known_hours + hours, known_cost + cost)
         for resource, figures in line.by_resource.items():
             by_resource[resource] = by_resource.get(resource, ResourceCost()) + figures
+        for key, figures in line.by_placement.items():
+            by_placement[key] = by_placement.get(key, ResourceCost()) + figures
     observed = sum(line.observed_hours for line in lines)
     weighted = sum((line.utilisation or 0.0) * line.observed_hours for line in lines)
     return CostLine(
@@ -158,6 +219,7 @@ def add_lines(lines: Sequence[CostLine]) -> CostLine:
         idle_cost=sum(line.idle_cost for line in lines),
         observed_hours=observed,
         by_resource=by_resource,
+        by_placement=by_placement,
     )
 
 
@@ -234,22 +296,37 @@ class ModelUse:
     cost: float
     idle_cost: float
     resource: str = GPU
+    capacity: CapacityType = CapacityType.ON_DEMAND  # of the nodes it ran on (unknown: on-demand)
+    pool: str = ""  # the pool the policy prices it in ("": none)
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(self.capacity, self.pool)
 
 
 def model_uses(usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
-    """``usage`` split by resource and GPU model: each resource's allocated hours in the proportions of the models
-    DCGM saw of it (all as "unknown model" when DCGM saw nothing), idle hours at each model's price, each
-    resource at its price per hour on that model (``Pricing.per_hour``)."""
-    return [use for resource, part in usage.by_resource().items() for use in _resource_uses(resource, part, pricing)]
+    """``usage`` split by resource, placement and GPU model: each resource's allocated hours at each placement in
+    the proportions of the models DCGM saw of it there (of the whole resource when DCGM saw nothing there; all as
+    "unknown model" when it saw nothing at all), idle hours at each model's price, each at its price per hour on
+    that model there (``Pricing.per_hour``). A usage without a split is on-demand."""
+    return [
+        use
+        for resource, part in usage.by_resource().items()
+        for placement, placed in (sorted(part.placed.items()) or [(ON_DEMAND_PLACEMENT, part)])
+        for use in _resource_uses(resource, placed, pricing, placement, whole=part)
+    ]
 
 
-def _resource_uses(resource: str, usage: NamespaceUsage, pricing: Pricing) -> list[ModelUse]:
-    observed = usage.observed_hours
-    shares = {m: h / observed for m, h in usage.model_hours.items() if h > 0} if observed > 0 else {UNKNOWN_MODEL: 1.0}
+def _resource_uses(
+    resource: str, usage: NamespaceUsage, pricing: Pricing, placement: Placement, *, whole: NamespaceUsage
+) -> list[ModelUse]:
+    seen = usage if usage.observed_hours > 0 else whole
+    observed = seen.observed_hours
+    shares = {m: h / observed for m, h in seen.model_hours.items() if h > 0} if observed > 0 else {UNKNOWN_MODEL: 1.0}
     models = sorted(set(shares) | {m for m, h in usage.idle_model_hours.items() if h > 0})
     uses = []
     for model in models:
-        rate = pricing.per_hour(resource, model)
+        rate = pricing.per_hour(resource, model, placement)
         allocated = usage.allocated_hours * shares.get(model, 0.0)
         idle = usage.idle_model_hours.get(model, 0.0)
         uses.append(
@@ -263,6 +340,8 @@ def _resource_uses(resource: str, usage: NamespaceUsage, pricing: Pricing) -> li
                 cost=allocated * rate,
                 idle_cost=idle * rate,
                 resource=resource,
+                capacity=placement.capacity,
+                pool=placement.pool,
             )
         )
     return uses
@@ -273,9 +352,12 @@ def line_of(namespace: str, team: str, uses: Sequence[ModelUse]) -> CostLine:
     the whole GPUs' figures per model, each resource's apart, the money of all."""
     by_model: dict[str, tuple[float, float]] = {}
     by_resource: dict[str, ResourceCost] = {}
+    by_placement: dict[tuple[Placement, str], ResourceCost] = {}
     for use in uses:
         figures = ResourceCost(use.allocated_hours, use.cost, use.idle_hours, use.idle_cost, use.observed_hours, use.util_hours)
         by_resource[use.resource] = by_resource.get(use.resource, ResourceCost()) + figures
+        key = (use.placement, use.resource)
+        by_placement[key] = by_placement.get(key, ResourceCost()) + figures
         if use.resource == GPU:
             hours, cost = by_model.get(use.model, (0.0, 0.0))
             by_model[use.model] = (hours + use.allocated_hours, cost + use.cost)
@@ -291,4 +373,5 @@ def line_of(namespace: str, team: str, uses: Sequence[ModelUse]) -> CostLine:
         idle_cost=whole.idle_cost,
         observed_hours=whole.observed_hours,
         by_resource=by_resource,
+        by_placement=by_placement,
     )

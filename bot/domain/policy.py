@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from bot.domain.auto_notes import AutoApprovalNote, AutoRefusal
+from bot.domain.capacity import ON_DEMAND_PLACEMENT, SPOT, Placement
 from bot.domain.clusters import HOME, cluster_of, is_label, is_namespace_key, split_key
 from bot.domain.durations import format_duration, parse_duration
 from bot.domain.karmada import FederatedQuotaRef
@@ -405,14 +406,74 @@ class Team(_Frozen):
         return self
 
 
+_LABEL_KEY = re.compile(
+    r"([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
+_LABEL_VALUE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
+
+
+def _non_negative(prices: dict[str, float]) -> dict[str, float]:
+    negative = sorted(name for name, value in prices.items() if value < 0)
+    if negative:
+        raise ValueError(f"a price cannot be negative: {', '.join(negative)}")
+    return prices
+
+
+class SpotPrices(_Frozen):
+    """What a GPU-hour costs on spot nodes (a capacity-type label says spot: docs/costs.md), and which work could
+    run there. Each model not listed costs ``default_per_gpu_hour``, else its on-demand price."""
+
+    models: dict[str, float] = Field(default={}, description="Price per spot GPU-hour per GPU model, by DCGM's modelName label.")
+    default_per_gpu_hour: float | None = Field(
+        default=None,
+        ge=0,
+        description="The price of a spot GPU-hour of a model spot.models does not list; unset: its on-demand price.",
+    )
+    preemptible_priority_classes: PriorityClassNames = Field(
+        default=(),
+        description=(
+            "PriorityClasses of preemptible work (it may be stopped at any time): the weekly proposals name"
+            " namespaces whose GPU-hours of these classes ran mostly on on-demand nodes, with what moving them to"
+            " spot would save per month (a line, never an action). Empty: no such line."
+        ),
+    )
+
+    @field_validator("models")
+    @classmethod
+    def _prices(cls, prices: dict[str, float]) -> dict[str, float]:
+        return _non_negative(prices)
+
+
+class PoolPrices(_Frozen):
+    """What a GPU-hour costs on the nodes of one pool (``pricing.pool_label`` has this value there), whatever their
+    capacity type: an on-premises pool with its own price. Each model not listed costs ``default_per_gpu_hour``,
+    else its on-demand price."""
+
+    models: dict[str, float] = Field(default={}, description="Price per GPU-hour per GPU model in this pool.")
+    default_per_gpu_hour: float | None = Field(
+        default=None,
+        ge=0,
+        description="The price of a GPU-hour of a model this pool's models do not list; unset: its on-demand price.",
+    )
+
+    @field_validator("models")
+    @classmethod
+    def _prices(cls, prices: dict[str, float]) -> dict[str, float]:
+        return _non_negative(prices)
+
+
 class Pricing(_Frozen):
-    """The cost shown on requests and in digests: per GPU model for whole GPUs, per resource for the others."""
+    """The cost shown on requests and in digests: per GPU model for whole GPUs, per resource for the others; on
+    spot nodes and in pools the policy prices on their own, at their prices (docs/costs.md)."""
 
     currency: str = Field(default="USD", description="The currency of prices and budgets.")
     default_per_gpu_hour: float = Field(
         default=0.95, ge=0, description="The price of a GPU-hour of a model not listed (OpenCost's default GPU price)."
     )
-    models: dict[str, float] = Field(default={}, description="Price per GPU-hour per GPU model, by DCGM's modelName label.")
+    models: dict[str, float] = Field(
+        default={},
+        description="Price per on-demand GPU-hour per GPU model, by DCGM's modelName label (on nodes of unknown capacity type too).",
+    )
     resources: dict[str, float] = Field(
         default={},
         description=(
@@ -420,6 +481,24 @@ class Pricing(_Frozen):
             " (nvidia.com/mig-3g.40gb: 1.10, amd.com/gpu: 2.0). A MIG profile not listed costs its parent GPU"
             " model's price (models, else default_per_gpu_hour) times its share of the GPU's compute (3g: 3/7);"
             " any other resource not listed costs like a whole GPU of an unknown model (default_per_gpu_hour)."
+        ),
+    )
+    spot: SpotPrices = Field(
+        default=SpotPrices(),
+        description="Prices on spot nodes and the preemptible PriorityClasses; unset: spot GPU-hours cost the on-demand price.",
+    )
+    pool_label: str | None = Field(
+        default=None,
+        description=(
+            "A node label whose values name node pools priced on their own (pools), e.g. example.com/gpu-pool;"
+            " kube-state-metrics must export it (docs/costs.md)."
+        ),
+    )
+    pools: dict[str, PoolPrices] = Field(
+        default={},
+        description=(
+            "Prices per value of pool_label (an on-premises pool: on-prem: {default_per_gpu_hour: 0.60}); a pool wins"
+            " over the capacity type. A value not listed is priced by the node's capacity type (check-config names it)."
         ),
     )
 
@@ -436,18 +515,53 @@ class Pricing(_Frozen):
             raise ValueError(f"a price cannot be negative: {', '.join(negative)}")
         return prices
 
-    def price_for(self, model: str | None) -> float:
-        """The price of a whole GPU-hour of ``model`` (DCGM's modelName; None or unlisted: the default)."""
+    @field_validator("pool_label")
+    @classmethod
+    def _pool_label(cls, label: str | None) -> str | None:
+        if label is not None and not _LABEL_KEY.fullmatch(label):
+            raise ValueError(f"'{label}' is not a Kubernetes label key (example.com/gpu-pool)")
+        return label
+
+    @field_validator("pools")
+    @classmethod
+    def _pool_values(cls, pools: dict[str, PoolPrices]) -> dict[str, PoolPrices]:
+        bad = sorted(value for value in pools if not _LABEL_VALUE.fullmatch(value))
+        if bad:
+            raise ValueError(f"not Kubernetes label values: {', '.join(bad)}")
+        return pools
+
+    @model_validator(mode="after")
+    def _pools_need_their_label(self) -> Pricing:
+        if self.pools and not self.pool_label:
+            raise ValueError("pricing.pools needs pricing.pool_label: the node label whose values name the pools")
+        if self.pool_label and not self.pools:
+            raise ValueError("pricing.pool_label is set but pricing.pools prices no pool")
+        return self
+
+    @property
+    def by_node(self) -> bool:
+        """Whether prices depend on the node: spot or a pool is priced apart (else the split only informs)."""
+        return bool(self.pools) or self.spot != SpotPrices()
+
+    def price_for(self, model: str | None, placement: Placement = ON_DEMAND_PLACEMENT) -> float:
+        """The price of a whole GPU-hour of ``model`` (DCGM's modelName; None or unlisted: the default) where it ran:
+        in a priced pool its list, on spot the spot list, else (and for what those lists leave out) on-demand's."""
+        listed = self.pools.get(placement.pool) if placement.pool else self.spot if placement.capacity == SPOT else None
+        if listed is not None:
+            price = listed.models.get(model or "", listed.default_per_gpu_hour)
+            if price is not None:
+                return price
         return self.models.get(model or "", self.default_per_gpu_hour)
 
-    def per_hour(self, resource: str, model: str | None) -> float:
-        """The price of an hour of one ``resource`` on a GPU of ``model``: the price listed for the resource; else,
-        for a MIG profile, the parent model's price times the profile's compute fraction; else the model's."""
+    def per_hour(self, resource: str, model: str | None, placement: Placement = ON_DEMAND_PLACEMENT) -> float:
+        """The price of an hour of one ``resource`` on a GPU of ``model`` at ``placement``: the price listed for the
+        resource (any node); else, for a MIG profile, the parent model's price there times the profile's compute
+        fraction; else the model's."""
         listed = self.resources.get(resource)
         if listed is not None:
             return listed
         fraction = self.derived_fraction(resource)
-        whole = self.price_for(model)
+        whole = self.price_for(model, placement)
         return whole * float(fraction) if fraction is not None else whole
 
     def derived_fraction(self, resource: str) -> Fraction | None:

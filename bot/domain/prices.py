@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from enum import Enum
 from fractions import Fraction
 
+from bot.domain.capacity import CapacityType, Placement
+
 MARKER = '{"cost_basis":'
 NAMED_MODELS = 3  # more than this many models are counted, not named (the basis is shown on a card)
 MODEL_NAME_LIMIT = 60  # characters of a model's name kept (requests.cost_basis holds 400)
+POOL_NAME_LIMIT = 30  # characters of a pool's name kept, for the one placement shown and stored
 
 
 class Basis(Enum):
@@ -28,10 +31,20 @@ class Basis(Enum):
 
 
 @dataclass(frozen=True)
+class PlacementShare:
+    """The share (0..1) of the hours a price was averaged over that ran at ``placement``."""
+
+    placement: Placement
+    share: float
+
+
+@dataclass(frozen=True)
 class Price:
     """``per_gpu_hour``: per hour of the resource (a GPU-hour, a MIG profile's slice-hour); ``models``: the ones
     named (``unnamed`` more were counted); ``days``: the window of ``RAN_ON``; ``share``: the share of the
-    models' price a MIG profile is priced at (None: the models' price itself, or a listed one)."""
+    models' price a MIG profile is priced at (None: the models' price itself, or a listed one); ``placements``:
+    for ``RAN_ON``, the share of the hours at each placement (most first), when any ran elsewhere than on-demand
+    (spot, a priced pool); empty otherwise."""
 
     per_gpu_hour: float
     basis: Basis
@@ -40,12 +53,23 @@ class Price:
     days: int
     unnamed: int = 0
     share: Fraction | None = None
+    placements: tuple[PlacementShare, ...] = ()
 
     def named(self) -> Price:
         """The price as it is shown and stored: the first few models, their names cut, the rest counted."""
         kept = tuple(model[:MODEL_NAME_LIMIT] for model in self.models[:NAMED_MODELS])
         rest = self.unnamed + max(0, len(self.models) - NAMED_MODELS)
-        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share)
+        return Price(self.per_gpu_hour, self.basis, kept, self.currency, self.days, rest, self.share, _shown(self.placements))
+
+
+def _shown(placements: tuple[PlacementShare, ...]) -> tuple[PlacementShare, ...]:
+    """The placement a price's words name: the one (not on-demand) with the largest share, its pool's name cut."""
+    elsewhere = [item for item in placements if not item.placement.on_demand]
+    if not elsewhere:
+        return ()
+    top = max(elsewhere, key=lambda item: item.share)
+    where = Placement(top.placement.capacity, top.placement.pool[:POOL_NAME_LIMIT])
+    return (PlacementShare(where, round(top.share, 3)),)
 
 
 @dataclass(frozen=True)
@@ -70,6 +94,7 @@ StoredBasis = CostBasis | BasisAsStored
 
 def to_text(basis: CostBasis) -> str:
     price = basis.price.named()
+    where = price.placements[0] if price.placements else None
     fields = {
         "cost_basis": "CostBasis",
         "grant": basis.grant,
@@ -81,6 +106,8 @@ def to_text(basis: CostBasis) -> str:
         "currency": price.currency,
         "days": price.days,
         **({"share": str(price.share)} if price.share is not None else {}),
+        # The one placement shown (``named``), compact: requests.cost_basis holds 400 characters.
+        **({"where": [where.placement.capacity.value, where.placement.pool, where.share]} if where else {}),
     }
     return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
 
@@ -92,5 +119,8 @@ def from_text(text: str) -> StoredBasis:
     data = json.loads(text)
     share = Fraction(data["share"]) if "share" in data else None  # a basis stored before MIG pricing has none
     models = tuple(data["models"])
-    price = Price(data["rate"], Basis(data["basis"]), models, data["currency"], data["days"], data["unnamed"], share)
+    # A basis stored before prices per capacity type has no placement.
+    where = data.get("where")
+    placements = (PlacementShare(Placement(CapacityType(where[0]), where[1]), where[2]),) if where else ()
+    price = Price(data["rate"], Basis(data["basis"]), models, data["currency"], data["days"], data["unnamed"], share, placements)
     return CostBasis(data["grant"], price, data["named"])

@@ -1,6 +1,7 @@
 """Synthetic GPU usage histories with known truth.
 
-A ``History`` is a list of pod runs (namespace, GPUs, node, model, start/end, utilisation). From it:
+A ``History`` is a list of pod runs (namespace, GPUs, node, model, start/end, utilisation), and the labels of
+the nodes they ran on (capacity type, pool). From it:
 
 - ``write_openmetrics`` writes what kube-state-metrics and the DCGM exporter would have exposed,
   sample by sample, for ``promtool tsdb create-blocks-from openmetrics`` (tests, benchmark);
@@ -16,9 +17,19 @@ import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
-from typing import TextIO
+from typing import Any, TextIO
 
-from bot.domain.costs import NamespaceUsage, Window
+from bot.domain.capacity import (
+    ON_DEMAND_PLACEMENT,
+    Placement,
+    SplitState,
+    ksm_label_name,
+    placement_of,
+    read_node,
+    split_state,
+)
+from bot.domain.clusters import HOME
+from bot.domain.costs import NamespaceUsage, Window, placed_usage
 
 A100 = "NVIDIA A100-SXM4-80GB"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -38,6 +49,7 @@ class PodRun:
     profiling: bool = True  # False: only DCGM_FI_DEV_GPU_UTIL (no profiling module on the node)
     exported_labels: bool = False  # True: scraped with honorLabels false (exported_namespace, exported_pod)
     scheduled: bool = True  # False: Pending (node ""), never counted
+    priority_class: str = ""  # spec.priorityClassName; set: exported in kube_pod_info
 
     def running_at(self, moment: datetime) -> bool:
         return self.scheduled and self.start <= moment < self.end
@@ -65,6 +77,9 @@ class History:
     quota_changes: dict[str, list[tuple[datetime, int | None]]] = field(default_factory=dict)
     # A second GPU quota of a namespace (name, hard), never the policy's, used as much as the first.
     extra_quotas: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # The Kubernetes labels of nodes (node -> label -> value), exported by kube-state-metrics in kube_node_labels
+    # (its allowlist naming them) over the whole history; a node not listed has no kube_node_labels series.
+    node_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def dcgm_spacing(self) -> timedelta:
@@ -98,11 +113,30 @@ class History:
 class HistoryMetrics:
     """``MetricsSource`` computed from a History: exact sums over the same samples Prometheus stores."""
 
-    def __init__(self, history: History, *, idle_threshold: float = 0.05) -> None:
+    def __init__(
+        self, history: History, *, idle_threshold: float = 0.05, pool_label: str | None = None, pools: Sequence[str] = ()
+    ) -> None:
         self.history = history
         self._idle_threshold = idle_threshold
+        self._pool_label = pool_label
+        self._pools = tuple(pools)
+        # As the Prometheus source records it: whether each day read could be split by node.
+        self.splits: dict[date, SplitState] = {}
+
+    @property
+    def cluster_splits(self) -> dict[str, dict[date, SplitState]]:
+        return {HOME: self.splits}
+
+    def placement(self, node: str) -> Placement:
+        """Where the pods of ``node`` ran as the price list tells them apart (a node without labels: on-demand)."""
+        labels = self.history.node_labels.get(node)
+        if labels is None:
+            return ON_DEMAND_PLACEMENT
+        return placement_of(read_node(labels, self._pool_label), self._pools)
 
     def usage(self, windows: Sequence[Window], *, idle: bool = True) -> dict[date, dict[str, NamespaceUsage]]:
+        state = split_state(self.history.node_labels.values(), self._pool_label)
+        self.splits.update({window.day: state for window in windows})
         return {window.day: self.window_usage(window) for window in windows}
 
     def window_usage(self, window: Window) -> dict[str, NamespaceUsage]:
@@ -112,35 +146,36 @@ class HistoryMetrics:
         ksm_hours = self.history.step.total_seconds() / 3600
         dcgm_step = self.history.dcgm_spacing
         dcgm_hours = dcgm_step.total_seconds() / 3600
-        allocated: dict[str, float] = {}
-        models: dict[str, dict[str, float]] = {}
-        idle: dict[str, dict[str, float]] = {}
-        util: dict[str, dict[str, float]] = {}
+        Part = tuple[str, Placement]
+        allocated: dict[Part, float] = {}
+        models: dict[Part, dict[str, float]] = {}
+        idle: dict[Part, dict[str, float]] = {}
+        util: dict[Part, dict[str, float]] = {}
         for pod in self.history.pods:
             lo, hi = max(window.start, pod.start), min(window.end, pod.end)
             if not pod.scheduled or lo >= hi:
                 continue
-            allocated[pod.namespace] = (
-                allocated.get(pod.namespace, 0.0) + pod.gpus * len(list(self.history.steps(lo, hi))) * ksm_hours
-            )
+            part = (pod.namespace, self.placement(pod.node))
+            allocated[part] = allocated.get(part, 0.0) + pod.gpus * len(list(self.history.steps(lo, hi))) * ksm_hours
             moments = list(self.history.steps(lo, hi, dcgm_step))
             if not moments:
                 continue
             for gpu in range(pod.gpus):
                 values = [stored_utilisation(pod, moment, gpu) for moment in moments]
-                _add(models, pod.namespace, pod.model, len(values) * dcgm_hours)
-                _add(util, pod.namespace, pod.model, sum(values) * dcgm_hours)
-                _add(idle, pod.namespace, pod.model, sum(1 for v in values if v < self._idle_threshold) * dcgm_hours)
-        return {
-            ns: NamespaceUsage(
-                allocated.get(ns, 0.0),
-                models.get(ns, {}),
-                {m: h for m, h in idle.get(ns, {}).items() if h > 0},
-                sum(util.get(ns, {}).values()),
-                util_model_hours=util.get(ns, {}),
+                _add(models, part, pod.model, len(values) * dcgm_hours)
+                _add(util, part, pod.model, sum(values) * dcgm_hours)
+                _add(idle, part, pod.model, sum(1 for v in values if v < self._idle_threshold) * dcgm_hours)
+        placed: dict[str, dict[Placement, NamespaceUsage]] = {}
+        for namespace, placement in set(allocated) | set(models):
+            part = (namespace, placement)
+            placed.setdefault(namespace, {})[placement] = NamespaceUsage(
+                allocated.get(part, 0.0),
+                models.get(part, {}),
+                {m: h for m, h in idle.get(part, {}).items() if h > 0},
+                sum(util.get(part, {}).values()),
+                util_model_hours=util.get(part, {}),
             )
-            for ns in set(allocated) | set(models)
-        }
+        return {ns: placed_usage(parts) for ns, parts in placed.items()}
 
     def days_with_data(self, windows: Sequence[Window]) -> set[date]:
         return {w.day for w in windows if w.start < self.history.end and w.end > self.history.start}
@@ -151,6 +186,24 @@ class HistoryMetrics:
             if pod.running_at(moment):
                 totals[pod.namespace] = totals.get(pod.namespace, 0.0) + pod.gpus
         return totals
+
+    def preemptible_use(
+        self, start: datetime, end: datetime, priority_classes: Sequence[str]
+    ) -> dict[str, dict[Placement, float]]:
+        """Per namespace, the share of its running GPU samples in [start, end) of pods of ``priority_classes``, at each
+        placement (``PreemptibleWork``)."""
+        every: dict[str, float] = {}
+        chosen: dict[str, dict[Placement, float]] = {}
+        for pod in self.history.pods:
+            samples = pod.gpus * sum(1 for m in self.history.steps(max(start, pod.start), min(end, pod.end)) if pod.running_at(m))
+            if not samples:
+                continue
+            every[pod.namespace] = every.get(pod.namespace, 0.0) + samples
+            if pod.priority_class in priority_classes:
+                per_place = chosen.setdefault(pod.namespace, {})
+                placement = self.placement(pod.node)
+                per_place[placement] = per_place.get(placement, 0.0) + samples
+        return {ns: {p: n / every[ns] for p, n in per_place.items()} for ns, per_place in chosen.items()}
 
     def peak_allocated(self, start: datetime, end: datetime) -> dict[str, float]:
         peaks: dict[str, float] = {}
@@ -231,6 +284,22 @@ def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None 
             labels,
             ((m, pod.gpus) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))),
         )
+    with_class = [pod for pod in pods if pod.priority_class and pod.scheduled]
+    if with_class:
+        family("kube_pod_info")
+    for pod in with_class:
+        labels = {
+            "namespace": pod.namespace,
+            "pod": pod.pod,
+            "uid": f"uid-{pod.pod}",
+            "node": pod.node,
+            "priority_class": pod.priority_class,
+        }
+        series(
+            "kube_pod_info",
+            labels,
+            ((m, 1.0) for m in history.steps(max(pod.start, history.start), min(pod.end + linger, history.end))),
+        )
     family("kube_pod_status_phase")
     for pod in pods:
         labels = {"namespace": pod.namespace, "pod": pod.pod, "uid": f"uid-{pod.pod}", "phase": "Running"}
@@ -296,6 +365,11 @@ def write_openmetrics(history: History, out: TextIO, *, idle_rule: float | None 
                 labels,
                 ((m, hard if kind == "hard" else history.quota_used(namespace, m)) for m, hard in hards if hard is not None),
             )
+    if history.node_labels:
+        family("kube_node_labels")
+    for node, node_labels in sorted(history.node_labels.items()):
+        labels = {"node": node, **{ksm_label_name(k): v for k, v in sorted(node_labels.items())}}
+        series("kube_node_labels", labels, ((m, 1.0) for m in history.steps(history.start, history.end)))
     family("kube_namespace_labels")
     for namespace, namespace_labels in sorted(history.namespace_labels.items()):
         labels = {"namespace": namespace, **{f"label_{k}": v for k, v in namespace_labels.items()}}
@@ -395,6 +469,6 @@ def sandbox_history(now: datetime, *, ahead: int = 30, step: timedelta = timedel
     return history
 
 
-def _add(table: dict[str, dict[str, float]], namespace: str, model: str, hours: float) -> None:
+def _add(table: dict[Any, dict[str, float]], namespace: Any, model: str, hours: float) -> None:
     per_model = table.setdefault(namespace, {})
     per_model[model] = per_model.get(model, 0.0) + hours

@@ -111,6 +111,7 @@ class DigestService:
             pace=budget_pace(budgets, day) if budgets else None,
             clusters=self._per_cluster(every_namespace, spend.day_lines()),
             missing_in=spend.missing_in,
+            unsplit=spend.unsplit,
         )
         if unavailable:
             raise PartialMetrics(digest, unavailable)
@@ -166,6 +167,7 @@ class DigestService:
             expiring=[grant for grant in expiring if grant.namespace in namespaces],
             clusters=clusters if len(clusters) > 1 else [],
             missing_in={cluster: days for cluster, days in spend.missing_in.items() if cluster in own_clusters},
+            unsplit=[fact for fact in spend.unsplit if fact.cluster in own_clusters],
         )
 
     def _expiring(self) -> list[ExpiringGrant]:

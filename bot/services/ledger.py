@@ -1,5 +1,5 @@
-"""The cost ledger: what each namespace used of each resource on each GPU model on each finished day,
-priced at that day's price, kept in the database.
+"""The cost ledger: what each namespace used of each resource on each GPU model on each finished day, at each
+placement (spot, on-demand, a pool the policy prices), priced at that day's price there, kept in the database.
 
 Prometheus keeps days for its retention only (10 days in kube-prometheus-stack): month-to-date,
 budgets and exports read the ledger, which records each day once it is over, from one range query
@@ -7,7 +7,8 @@ per week of days whatever the cluster's size. Recording is idempotent (a day's r
 whole, in one transaction); days missed while the bot was down are caught up from Prometheus while
 it still holds them; a day it no longer holds is recorded as ``no_data`` and reported as missing,
 never as zero. A day keeps the prices it was recorded with, so a price change applies from the day
-it is made.
+it is made. Each day also keeps whether its GPU-hours could be told apart by node (``SplitState``): a day
+whose kube-state-metrics exported no node labels is priced on-demand, and the digest says so.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypeVar, cast
 
 from bot.clock import Clock
+from bot.domain.capacity import CapacityType, SplitState, SplitUnavailable, allowlist_flag
 from bot.domain.clusters import HOME, cluster_of
 from bot.domain.costs import CostLine, ModelUse, Window, add_lines, day_window, line_of, model_uses
 from bot.domain.policy import Policy, Team
@@ -115,6 +117,13 @@ def coverage_of(metrics: MetricsSource, windows: Sequence[Window], clusters: Seq
         return metrics.days_by_cluster(windows)
     days = metrics.days_with_data(windows)
     return Coverage({cluster: days for cluster in clusters})
+
+
+def measured_split(metrics: MetricsSource, cluster: str, day: date) -> SplitState | None:
+    """Whether the source could tell ``cluster``'s GPU-hours of ``day`` apart by node (None: a source that does not
+    tell)."""
+    per_cluster = getattr(metrics, "cluster_splits", None)  # a wrapper may answer any name: only a mapping tells
+    return per_cluster.get(cluster, {}).get(day) if isinstance(per_cluster, dict) else None
 
 
 def measured_spacing(metrics: MetricsSource, cluster: str, day: date) -> dict[str, float]:
@@ -233,6 +242,8 @@ class Ledger:
                     "namespace": entry.namespace,
                     "model": entry.use.model,
                     "resource": entry.use.resource,
+                    "capacity_type": entry.use.capacity.value,
+                    "pool": entry.use.pool,
                     "team": entry.team,
                     "cost_center": entry.cost_center,
                     "allocated_hours": entry.use.allocated_hours,
@@ -255,6 +266,7 @@ class Ledger:
                     ksm_spacing=spacing.get("ksm"),
                     dcgm_spacing=spacing.get("dcgm"),
                     entries=of_cluster,
+                    split=split.value if has_data[cluster] and (split := measured_split(metrics, cluster, window.day)) else None,
                 )
 
     # --- reading -------------------------------------------------------------------------------
@@ -307,7 +319,24 @@ class Ledger:
     def entries(self, first: date, last: date) -> list[Entry]:
         # Plain column tuples, not ORM objects: a month of 3,000 namespaces is ~100,000 rows.
         rows = self._db.run(lambda repo: repo.ledger_entries(first, last))
-        return [Entry(r[0], r[1], r[2], r[3], ModelUse(*r[4:13])) for r in rows]
+        return [Entry(r[0], r[1], r[2], r[3], _use_of(r)) for r in rows]
+
+    def unsplit(self, first: date, last: date) -> list[SplitUnavailable]:
+        """The recorded days of [first, last] whose GPU-hours could not be told apart by node, per cluster and why;
+        none when the policy's prices do not depend on the node (the split then changes no figure)."""
+        if not self._policy.pricing.by_node:
+            return []
+        rows = self._db.run(lambda repo: repo.ledger_splits(first, last))
+        clusters = set(self._policy.cluster_names())
+        found: dict[tuple[str, SplitState], list[date]] = {}
+        for day, cluster, split in rows:
+            if cluster in clusters and split is not None and split != SplitState.SPLIT:
+                found.setdefault((cluster, SplitState(split)), []).append(day)
+        flag = allowlist_flag(self._policy.pricing.pool_label)
+        return [
+            SplitUnavailable(state, tuple(sorted(days)), self._policy.cluster_label(cluster), flag)
+            for (cluster, state), days in sorted(found.items())
+        ]
 
     def team_day_costs(self, first: date, last: date) -> dict[str, dict[date, float]]:
         """Per team, the cost of each recorded day, summed in the database by day and team (what budgets
@@ -395,11 +424,18 @@ class Summary:
     teams: dict[str, str]
 
 
+def _use_of(row: tuple[Any, ...]) -> ModelUse:
+    """A ``ledger_entries`` row's use (its columns from the model on)."""
+    model, allocated, idle, observed, util, price, cost, idle_cost, resource, capacity, pool = row[4:15]
+    return ModelUse(model, allocated, idle, observed, util, price, cost, idle_cost, resource, CapacityType(capacity), pool)
+
+
 def _lines_of(rows: list[tuple[Any, ...]], teams: dict[str, str]) -> dict[str, CostLine]:
     """Rows of ``ledger_sums`` as one line per namespace (the sums carry no single price: 0)."""
     uses: dict[str, list[ModelUse]] = {}
-    for namespace, _, model, allocated, idle, observed, util, cost, idle_cost, _, resource in rows:
-        uses.setdefault(namespace, []).append(ModelUse(model, allocated, idle, observed, util, 0.0, cost, idle_cost, resource))
+    for namespace, _, model, allocated, idle, observed, util, cost, idle_cost, _, resource, capacity, pool in rows:
+        use = ModelUse(model, allocated, idle, observed, util, 0.0, cost, idle_cost, resource, CapacityType(capacity), pool)
+        uses.setdefault(namespace, []).append(use)
     return {ns: line_of(ns, teams[ns], ns_uses) for ns, ns_uses in uses.items()}
 
 
@@ -424,9 +460,11 @@ def day_ranges(days: Iterable[date]) -> str:
 
 
 def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str, object]]:
-    """The month's ledger for finance: one row per day x namespace x resource x GPU model, in day order (the
-    hours and the price of a row are of its resource: slice-hours of a MIG profile); ``cluster`` is the cluster
-    of the namespace key as the policy names it (the home cluster's name for a bare name; "" without clusters)."""
+    """The month's ledger for finance: one row per day x namespace x resource x GPU model x placement, in day order
+    (the hours and the price of a row are of its resource: slice-hours of a MIG profile); ``cluster`` is the
+    cluster of the namespace key as the policy names it (the home cluster's name for a bare name; "" without
+    clusters); ``capacity_type`` is spot or on-demand (unknown nodes: on-demand) and ``pool`` the pool the policy
+    priced the row in ("" for none)."""
     first = month.replace(day=1)
     last = (first + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     teams = ledger.summary(first, last).teams
@@ -446,6 +484,8 @@ def export_rows(ledger: Ledger, month: date, *, currency: str) -> list[dict[str,
             "currency": currency,
             "resource": entry.use.resource,
             "cluster": ledger.cluster_name(entry.namespace),
+            "capacity_type": entry.use.capacity.value,
+            "pool": entry.use.pool,
         }
         for entry in ledger.entries(first, last)
     ]
@@ -463,6 +503,8 @@ class CostAnswer:
     missing: list[date]
     # With several clusters: per cluster of the scope's namespaces (its name), the days counted for others only.
     missing_in: dict[str, list[date]] = field(default_factory=dict)
+    # The days of the scope's clusters whose GPU-hours could not be told apart by node (priced on-demand).
+    unsplit: list[SplitUnavailable] = field(default_factory=list)
 
 
 class CostLookup:
@@ -489,13 +531,15 @@ class CostLookup:
         missing = sorted(d for d, s in status.items() if s == NO_DATA)
         missing_in = self._ledger.missing_in(days)
         recorded = max((d for d, s in status.items() if s == RECORDED), default=None)
+        unsplit = self._ledger.unsplit(first, last) if last >= first else []
         answers = []
         for scope, namespaces, budget in scopes:
             lines = [line for ns, line in by_namespace.items() if ns in namespaces]
             combined = add_lines(lines) if lines else None
             clusters = {self._ledger.cluster_name(namespace) for namespace in namespaces}
             of_scope = {cluster: days_of for cluster, days_of in missing_in.items() if cluster in clusters}
-            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing, of_scope))
+            facts = [fact for fact in unsplit if fact.cluster in clusters]
+            answers.append(CostAnswer(scope, first, recorded, combined, budget, missing, of_scope, facts))
         return answers
 
     def _scopes(self, user: str, target: str | None) -> list[tuple[str, set[str], float | None]]:

@@ -26,6 +26,7 @@ from bot.domain import failure_reasons
 from bot.domain.failure_reasons import FailureReason
 from bot.domain.prices import BasisAsStored, Price
 from bot.domain.priority import WaitCause
+from bot.domain.proposals import SpotSaving
 from bot.domain.resources import GPU
 from bot.domain.stack_health import Check
 from bot.services.text import Notice
@@ -490,6 +491,16 @@ class SchedulingWait(Message):
     namespace: str
     count: int
     pods: tuple[WaitingPod, ...]
+
+
+@dataclass(frozen=True)
+class SpotSavings(Message):
+    """To the admin channel, beside the proposals: namespaces whose preemptible work ran mostly on on-demand nodes
+    over the last ``window_days``, with what spot would save per month (in ``currency``); a line, never an action."""
+
+    window_days: int
+    currency: str
+    savings: tuple[SpotSaving, ...]
 
 
 @dataclass(frozen=True)

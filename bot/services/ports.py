@@ -16,6 +16,7 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from bot.domain.capacity import Placement
 from bot.domain.clusters import HOME
 from bot.domain.costs import NamespaceUsage, Window
 from bot.domain.karmada import FederatedQuotaSnapshot
@@ -417,6 +418,19 @@ class MetricsSource(Protocol):
         """The share (0..1) of [start, end) each namespace's GPU quota (the one ``quota_names`` names) was full
         (kube-state-metrics' ``kube_resourcequota`` used == a non-zero hard; a moment without the quota or over
         it is not), for the namespaces with such a series (one query)."""
+        ...
+
+
+@runtime_checkable
+class PreemptibleWork(Protocol):
+    """What a metrics source tells of pods' priority classes beside ``MetricsSource`` (kube-state-metrics'
+    ``kube_pod_info``): the proposals' spot savings. A source without it names no saving."""
+
+    def preemptible_use(
+        self, start: datetime, end: datetime, priority_classes: Sequence[str]
+    ) -> dict[str, dict[Placement, float]]:
+        """Per namespace key, the share (0..1) of its whole-GPU running samples in [start, end) that were of pods of
+        ``priority_classes``, at each placement (one query)."""
         ...
 
 

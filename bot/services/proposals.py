@@ -9,6 +9,11 @@ proposals (``bot.domain.proposals``) go to the admin channel with the numbers be
 [Propose shift] button. Nothing here changes a quota: a proposal becomes a change only as a shift
 request, approved the usual way.
 
+Spot in the strategy shift: with ``pricing.spot.preemptible_priority_classes`` set, the same run names the
+namespaces whose GPU-hours of those classes ran mostly on on-demand nodes, with what spot would save per month
+(``SpotSavings``, one post without a button): the share of preemptible work from Prometheus (kube_pod_info's
+priority class, one query), the hours and the models from the ledger, today's prices.
+
 One post per week across replicas: the run claims ("*proposals", today) in the digest claims table.
 """
 
@@ -19,16 +24,26 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from bot.clock import Clock
+from bot.domain.capacity import SPOT, Placement
 from bot.domain.clusters import HOME, cluster_of
-from bot.domain.costs import day_window
+from bot.domain.costs import ModelUse, day_window
 from bot.domain.policy import Policy
-from bot.domain.proposals import NamespaceUse, Proposal, Signal, propose, signals
+from bot.domain.proposals import NamespaceUse, Proposal, Signal, SpotSaving, propose, signals, spot_saving
 from bot.domain.resources import GPU
 from bot.errors import PermanentError, TemporaryError
 from bot.services.announce import Announcer
-from bot.services.ledger import RECORDED, Ledger, answered
-from bot.services.messages import ShiftProposal
-from bot.services.ports import Action, ActionKind, ButtonLabel, MetricsSource, QuotaCluster, Repository, Transactions
+from bot.services.ledger import RECORDED, Entry, Ledger, answered
+from bot.services.messages import ShiftProposal, SpotSavings
+from bot.services.ports import (
+    Action,
+    ActionKind,
+    ButtonLabel,
+    MetricsSource,
+    PreemptibleWork,
+    QuotaCluster,
+    Repository,
+    Transactions,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +56,7 @@ class ProposalRun:
     day: date
     proposals: list[Proposal] = field(default_factory=list)
     skipped: str | None = None  # why nothing was posted
+    spot: list[SpotSaving] = field(default_factory=list)  # the spot savings posted beside the proposals
 
 
 @dataclass(frozen=True)
@@ -51,6 +67,7 @@ class Measured:
     uses: list[NamespaceUse]
     days: int
     saturation_read: bool
+    spot: list[SpotSaving] = field(default_factory=list)
 
     def no_signal(self) -> str | None:
         """Why no namespace can be called short, when neither signal holds anything for the window."""
@@ -92,13 +109,17 @@ class ProposalService:
         try:
             measured = self.measure(today)
             # A day the metrics did not see would read as GPUs nobody used: no proposal from a partial fortnight.
-            proposals = propose(measured.uses) if measured.days == WINDOW_DAYS else []
+            whole = measured.days == WINDOW_DAYS
+            proposals = propose(measured.uses) if whole else []
+            spot = measured.spot if whole else []
 
             def post(repo: Repository) -> None:
                 """The proposals recorded with the day marked posted."""
                 for index, proposal in enumerate(proposals, start=1):
                     notice = proposal_message(proposal, index, len(proposals), saturation_read=measured.saturation_read)
                     out.post(repo, channel, notice, actions=[propose_button(proposal)])
+                if spot:
+                    out.post(repo, channel, SpotSavings(WINDOW_DAYS, self._policy.pricing.currency, tuple(spot)))
                 repo.mark_digest_posted(CLAIM_SCOPE, today, at=self._clock.now())
 
             self._db.run(post)
@@ -111,11 +132,11 @@ class ProposalService:
             log.warning("proposals: only %d of the last %d days were measured; nothing proposed", measured.days, WINDOW_DAYS)
             return ProposalRun(today, skipped=f"only {measured.days} of the last {WINDOW_DAYS} days were measured")
         if proposals:
-            return ProposalRun(today, proposals)
+            return ProposalRun(today, proposals, spot=spot)
         if reason := measured.no_signal():
             log.info("proposals: %s", reason)
-            return ProposalRun(today, skipped=reason)
-        return ProposalRun(today, skipped="no namespace both short and with spare GPUs")
+            return ProposalRun(today, skipped=reason, spot=spot)
+        return ProposalRun(today, skipped="no namespace both short and with spare GPUs", spot=spot)
 
     def measure(self, today: date) -> Measured:
         """Each managed namespace with a GPU quota, over the ``WINDOW_DAYS`` finished days before ``today``,
@@ -135,7 +156,8 @@ class ProposalService:
         observed: dict[str, float] = {}
         util: dict[str, float] = {}
         # Whole GPUs only: a shift moves GPU quota, and MIG slice-hours are not GPU-hours.
-        for entry in (e for e in self._ledger.entries(days[0], days[-1]) if e.use.resource == GPU):
+        entries = [e for e in self._ledger.entries(days[0], days[-1]) if e.use.resource == GPU]
+        for entry in entries:
             allocated[entry.namespace] = allocated.get(entry.namespace, 0.0) + entry.use.allocated_hours
             observed[entry.namespace] = observed.get(entry.namespace, 0.0) + entry.use.observed_hours
             util[entry.namespace] = util.get(entry.namespace, 0.0) + entry.use.util_hours
@@ -163,7 +185,60 @@ class ProposalService:
             if ns in quotas and cluster_of(ns) not in unavailable  # no quota: unlimited, nothing to give
         ]
         measured_days = min((len(of_cluster) for of_cluster in recorded.values()), default=0)
-        return Measured(uses, measured_days, saturation_read=saturation is not None)
+        spot = self._spot_savings(start, end, entries, allocated, managed=set(managed), unavailable=unavailable)
+        return Measured(uses, measured_days, saturation_read=saturation is not None, spot=spot)
+
+    def _spot_savings(
+        self,
+        start: datetime,
+        end: datetime,
+        entries: list[Entry],
+        hours: dict[str, float],
+        *,
+        managed: set[str],
+        unavailable: dict[str, str],
+    ) -> list[SpotSaving]:
+        """The managed namespaces whose preemptible work ran mostly on on-demand nodes, dearest saving first; none
+        without preemptible classes in the policy, or when Prometheus could not tell (said in the log)."""
+        classes = self._policy.pricing.spot.preemptible_priority_classes
+        if not classes or not isinstance(self._metrics, PreemptibleWork):
+            return []
+        metrics = self._metrics
+        try:
+            shares = answered(lambda: metrics.preemptible_use(start, end, classes), unavailable)
+        except (TemporaryError, PermanentError) as error:
+            log.warning("proposals: Prometheus was not read for the preemptible work (%s); no spot savings", error)
+            return []
+        found = [
+            saving
+            for namespace, per_place in sorted(shares.items())
+            if namespace in managed
+            and (
+                saving := spot_saving(
+                    namespace,
+                    hours=hours.get(namespace, 0.0),
+                    shares=per_place,
+                    gap_per_hour=self._spot_gap([e.use for e in entries if e.namespace == namespace]),
+                    window_days=WINDOW_DAYS,
+                )
+            )
+            is not None
+        ]
+        return sorted(found, key=lambda saving: (-saving.saving_per_month, saving.namespace))
+
+    def _spot_gap(self, uses: list[ModelUse]) -> float:
+        """What a GPU-hour of the models a namespace ran on on-demand nodes costs more on-demand than on spot, at
+        today's prices (weighted by its hours; no such hours: a model of the default price)."""
+        pricing = self._policy.pricing
+        on_demand = [use for use in uses if use.placement.on_demand and use.allocated_hours > 0]
+        if not on_demand:
+            return pricing.price_for(None) - pricing.price_for(None, Placement(SPOT))
+        total = sum(use.allocated_hours for use in on_demand)
+        gap = sum(
+            use.allocated_hours * (pricing.price_for(use.model) - pricing.price_for(use.model, Placement(SPOT)))
+            for use in on_demand
+        )
+        return gap / total
 
     def _saturation(self, start: datetime, end: datetime) -> dict[str, float] | None:
         """The quotas' saturation from Prometheus; None when it could not answer (the alerts alone then decide:

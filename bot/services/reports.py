@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from bot.domain.capacity import SplitUnavailable
 from bot.domain.costs import CostLine, add_lines
 from bot.domain.policy import Team
 
@@ -54,6 +55,9 @@ class TeamDigest:
     # cluster the days counted for others but not for it (no metrics, or not read yet: not counted).
     clusters: list[ClusterCost] = field(default_factory=list)
     missing_in: dict[str, list[date]] = field(default_factory=dict)
+    # The days of the month whose GPU-hours could not be told apart by node (priced on-demand), per cluster of
+    # the team's namespaces and why; only when the policy prices by node (spot, pools).
+    unsplit: list[SplitUnavailable] = field(default_factory=list)
 
     @property
     def budget(self) -> float | None:
@@ -86,6 +90,7 @@ class OrgDigest:
     pace: float | None  # the budgets' daily pace (None: no team has a budget)
     clusters: list[ClusterCost] = field(default_factory=list)  # with several clusters: each one's figures
     missing_in: dict[str, list[date]] = field(default_factory=dict)  # as in TeamDigest
+    unsplit: list[SplitUnavailable] = field(default_factory=list)  # as in TeamDigest, of every cluster
 
     @property
     def spent(self) -> float:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from functools import cached_property
 
+from bot.domain.capacity import SplitUnavailable
 from bot.domain.costs import CostLine, Window, add_lines, month_windows, price, today_so_far
 from bot.domain.policy import Policy
 from bot.errors import PartialMetrics
@@ -62,6 +63,8 @@ class MonthSummary:
     missing: list[date] = field(default_factory=list)  # days no cluster's metrics held: unknown, not zero
     # With several clusters: per cluster (its name), the days counted for others and not for it (unknown).
     missing_in: dict[str, list[date]] = field(default_factory=dict)
+    # The days whose GPU-hours could not be told apart by node (priced on-demand), per cluster and why.
+    unsplit: list[SplitUnavailable] = field(default_factory=list)
 
     @cached_property
     def _by_team(self) -> dict[str, list[str]]:
@@ -143,6 +146,7 @@ class SpendReader:
             summary.teams,
             missing,
             missing_in=self._ledger.missing_in(days),
+            unsplit=self._ledger.unsplit(first, day),
         )
         if caught_up.unavailable:
             raise PartialMetrics(month, caught_up.unavailable)

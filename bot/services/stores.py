@@ -340,13 +340,18 @@ class LedgerDays(Protocol):
         ksm_spacing: float | None,
         dcgm_spacing: float | None,
         entries: Iterable[Mapping[str, Any]],
+        split: str | None = None,
     ) -> None:
         """The day's ledger rows of ``cluster`` (the namespace keys' cluster part) replaced whole by ``entries``
-        (column values), and its status for that cluster."""
+        (column values), and its status for that cluster (``split``: whether its hours were told apart by node)."""
         ...
 
     def ledger_status(self, first: date, last: date) -> list[tuple[date, str, str]]:
         """(day, cluster, status) of the days recorded for each cluster in [first, last]."""
+        ...
+
+    def ledger_splits(self, first: date, last: date) -> list[tuple[date, str, str | None]]:
+        """(day, cluster, split state or None) of the days recorded with data for each cluster in [first, last]."""
         ...
 
 
@@ -355,7 +360,8 @@ class LedgerReads(Protocol):
 
     def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
-        observed_hours, util_hours, price, cost, idle_cost, resource), by day, namespace, resource and model."""
+        observed_hours, util_hours, price, cost, idle_cost, resource, capacity_type, pool), by day, namespace,
+        resource, model and placement."""
         ...
 
     def ledger_costs(
@@ -374,9 +380,16 @@ class LedgerReads(Protocol):
 
     def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """(namespace, team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost,
-        last day, resource) summed over [first, last] per namespace, recorded team, resource and model, in the database."""
+        last day, resource, capacity_type, pool) summed over [first, last] per namespace, recorded team, resource,
+        model and placement, in the database."""
         ...
 
     def ledger_model_hours(self, namespace: str, first: date, last: date, *, resource: str = GPU) -> dict[str, float]:
         """The hours of ``resource`` (whole GPUs: GPU-hours) ``namespace`` had per GPU model over [first, last]."""
+        ...
+
+    def ledger_placement_hours(
+        self, namespace: str, first: date, last: date, *, resource: str = GPU
+    ) -> dict[tuple[str, str, str], float]:
+        """The hours of ``resource`` ``namespace`` had per (GPU model, capacity type, pool) over [first, last]."""
         ...

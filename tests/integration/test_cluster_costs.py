@@ -185,7 +185,7 @@ def test_a_shared_prometheus_tells_the_clusters_apart_by_their_label(
         ("us-2/ml-us", "us-2"),
         ("ap-3/biz-model-serving", "ap-3"),
     }
-    assert list(rows[0])[-2:] == ["resource", "cluster"]
+    assert list(rows[0])[-4:] == ["resource", "cluster", "capacity_type", "pool"]
 
 
 @pytest.mark.prometheus

@@ -255,7 +255,7 @@ def test_the_ledger_keeps_each_resource_and_the_digest_shows_them_beside_whole_g
         assert [r["price_per_gpu_hour"] for r in rows if r["resource"] == MIG3] == [
             pytest.approx(1.2)
         ] * 4  # a day keeps its price
-        assert list(rows[0]) == list(EXPORT_FIELDS) and EXPORT_FIELDS[-2:] == ("resource", "cluster")
+        assert list(rows[0]) == list(EXPORT_FIELDS) and EXPORT_FIELDS[-4:] == ("resource", "cluster", "capacity_type", "pool")
         # Budgets: the team's spend is the money of every resource.
         costs = ledger.team_day_costs(DAYS[0], DAYS[-1])["research"]
         assert costs[DAYS[-1]] == pytest.approx(24 * 2.8 + 72 * 1.2 + 12 * 0.5)

@@ -15,6 +15,7 @@ from bot.adapters.slack.replies import cost_lines
 from bot.adapters.slack.reports import digest_report
 from bot.adapters.slack.resource_words import hours_of, resource_label
 from bot.domain import prices
+from bot.domain.capacity import ON_DEMAND_PLACEMENT
 from bot.domain.costs import NamespaceUsage, ResourceCost, add_lines, model_uses, price
 from bot.domain.policy import PolicyError, Pricing, parse_policy
 from bot.domain.prices import Basis, Price
@@ -123,13 +124,14 @@ def test_a_dcgm_series_counts_for_its_mig_profile_or_whole_gpus() -> None:
 
 
 def test_rows_of_several_resources_make_one_usage_per_namespace() -> None:
-    rows = [  # (namespace key, labels, resource, hours)
-        ("ns", {"namespace": "ns", "modelName": A100, "measure": "hours"}, GPU, 24.0),
-        ("ns", {"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "hours"}, MIG3, 48.0),
-        ("ns", {"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "idle_hours"}, MIG3, 10.0),
-        ("mig-only", {"namespace": "mig-only", "modelName": H100, "measure": "hours"}, MIG3, 5.0),
+    here = ON_DEMAND_PLACEMENT
+    rows = [  # (namespace key, labels, resource, hours, where it ran)
+        ("ns", {"namespace": "ns", "modelName": A100, "measure": "hours"}, GPU, 24.0, here),
+        ("ns", {"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "hours"}, MIG3, 48.0, here),
+        ("ns", {"namespace": "ns", "modelName": A100, "GPU_I_PROFILE": "3g.40gb", "measure": "idle_hours"}, MIG3, 10.0, here),
+        ("mig-only", {"namespace": "mig-only", "modelName": H100, "measure": "hours"}, MIG3, 5.0, here),
     ]
-    usage = _usage_of({("ns", GPU): 24.0, ("ns", MIG3): 48.0, ("mig-only", MIG3): 5.0}, rows)
+    usage = _usage_of({("ns", GPU, here): 24.0, ("ns", MIG3, here): 48.0, ("mig-only", MIG3, here): 5.0}, rows)
     assert usage["ns"].allocated_hours == 24.0 and usage["ns"].model_hours == {A100: 24.0}
     assert usage["ns"].other_resources[MIG3].allocated_hours == 48.0
     assert usage["ns"].other_resources[MIG3].idle_model_hours == {A100: 10.0}

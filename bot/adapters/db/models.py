@@ -363,14 +363,26 @@ class LedgerDay(Base):
     recorded_at: Mapped[datetime] = mapped_column(UTCDateTime)
     ksm_spacing: Mapped[float | None] = mapped_column(Float)  # seconds between samples, as measured
     dcgm_spacing: Mapped[float | None] = mapped_column(Float)
+    # Whether its GPU-hours could be told apart by node (bot.domain.capacity.SplitState); None: not read (a day
+    # recorded before 0017, or a source that does not tell).
+    split: Mapped[str | None] = mapped_column(String(24))
 
 
 class LedgerEntry(Base):
-    """What one namespace used of one resource on one GPU model on one day, priced at that day's price."""
+    """What one namespace used of one resource on one GPU model on one day at one placement (spot, on-demand, a
+    priced pool), priced at that day's price there."""
 
     __tablename__ = "ledger_entries"
     __table_args__ = (
-        UniqueConstraint("day", "namespace", "resource", "model", name="uq_ledger_day_namespace_resource_model"),
+        UniqueConstraint(
+            "day",
+            "namespace",
+            "resource",
+            "model",
+            "capacity_type",
+            "pool",
+            name="uq_ledger_day_namespace_resource_model_placement",
+        ),
         Index("ix_ledger_entries_namespace_day", "namespace", "day"),
     )
 
@@ -380,6 +392,10 @@ class LedgerEntry(Base):
     model: Mapped[str] = mapped_column(String(200))
     # The extended resource (nvidia.com/gpu, nvidia.com/mig-3g.40gb); its hours and price are of that resource.
     resource: Mapped[str] = mapped_column(String(253), default=GPU, server_default=GPU)
+    # Where it ran (bot.domain.capacity): the nodes' capacity type (unknown: on-demand), and the pool the policy
+    # priced it in ("": none). Rows recorded before 0017 are on-demand.
+    capacity_type: Mapped[str] = mapped_column(String(16), default="on-demand", server_default="on-demand")
+    pool: Mapped[str] = mapped_column(String(63), default="", server_default="")
     team: Mapped[str] = mapped_column(String(200))  # the policy's team, or "<label> (not managed)"
     cost_center: Mapped[str | None] = mapped_column(String(200))
     allocated_hours: Mapped[float] = mapped_column(Float)

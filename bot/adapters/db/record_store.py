@@ -242,6 +242,7 @@ class RecordStore:
         ksm_spacing: float | None,
         dcgm_spacing: float | None,
         entries: Iterable[Mapping[str, Any]],
+        split: str | None = None,
     ) -> None:
         """The day's rows of ``cluster`` (its namespace keys) replaced whole by ``entries`` (column values of
         ``ledger_entries``); the other clusters' rows of the day stay."""
@@ -253,7 +254,7 @@ class RecordStore:
         self.session.execute(delete(LedgerEntry).where(LedgerEntry.day == day, of_cluster))
         row = self.session.get(LedgerDay, (day, cluster)) or LedgerDay(day=day, cluster=cluster)
         row.status, row.recorded_at = status, recorded_at
-        row.ksm_spacing, row.dcgm_spacing = ksm_spacing, dcgm_spacing
+        row.ksm_spacing, row.dcgm_spacing, row.split = ksm_spacing, dcgm_spacing, split
         self.session.add(row)
         for entry in entries:
             self.session.add(LedgerEntry(**entry))
@@ -264,15 +265,22 @@ class RecordStore:
         query = select(days.day, days.cluster, days.status).where(days.day >= first, days.day <= last)
         return [(day, cluster, status) for day, cluster, status in self.session.execute(query)]
 
+    def ledger_splits(self, first: date, last: date) -> list[tuple[date, str, str | None]]:
+        """(day, cluster, split state or None) of the days recorded with data for each cluster in [first, last]."""
+        days = LedgerDay
+        query = select(days.day, days.cluster, days.split).where(days.day >= first, days.day <= last, days.status == "recorded")
+        return [(day, cluster, split) for day, cluster, split in self.session.execute(query)]
+
     def ledger_entries(self, first: date, last: date) -> list[tuple[Any, ...]]:
         """Plain column tuples (day, namespace, team, cost_center, model, allocated_hours, idle_hours,
-        observed_hours, util_hours, price, cost, idle_cost, resource), by day, namespace, resource and model."""
+        observed_hours, util_hours, price, cost, idle_cost, resource, capacity_type, pool), by day, namespace,
+        resource, model and placement."""
         e = LedgerEntry
         query = (
             select(e.day, e.namespace, e.team, e.cost_center, e.model, e.allocated_hours, e.idle_hours)
-            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost, e.resource)
+            .add_columns(e.observed_hours, e.util_hours, e.price, e.cost, e.idle_cost, e.resource, e.capacity_type, e.pool)
             .where(e.day >= first, e.day <= last)
-            .order_by(e.day, e.namespace, e.resource, e.model)
+            .order_by(e.day, e.namespace, e.resource, e.model, e.capacity_type, e.pool)
         )
         return [tuple(row) for row in self.session.execute(query)]
 
@@ -300,15 +308,15 @@ class RecordStore:
         return [(namespace, team) for namespace, team in self.session.execute(query)]
 
     def ledger_sums(self, first: date, last: date) -> list[tuple[Any, ...]]:
-        """Per namespace, recorded team, resource and model over [first, last], summed in the database: (namespace,
-        team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost, last day of the team,
-        resource)."""
+        """Per namespace, recorded team, resource, model and placement over [first, last], summed in the database:
+        (namespace, team, model, allocated_hours, idle_hours, observed_hours, util_hours, cost, idle_cost, last day
+        of the team, resource, capacity_type, pool)."""
         e = LedgerEntry
         sums = [func.sum(c) for c in (e.allocated_hours, e.idle_hours, e.observed_hours, e.util_hours, e.cost, e.idle_cost)]
         query = (
-            select(e.namespace, e.team, e.model, *sums, func.max(e.day), e.resource)
+            select(e.namespace, e.team, e.model, *sums, func.max(e.day), e.resource, e.capacity_type, e.pool)
             .where(e.day >= first, e.day <= last)
-            .group_by(e.namespace, e.team, e.resource, e.model)
+            .group_by(e.namespace, e.team, e.resource, e.model, e.capacity_type, e.pool)
         )
         return [tuple(row) for row in self.session.execute(query)]
 
@@ -317,3 +325,11 @@ class RecordStore:
         values = {"namespace": namespace, "first": first, "last": last, "resource": resource}
         rows = self.session.execute(statements.LEDGER_MODEL_HOURS, values)
         return {model: float(hours or 0.0) for model, hours in rows}
+
+    def ledger_placement_hours(
+        self, namespace: str, first: date, last: date, *, resource: str = GPU
+    ) -> dict[tuple[str, str, str], float]:
+        """The hours ``namespace`` had of ``resource`` per (GPU model, capacity type, pool) over [first, last]."""
+        values = {"namespace": namespace, "first": first, "last": last, "resource": resource}
+        rows = self.session.execute(statements.LEDGER_PLACEMENT_HOURS, values)
+        return {(model, capacity, pool): float(hours or 0.0) for model, capacity, pool, hours in rows}

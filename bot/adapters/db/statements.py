@@ -85,6 +85,17 @@ LEDGER_MODEL_HOURS = (
     .group_by(_ledger.model)
 )
 
+LEDGER_PLACEMENT_HOURS = (
+    select(_ledger.model, _ledger.capacity_type, _ledger.pool, func.sum(_ledger.allocated_hours))
+    .where(
+        _ledger.namespace == bindparam("namespace"),
+        _ledger.resource == bindparam("resource"),
+        _ledger.day >= bindparam("first"),
+        _ledger.day <= bindparam("last"),
+    )
+    .group_by(_ledger.model, _ledger.capacity_type, _ledger.pool)
+)
+
 # Where a request's message is, unless one is stored already (its poster's claim ends); the version moves
 # as the ORM's version counter would.
 SET_MESSAGE_REF = (

@@ -7,7 +7,7 @@ of one named); the models' names are names, listed the way the language lists th
 from __future__ import annotations
 
 from bot.adapters.i18n import format_money, locale, tr_n
-from bot.adapters.slack import mrkdwn
+from bot.adapters.slack import capacity_words, mrkdwn
 from bot.adapters.slack.sentences import Value, fill, fill_n
 from bot.domain.prices import Basis, BasisAsStored, Price, StoredBasis
 from bot.services.text import Notice, Words
@@ -16,8 +16,11 @@ from bot.services.text import Notice, Words
 def price_notice(price: Price, namespace: str | None = None) -> Notice:
     """``at 4.80 USD/h, the NVIDIA H100 80GB HBM3 price this namespace ran on`` (``namespace``: who ran on it,
     None: "this namespace"); a MIG profile priced by its parent GPU says its share: ``at 1.71 USD/h, 3/7 of
-    the NVIDIA A100 ... price``."""
-    shown = price.named()
+    the NVIDIA A100 ... price``; hours not all on-demand say where they ran: ``(70% on spot)``."""
+    return capacity_words.priced_where(_price_words(price.named(), namespace), price)
+
+
+def _price_words(shown: Price, namespace: str | None) -> Notice:
     rate = format_money(shown.per_gpu_hour, shown.currency)
     if shown.basis == Basis.LISTED:
         return fill("at {rate}/h, the price the policy lists for it", rate=rate)

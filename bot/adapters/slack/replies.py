@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import assert_never
 
 from bot.adapters.i18n import format_gpus, format_money, format_month, format_number, format_share
-from bot.adapters.slack import reasons
+from bot.adapters.slack import capacity_words, reasons
 from bot.adapters.slack.mrkdwn import render
 from bot.adapters.slack.resource_words import day_ranges, hours_and_cost, hours_of, resource_line, short_day
 from bot.adapters.slack.sentences import fill
@@ -151,6 +151,8 @@ def cost_lines(answer: CostAnswer, currency: str) -> list[str]:
             for model, (hours, cost) in sorted(line.by_model.items(), key=lambda item: item[1][1], reverse=True)
         ]
         lines += [resource_line(resource, figures, currency) for resource, figures in sorted(line.other_resources.items())]
+        lines += capacity_words.placement_lines(line, currency)
+    lines += capacity_words.split_unavailable_notes(answer.unsplit)
     if answer.missing:
         lines.append(fill("No metrics for {days}: not counted.", days=day_ranges(answer.missing)))
     lines += [

@@ -20,7 +20,7 @@ from typing import assert_never
 from bot.adapters import i18n
 from bot.adapters.chart import ChartWords, daily_cost_chart
 from bot.adapters.i18n import format_day, format_money, format_month, format_number, format_share, tr
-from bot.adapters.slack import mrkdwn
+from bot.adapters.slack import capacity_words, mrkdwn
 from bot.adapters.slack.resource_words import (
     day_ranges,
     gpu_hours_text,
@@ -95,6 +95,8 @@ def team_report(digest: TeamDigest, *, with_chart: bool = True) -> Report:
         sections.append(
             ReportSection(heading=tr("Utilisation and idle GPUs (month to date)"), lines=[_usage_line(month, currency)])
         )
+    if placed := [*capacity_words.placement_lines(month, currency), *capacity_words.split_unavailable_notes(digest.unsplit)]:
+        sections.append(ReportSection(heading=tr("Spot and on-demand (month to date)"), lines=_rendered(placed)))
     if digest.expiring:
         lines = [
             fill_n(
@@ -242,6 +244,9 @@ def org_report(digest: OrgDigest, *, with_chart: bool = True) -> Report:
     if digest.clusters:
         sections.append(ReportSection(heading=tr("Per cluster"), lines=_cluster_lines(digest.clusters, currency)))
     sections.append(ReportSection(heading=tr("Top namespaces (month to date)"), lines=_rendered(top)))
+    if digest.unsplit:
+        notes = capacity_words.split_unavailable_notes(digest.unsplit)
+        sections.append(ReportSection(heading=tr("Spot and on-demand (month to date)"), lines=_rendered(notes)))
     attachment = None
     if with_chart:
         words = ChartWords(

@@ -17,7 +17,7 @@ from babel.dates import format_date, format_skeleton
 from babel.numbers import format_percent
 
 from bot.adapters.i18n import N_, current, format_money, format_number, format_share, gettext, locale, tr
-from bot.adapters.slack import doctor_words, mrkdwn, prices, reasons
+from bot.adapters.slack import capacity_words, doctor_words, mrkdwn, prices, reasons
 from bot.adapters.slack.details import span_words
 from bot.adapters.slack.resources import amount_of, gpus_of, resource_label, signed
 from bot.adapters.slack.sentences import Value, fill, fill_n, join
@@ -687,6 +687,11 @@ def _(said: m.SchedulingWait) -> Notice:
         " Ask the platform admins about capacity or priority classes."
     )
     return join(head, *lines, Notice((Words("\n"),)), advice)
+
+
+@notice.register
+def _(said: m.SpotSavings) -> Notice:
+    return capacity_words.spot_savings_notice(said)
 
 
 def _usage_and_shortage(said: m.ShiftProposal) -> Notice:
