@@ -33,7 +33,7 @@ from bot.adapters.metrics_clusters import ClusterMetrics
 from bot.adapters.prometheus import ClusterLabels, PrometheusMetrics
 from bot.adapters.slack.home import SlackHomeTabs
 from bot.adapters.slack.input_words import plain_text as problem_text
-from bot.adapters.slack.languages import Languages
+from bot.adapters.slack.languages import Languages, RequestScopedApp
 from bot.adapters.slack.notifier import SlackDirectory, SlackNotifier, make_web_client
 from bot.adapters.slack.reasons import plain_text as reason_text
 from bot.adapters.slack.refusals import plain_text
@@ -560,7 +560,7 @@ def build_bolt_app(
     """
     import handlers
 
-    app = App(
+    app = RequestScopedApp(
         client=client,
         signing_secret=signing_secret,
         token_verification_enabled=False,

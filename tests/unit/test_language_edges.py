@@ -101,10 +101,10 @@ def test_a_form_submitted_speaks_the_language_the_form_was_opened_in() -> None:
     Its submission (view_submission has no channel: Bolt's context.channel_id is None) is answered by the
     middleware's fallback, the policy's English: field errors, the progress and outcome views switch language."""
 
-    from slack_bolt import App, BoltRequest
+    from slack_bolt import BoltRequest
 
     from bot.adapters import i18n
-    from bot.adapters.slack.languages import Languages
+    from bot.adapters.slack.languages import Languages, RequestScopedApp
     from bot.domain.policy import Policy
 
     policy = Policy.model_validate(
@@ -127,7 +127,7 @@ def test_a_form_submitted_speaks_the_language_the_form_was_opened_in() -> None:
     def authorize(**_: object) -> AuthorizeResult:
         return AuthorizeResult(enterprise_id=None, team_id="T1", bot_token="xoxb-x", bot_user_id="UBOT", bot_id="B1")
 
-    app = App(signing_secret="x", authorize=authorize, process_before_response=True)
+    app = RequestScopedApp(signing_secret="x", authorize=authorize, process_before_response=True)
     app.use(languages.listener_middleware())
     heard: list[Language] = []
     with i18n.speaking(languages.of_person("U0WEI", channel_id="C0FRONTIER")):  # opened from frontier's channel
@@ -154,3 +154,4 @@ def test_a_form_submitted_speaks_the_language_the_form_was_opened_in() -> None:
     response = app.dispatch(BoltRequest(mode="socket_mode", body=body))  # the form as it was opened, below
     assert response.status == 200 and heard, response.body
     assert heard == [Language.ZH_CN]
+    assert i18n.current() == Language.EN  # the request's language ended with it

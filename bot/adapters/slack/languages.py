@@ -9,15 +9,27 @@ channel's they wrote in, else the policy's. The choice is made here, at the edge
 
 from __future__ import annotations
 
+import contextvars
 import json
 from collections.abc import Callable
 from typing import Any
+
+from slack_bolt import App, BoltRequest, BoltResponse
 
 from bot.adapters import i18n
 from bot.domain.languages import Language, parse_language
 from bot.domain.policy import Policy
 
-Locales = Callable[[str], str | None]  # a person's Slack locale (en-US, zh-CN), None when unknown
+Locales = Callable[[str], str | None]
+
+
+class RequestScopedApp(App):
+    """Bolt's ``App``, each request dispatched in a context of its own: the language its middleware sets for the
+    request (``Languages.listener_middleware``) ends with it, whichever thread serves the next one (waitress's,
+    Socket Mode's, a test's); work handed to the pool takes a copy along (``bot.executor``)."""
+
+    def dispatch(self, req: BoltRequest) -> BoltResponse:
+        return contextvars.copy_context().run(super().dispatch, req)  # a person's Slack locale (en-US, zh-CN), None when unknown
 
 
 class Languages:
