@@ -20,7 +20,7 @@ from bot.adapters import i18n
 from bot.domain.languages import Language, parse_language
 from bot.domain.policy import Policy
 
-Locales = Callable[[str], str | None]
+Locales = Callable[[str], str | None]  # a person's Slack locale (en-US, zh-CN), None when unknown
 
 
 class RequestScopedApp(App):
@@ -29,7 +29,7 @@ class RequestScopedApp(App):
     Socket Mode's, a test's); work handed to the pool takes a copy along (``bot.executor``)."""
 
     def dispatch(self, req: BoltRequest) -> BoltResponse:
-        return contextvars.copy_context().run(super().dispatch, req)  # a person's Slack locale (en-US, zh-CN), None when unknown
+        return contextvars.copy_context().run(super().dispatch, req)
 
 
 class Languages:
