@@ -8,7 +8,7 @@ kept in a table at import time is marked with ``N_`` and translated where it is 
 
 The language is chosen at the edge, never in a use case: whoever delivers words (the notifier for a
 channel or a person, a listener for its answer, the shell, a CLI) sets it with ``speaking`` (for a
-block of work) or ``use`` (for the rest of a Slack request's thread: every request sets it first);
+block of work) or ``use`` (for the rest of a Slack request, which is dispatched in a context of its own);
 work handed to the pool carries it (``bot.executor`` copies the context). Unset, it is English.
 """
 
@@ -104,8 +104,8 @@ def in_english(words: Callable[[T], str]) -> Callable[[T], str]:
 
 
 def use(language: Language) -> None:
-    """Words made from now on in this context are in ``language`` (a Slack request's thread: set on every
-    request before its listener runs, so nothing of the previous request's stays)."""
+    """Words made from now on in this context are in ``language`` (a Slack request's: each is dispatched in
+    a context of its own, ``slack.languages.RequestScopedApp``, so the language ends with the request)."""
     _current.set(language)
 
 
