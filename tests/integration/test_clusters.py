@@ -37,9 +37,10 @@ POOL = 8
 
 
 def two_cluster_policy() -> Policy:
-    """us-2's calls time out after 4 s: what its hanging must not hold up (the home cluster's writes) has to come
-    well before that on a shared, loaded machine (with 2 s the bound was within 0.4 s of the work's own time)."""
-    return parse_policy(two_cluster_policy_data(remote_timeout_seconds=4), source="the two-cluster test policy")
+    """us-2's calls time out after 6 s: what its hanging must not hold up (the home cluster's writes) has to come
+    well before that on a shared, loaded machine (with 2 s the bound was within 0.4 s of the work's own time; at
+    4 s a clean-clone run of the whole suite missed it twice in three runs, while alone it took 1-2 s)."""
+    return parse_policy(two_cluster_policy_data(remote_timeout_seconds=6), source="the two-cluster test policy")
 
 
 @pytest.fixture
