@@ -159,6 +159,9 @@ def test_a_hanging_cluster_delays_only_its_own_changes(
     wait_for(lambda: home.quota_writes(RESEARCH) == 1, timeout=30, what="the home cluster's write")
     assert time.monotonic() - clicked < timeout  # before a call to us-2 could even time out (a bound, not a target)
     assert any(not slack.thread(card) for card in remote_cards)  # one approval in us-2 still waits for its answer
+    # The home approval's work goes on after its write (its state, thread, App Homes): the clock jump below
+    # would make it look stalled to the reconcile while it is still running.
+    wait_for(lambda: state(slack, POOL + 1) == RequestState.APPLIED, timeout=30, what="the home request applied")
     services = slack.sandbox.services
     assert services is not None
     clock.advance(timedelta(minutes=10))  # past the others' backoff
