@@ -67,7 +67,7 @@ class _Deferred:
 
 
 _current: ContextVar[Language | _Deferred] = ContextVar("language", default=Language.EN)
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
+PLACEHOLDER = re.compile(r"\{(\w+)\}")  # a sentence's named placeholder: {namespace}
 # Message ids asked for in a language whose catalog lacks them (shown in English meanwhile): logged once
 # each, and read by the tests that render every message in every language.
 missed: set[tuple[Language, str]] = set()
@@ -178,7 +178,7 @@ def N_(message: str) -> str:  # noqa: N802 (gettext's own name for it)
 
 def substitute(template: str, values: Mapping[str, object]) -> str:
     """``{name}`` placeholders replaced by ``values`` (no other brace is special)."""
-    return _PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), template)
+    return PLACEHOLDER.sub(lambda match: str(values[match.group(1)]), template)
 
 
 def tr(template: str, **values: object) -> str:
@@ -258,5 +258,5 @@ def format_duration(duration: timedelta) -> str:
 
 
 def format_gpus(count: int) -> str:
-    """A number of whole GPUs (``3 GPUs``, ``3 块 GPU``)."""
-    return tr_n("{count} GPU", "{count} GPUs", count)
+    """A number of whole GPUs (``3 GPUs``, ``-1 GPU``, ``3 块 GPU``): the form is that of the figure without its sign."""
+    return substitute(ngettext("{count} GPU", "{count} GPUs", abs(count)), {"count": format_number(count)})

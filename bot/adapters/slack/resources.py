@@ -5,7 +5,7 @@ A MIG profile's name and any other resource's name are names: shown as they are 
 
 from __future__ import annotations
 
-from bot.adapters.i18n import format_number, ngettext, substitute, tr
+from bot.adapters.i18n import format_gpus, format_number, ngettext, substitute, tr
 from bot.domain.resources import GPU, mig_profile
 
 SHARED_GPU = "nvidia.com/gpu.shared"  # the device plugin's time-slicing with renameByDefault
@@ -28,7 +28,7 @@ def amount_of(count: int, resource: str) -> str:
     (the figure first in every language)."""
     values = {"count": format_number(count), "resource": resource_label(resource)}  # the form is that of abs(count)
     if resource == GPU:
-        return substitute(ngettext("{count} GPU", "{count} GPUs", abs(count)), values)
+        return format_gpus(count)
     if mig_profile(resource) is not None:
         return substitute(ngettext("{count} {resource} slice", "{count} {resource} slices", abs(count)), values)
     if resource == SHARED_GPU:

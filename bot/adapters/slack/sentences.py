@@ -8,12 +8,9 @@ them. ``mrkdwn.render`` escapes every piece of text in the result.
 
 from __future__ import annotations
 
-import re
-
-from bot.adapters.i18n import format_number, gettext, ngettext
+from bot.adapters.i18n import PLACEHOLDER, format_number, gettext, ngettext
 from bot.services.text import Notice, Part, Words
 
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 Value = Part | Notice | str | int  # what a placeholder takes (a notice: a list of people, say)
 
 
@@ -31,7 +28,7 @@ def fill_n(singular: str, plural: str, count: int, **values: Value) -> Notice:
 
 def _filled(template: str, values: dict[str, Value]) -> Notice:
     parts: list[Part] = []
-    for index, piece in enumerate(_PLACEHOLDER.split(template)):
+    for index, piece in enumerate(PLACEHOLDER.split(template)):
         if index % 2 == 0:
             if piece:
                 parts.append(Words(piece))
